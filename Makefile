@@ -1,0 +1,40 @@
+# gpt2bench — the two commands:
+#   make ladder   set up what is missing, build, run the ladder on the detected device, write the report
+#   make test     set up what is missing, build, run every test (then the CUDA compile-and-link check)
+# TORCH=cpu|cuda picks the libtorch build (default: cuda when nvidia-smi finds a GPU, else cpu).
+
+TORCH ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
+JOBS ?= $(shell nproc)
+
+ifeq ($(TORCH),cuda)
+  VENV := .venv-cuda
+  BUILD := build-cuda
+  PROFILE ?= profiles/gpu-124m.yaml
+else
+  VENV := .venv
+  BUILD := build
+  PROFILE ?= profiles/cpu-mini.yaml
+endif
+OUT ?= runs/$(shell date +%Y%m%d-%H%M%S)-$(notdir $(basename $(PROFILE)))
+
+.PHONY: setup build ladder test test-cpu clean help
+help:
+	@sed -n '2,5p' Makefile
+
+setup:
+	@scripts/setup.sh $(TORCH)
+
+build: setup
+	@cmake --build $(BUILD) -j $(JOBS)
+
+ladder: build
+	$(BUILD)/gpt2bench ladder --profile $(PROFILE) --out $(OUT)
+
+test-cpu:
+	@$(MAKE) --no-print-directory build TORCH=cpu
+	cd build && ctest --output-on-failure -j $(JOBS)
+
+test: test-cpu
+
+clean:
+	rm -rf build build-cuda runs

@@ -1,0 +1,194 @@
+#include "bench/cli.h"
+
+#include <torch/version.h>
+
+#include <ATen/ATen.h>
+
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/device.h"
+#include "bench/ladder.h"
+#include "bench/yaml_reader.h"
+#include "model/data.h"
+#include "variants/registry.h"
+
+#ifdef GPT2BENCH_WITH_CUDA
+#include "bench/cuda/cuda_backend.h"
+#endif
+
+namespace gpt2 {
+namespace {
+
+constexpr const char* kMainHelp = R"(gpt2bench: which GPT-2 training-speed optimizations matter, by how much, on this device
+
+usage: gpt2bench <command> [options]
+
+commands:
+  ladder         run a profile's rungs under Google Benchmark; write DIR/results.json and DIR/rungs.json
+  prepare        turn a text file into llm.c token shards (byte-level, or GPT-2 BPE)
+  list-variants  print every variant: what it does, its published rung, support on this device
+  doctor         print what this build and this device support
+  help           this text; `gpt2bench <command> --help` for a command's options
+)";
+
+constexpr const char* kLadderHelp = R"(usage: gpt2bench ladder --profile FILE --out DIR [--device D] [--rung REGEX]
+
+Runs the rungs of FILE's plan (rung 0 = baseline) on the device, each timed by Google Benchmark with
+the device timer (CUDA events / steady clock), warm-up steps excluded, and checks each rung's losses
+against the baseline's (parity).
+
+  --profile FILE   YAML run profile (see profiles/)
+  --out DIR        output directory; must not already hold results.json. Writes:
+                     DIR/results.json  Google Benchmark's JSON: per repetition and aggregate counters
+                                       tokens_per_sec, step_ms, peak_alloc_bytes, peak_reserved_bytes,
+                                       loss, flops_per_token, mfu; context: device, torch, git sha, profile
+                     DIR/rungs.json    per rung: variants applied/skipped (with reasons), resolved
+                                       settings, peaks used for MFU, parity verdict, medians
+  --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
+  --rung REGEX     run only the rungs whose benchmark name matches (Google Benchmark's filter)
+)";
+
+constexpr const char* kPrepareHelp = R"(usage: gpt2bench prepare --input TEXT --out DIR [--encoder encoder.json --bpe vocab.bpe]
+                         [--val-fraction F] [--shard-tokens N]
+
+Tokenizes TEXT and writes DIR/val_000000.bin, DIR/train_000000.bin, ... in llm.c's shard format
+(256 int32 header: magic 20240520, version 1, token count; then uint16 tokens). Without --encoder/--bpe
+the tokens are the text's bytes (0..255); with both, GPT-2's BPE. The first F of the tokens (default 0.1)
+go to the validation split. Use the shards from a profile with  data: {train: DIR/train_*.bin, val: DIR/val_*.bin}.
+)";
+
+constexpr const char* kListHelp = R"(usage: gpt2bench list-variants [--device D]
+
+Prints every registered variant (in ladder order): name, published rung (seed 000 numbering), parity
+class, whether it runs on the device (else why not), and one line of why.
+)";
+
+constexpr const char* kDoctorHelp = R"(usage: gpt2bench doctor [--device D]
+
+Prints what this build supports (CUDA, NVTX, CUPTI, NCCL, cuDNN, flash attention) and what the device
+supports (bf16, TF32), and the device's facts. Runs without a GPU, and says so.
+)";
+
+// --key value pairs after the subcommand; unknown keys are an error naming them.
+std::map<std::string, std::string> parse_flags(int argc, char** argv, int first, const std::vector<std::string>& known,
+                                               const char* help) {
+  std::map<std::string, std::string> out;
+  for (int i = first; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << help;
+      std::exit(0);
+    }
+    std::string key = a, value;
+    if (auto eq = a.find('='); eq != std::string::npos) key = a.substr(0, eq), value = a.substr(eq + 1);
+    bool ok = false;
+    for (const auto& k : known) ok = ok || key == "--" + k;
+    if (!ok) throw std::invalid_argument("unknown option '" + key + "'\n\n" + help);
+    if (value.empty() && a.find('=') == std::string::npos) {
+      if (i + 1 >= argc) throw std::invalid_argument("option " + key + " needs a value");
+      value = argv[++i];
+    }
+    out[key.substr(2)] = value;
+  }
+  return out;
+}
+
+std::string need(const std::map<std::string, std::string>& f, const std::string& k, const char* help) {
+  auto it = f.find(k);
+  if (it == f.end() || it->second.empty()) throw std::invalid_argument("missing --" + k + "\n\n" + help);
+  return it->second;
+}
+
+std::string get(const std::map<std::string, std::string>& f, const std::string& k, const std::string& def = "") {
+  auto it = f.find(k);
+  return it == f.end() ? def : it->second;
+}
+
+int cmd_ladder(int argc, char** argv) {
+  auto f = parse_flags(argc, argv, 2, {"profile", "out", "device", "rung"}, kLadderHelp);
+  LadderOptions o{need(f, "profile", kLadderHelp), need(f, "out", kLadderHelp), get(f, "device"), get(f, "rung")};
+  return run_ladder(o);
+}
+
+int cmd_prepare(int argc, char** argv) {
+  auto f = parse_flags(argc, argv, 2, {"input", "out", "encoder", "bpe", "val-fraction", "shard-tokens"}, kPrepareHelp);
+  PrepareOptions o;
+  o.input = need(f, "input", kPrepareHelp);
+  o.out_dir = need(f, "out", kPrepareHelp);
+  o.encoder_json = get(f, "encoder");
+  o.vocab_bpe = get(f, "bpe");
+  try {
+    if (f.count("val-fraction")) o.val_fraction = std::stod(f["val-fraction"]);
+    if (f.count("shard-tokens")) o.shard_tokens = std::stoll(f["shard-tokens"]);
+  } catch (const std::logic_error&) {
+    throw std::invalid_argument("--val-fraction takes a number and --shard-tokens an integer");
+  }
+  for (const auto& path : prepare_text(o)) std::cout << "wrote " << path << "\n";
+  return 0;
+}
+
+int cmd_list_variants(int argc, char** argv) {
+  auto f = parse_flags(argc, argv, 2, {"device"}, kListHelp);
+  const DeviceInfo dev = detect_device(get(f, "device", "auto"));
+  std::cout << "device: " << dev.name << (dev.cuda() ? " (cuda)" : " (cpu)") << "\n";
+  if (registry().empty()) std::cout << "(no variants registered: every ladder is the baseline rung alone)\n";
+  for (const auto& v : registry()) {
+    const Support s = v->supports(dev);
+    std::printf("%-18s rung %-3s %-10s %-40s %s\n", std::string(v->name()).c_str(),
+                v->published_rung() < 0 ? "-" : std::to_string(v->published_rung()).c_str(),
+                to_string(v->parity()).c_str(), s.ok ? "runs here" : ("skipped: " + s.why_not).c_str(),
+                std::string(v->why()).c_str());
+  }
+  return 0;
+}
+
+int cmd_doctor(int argc, char** argv) {
+  auto f = parse_flags(argc, argv, 2, {"device"}, kDoctorHelp);
+  std::cout << "gpt2bench " << GPT2BENCH_GIT_SHA << ", torch " << TORCH_VERSION << "\n";
+  std::cout << "build: " << (build_has_cuda() ? "CUDA" : "CPU only") << ", NVTX 3 ranges compiled in: "
+            << (build_has_cuda() ? "yes" : "no (CPU build)") << "\n";
+  std::cout << "ATen: " << at::get_num_threads() << " threads, MKL " << (at::hasMKL() ? "yes" : "no") << ", MKL-DNN "
+            << (at::hasMKLDNN() ? "yes" : "no") << "\n";
+#ifdef GPT2BENCH_WITH_CUDA
+  std::cout << cuda::library_report();
+  if (cuda::device_count() == 0) std::cout << "no CUDA device found: GPU rungs would run on the CPU instead\n";
+#endif
+  const DeviceInfo dev = detect_device(get(f, "device", "auto"));
+  std::cout << "device: " << dev.name << " (" << (dev.cuda() ? "cuda" : "cpu") << ")\n";
+  if (dev.cuda())
+    std::cout << "  compute capability " << dev.cc_major << "." << dev.cc_minor << ", " << dev.sm_count << " SMs, "
+              << dev.total_memory / (1 << 20) << " MiB, driver " << dev.driver_version << ", runtime "
+              << dev.runtime_version << "\n";
+  std::cout << "  bf16: " << (dev.bf16 ? "yes" : "no") << ", TF32: " << (dev.tf32 ? "yes" : "no")
+            << ", flash attention: " << (dev.flash_attention ? "yes" : "no") << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv) {
+  const std::string cmd = argc > 1 ? argv[1] : "help";
+  try {
+    if (cmd == "ladder") return cmd_ladder(argc, argv);
+    if (cmd == "prepare") return cmd_prepare(argc, argv);
+    if (cmd == "list-variants") return cmd_list_variants(argc, argv);
+    if (cmd == "doctor") return cmd_doctor(argc, argv);
+    if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+      std::cout << kMainHelp;
+      return argc > 1 ? 0 : 2;
+    }
+    std::cerr << "gpt2bench: unknown command '" << cmd << "'\n\n" << kMainHelp;
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gpt2bench " << cmd << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "gpt2bench " << cmd << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace gpt2

@@ -1,0 +1,147 @@
+#include "bench/device.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <stdexcept>
+
+#ifdef GPT2BENCH_WITH_CUDA
+#include "bench/cuda/cuda_backend.h"
+#endif
+
+namespace gpt2 {
+
+bool build_has_cuda() {
+#ifdef GPT2BENCH_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+namespace {
+DeviceInfo describe_cpu() {
+  DeviceInfo d;
+  d.type = DeviceType::kCpu;
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      d.name = line.substr(line.find(':') + 2);
+      break;
+    }
+  if (d.name.empty()) d.name = "cpu";
+  d.sm_count = at::get_num_threads();
+  d.total_memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  d.bf16 = true;  // ATen computes bf16 on any CPU (emulated where the ISA lacks it)
+  return d;
+}
+
+class SteadyTimer : public DeviceTimer {
+ public:
+  void start() override { t0_ = std::chrono::steady_clock::now(); }
+  void stop() override { t1_ = std::chrono::steady_clock::now(); }
+  double seconds() override { return std::chrono::duration<double>(t1_ - t0_).count(); }
+
+ private:
+  std::chrono::steady_clock::time_point t0_, t1_;
+};
+}  // namespace
+
+DeviceInfo detect_device(const std::string& want) {
+  if (want == "cpu") return describe_cpu();
+  const bool asked_cuda = want.rfind("cuda", 0) == 0;
+  if (!asked_cuda && want != "auto")
+    throw std::runtime_error("unknown device '" + want + "' (expected auto, cpu, cuda or cuda:N)");
+#ifdef GPT2BENCH_WITH_CUDA
+  const int n = cuda::device_count();
+  if (n > 0) {
+    int index = 0;
+    if (want.size() > 5) index = std::stoi(want.substr(5));
+    if (index < 0 || index >= n)
+      throw std::runtime_error("device '" + want + "': only " + std::to_string(n) + " CUDA device(s)");
+    return cuda::describe(index);
+  }
+  if (asked_cuda) throw std::runtime_error("device '" + want + "': this CUDA build finds no CUDA device");
+#else
+  if (asked_cuda)
+    throw std::runtime_error("device '" + want + "': this build has no CUDA (build it with `make TORCH=cuda`)");
+#endif
+  return describe_cpu();
+}
+
+c10::Device torch_device(const DeviceInfo& d) {
+  return d.cuda() ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(d.index)) : c10::Device(c10::kCPU);
+}
+
+std::unique_ptr<DeviceTimer> make_timer(const DeviceInfo& d) {
+#ifdef GPT2BENCH_WITH_CUDA
+  if (d.cuda()) return cuda::make_timer();
+#endif
+  return std::make_unique<SteadyTimer>();
+}
+
+void synchronize(const DeviceInfo& d) {
+#ifdef GPT2BENCH_WITH_CUDA
+  if (d.cuda()) cuda::synchronize();
+#endif
+}
+
+void empty_cache(const DeviceInfo& d) {
+#ifdef GPT2BENCH_WITH_CUDA
+  if (d.cuda()) cuda::empty_cache();
+#endif
+}
+
+c10::ScalarType compute_dtype(Precision p) {
+  switch (p) {
+    case Precision::kBf16Cast:
+    case Precision::kBf16Autocast: return at::kBFloat16;
+    case Precision::kFp16Autocast: return at::kHalf;
+    default: return at::kFloat;
+  }
+}
+
+std::optional<double> datasheet_peak_flops(const DeviceInfo& d, Precision p) {
+  if (!d.cuda()) return std::nullopt;
+  // Dense TFLOP/s, NVIDIA datasheets: {fp32 (no tensor cores), tf32, bf16/fp16}.
+  struct Row { const char* match; const char* also; double fp32, tf32, half; };
+  static const Row rows[] = {
+      {"H100", "PCIe", 51.2, 378, 756},
+      {"H100", "", 66.9, 494, 989},
+      {"H200", "", 66.9, 494, 989},
+      {"A100", "", 19.5, 156, 312},
+  };
+  for (const auto& r : rows) {
+    if (d.name.find(r.match) == std::string::npos) continue;
+    if (*r.also && d.name.find(r.also) == std::string::npos) continue;
+    const double tf = p == Precision::kFp32 ? r.fp32 : p == Precision::kTf32 ? r.tf32 : r.half;
+    return tf * 1e12;
+  }
+  return std::nullopt;
+}
+
+double measure_matmul_peak(const DeviceInfo& d, Precision p) {
+  at::NoGradGuard no_grad;
+  const int64_t n = d.cuda() ? 8192 : 1024;
+  auto opts = at::TensorOptions().device(torch_device(d)).dtype(compute_dtype(p));
+  auto a = at::randn({n, n}, opts), b = at::randn({n, n}, opts);
+  auto timer = make_timer(d);
+  at::matmul(a, b);  // warm-up (library init, kernel selection)
+  synchronize(d);
+  double best = 0, total = 0;
+  for (int i = 0; i < 20 && (i < 3 || total < 0.5); ++i) {
+    timer->start();
+    auto c = at::matmul(a, b);
+    timer->stop();
+    const double s = timer->seconds();
+    total += s;
+    best = std::max(best, 2.0 * n * n * n / s);
+  }
+  return best;
+}
+
+}  // namespace gpt2

@@ -1,0 +1,33 @@
+// defines: AdamW — the seed's optimizer in the three forms PyTorch has: a per-tensor loop (Python's
+//          _single_tensor_adamw), foreach ops (_multi_tensor_adamw) and the fused kernel
+//          (at::_fused_adamw_). Same math in all three; none reads a value back to the host.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+#include "bench/step_spec.h"
+
+namespace gpt2 {
+
+class AdamW {
+ public:
+  AdamW(std::vector<at::Tensor> params, const OptimizerOptions& o);
+  void step();       // parameters without a gradient are left as they are
+  void zero_grad();  // grads set to undefined (set_to_none=True, PyTorch's default)
+  int64_t steps_taken() const { return step_; }
+  // Bytes of optimizer state (exp_avg + exp_avg_sq + step counters), for the memory breakdown.
+  int64_t state_bytes() const;
+
+ private:
+  void step_loop(const std::vector<size_t>& live);
+  void step_foreach(const std::vector<size_t>& live);
+  void step_fused(const std::vector<size_t>& live);
+
+  OptimizerOptions o_;
+  std::vector<at::Tensor> params_, exp_avg_, exp_avg_sq_;
+  std::vector<at::Tensor> step_t_;  // fused only: float32 step counters on the parameter's device
+  int64_t step_ = 0;                // loop/foreach keep the count on the host, as PyTorch does
+};
+
+}  // namespace gpt2

@@ -1,0 +1,114 @@
+#include "bench/profile.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "bench/yaml_reader.h"
+#include "variants/registry.h"
+
+namespace gpt2 {
+
+Profile load_profile(const std::string& path) {
+  const YAML::Node root = load_yaml_file(path);
+  MapReader r(root, path, "profile");
+  Profile p;
+  p.path = path;
+  p.name = r.get_string("name", std::filesystem::path(path).stem().string());
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+
+  // model: a preset name, or {preset: NAME, <overrides>}
+  YAML::Node m = r.node("model");
+  if (!m) r.fail("model", "missing: name a model preset, e.g. model: gpt2-mini");
+  if (m.IsScalar()) {
+    p.model = load_model_preset(m.Scalar(), dir.empty() ? "." : dir);
+  } else {
+    MapReader mr(m, path, "model");
+    p.model = load_model_preset(mr.get_string("preset", "gpt2-124m"), dir.empty() ? "." : dir);
+    p.model.context = mr.get_int("context", p.model.context, 1, 1 << 16);
+    p.model.dropout = mr.get_double("dropout", p.model.dropout, 0.0, 0.99);
+    p.model.tie_weights = mr.get_bool("tie_weights", p.model.tie_weights);
+    p.model.qkv_bias = mr.get_bool("qkv_bias", p.model.qkv_bias);
+    mr.finish();
+  }
+
+  // data: synthetic, or {train: GLOB, val: GLOB}, or {synthetic_tokens: N}
+  YAML::Node d = r.node("data");
+  if (d && d.IsScalar()) {
+    if (d.Scalar() != "synthetic") r.fail("data", "expected 'synthetic' or a mapping {train: GLOB, val: GLOB}");
+  } else if (d) {
+    MapReader dr(d, path, "data");
+    p.data.synthetic_tokens = dr.get_int("synthetic_tokens", p.data.synthetic_tokens, 1024, int64_t(1) << 32);
+    p.data.train_glob = dr.get_string("train", "");
+    p.data.val_glob = dr.get_string("val", "");
+    p.data.synthetic = p.data.train_glob.empty();
+    if (p.data.train_glob.empty() != p.data.val_glob.empty())
+      dr.fail(p.data.train_glob.empty() ? "val" : "train", "give both 'train' and 'val' shard patterns, or neither");
+    auto rel = [&](std::string& g) {
+      if (!g.empty() && g[0] != '/' && !dir.empty()) g = (std::filesystem::path(dir) / g).string();
+    };
+    rel(p.data.train_glob);
+    rel(p.data.val_glob);
+    dr.finish();
+  }
+
+  p.device = r.get_string("device", p.device);
+  p.batch = r.get_int("batch", p.batch, 1, 1 << 20);
+  p.warmup_steps = r.get_int("warmup_steps", p.warmup_steps, 0, 1'000'000);
+  p.steps = r.get_int("steps", p.steps, 1, 1'000'000);
+  p.repetitions = r.get_int("repetitions", p.repetitions, 1, 10'000);
+  p.parity_steps = r.get_int("parity_steps", p.parity_steps, 0, 10'000);
+  p.seed = static_cast<uint64_t>(r.get_int("seed", static_cast<int64_t>(p.seed), 0, INT64_MAX));
+  p.plan = r.get_choice("plan", p.plan, {"ladder", "add_one", "leave_one_out", "recipes"});
+  p.variants = r.get_string_list("variants");
+  for (const auto& v : p.variants)
+    if (!find_variant(v)) r.fail("variants", "unknown variant '" + v + "' (see gpt2bench list-variants)");
+  YAML::Node recipes = r.node("recipes");
+  if (recipes) {
+    if (!recipes.IsMap()) r.fail("recipes", "expected a mapping of rung name: [variant, ...]");
+    for (auto it = recipes.begin(); it != recipes.end(); ++it) {
+      MapReader rr(recipes, path, "recipes");
+      RungPlan rp{it->first.Scalar(), rr.get_string_list(it->first.Scalar())};
+      for (const auto& v : rp.variants)
+        if (!find_variant(v))
+          config_error(path, it->second, "recipe '" + rp.name + "': unknown variant '" + v + "' (see gpt2bench list-variants)");
+      p.recipes.push_back(std::move(rp));
+    }
+  }
+  if (p.plan == "recipes" && p.recipes.empty()) r.fail("plan", "plan 'recipes' needs a non-empty 'recipes' mapping");
+  if (p.plan != "recipes" && recipes) r.fail("recipes", "only read with plan: recipes (the plan is '" + p.plan + "')");
+  r.finish();
+  return p;
+}
+
+std::vector<RungPlan> expand_plan(const Profile& p) {
+  auto number = [](size_t i, const std::string& label) {
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "%02zu_", i);
+    return buf + label;
+  };
+  std::vector<RungPlan> out{{number(0, "baseline"), {}}};
+  if (p.plan == "recipes") {
+    for (const auto& r : p.recipes) out.push_back({number(out.size(), r.name), r.variants});
+    return out;
+  }
+  std::vector<std::string> vs = p.variants;
+  if (vs.empty())
+    for (const auto& v : registry()) vs.emplace_back(v->name());
+  std::vector<std::string> acc;
+  for (const auto& v : vs) {
+    if (p.plan == "ladder") {
+      acc.push_back(v);
+      out.push_back({number(out.size(), v), acc});
+    } else if (p.plan == "add_one") {
+      out.push_back({number(out.size(), "add_" + v), {v}});
+    } else {  // leave_one_out
+      std::vector<std::string> rest;
+      for (const auto& o : vs)
+        if (o != v) rest.push_back(o);
+      out.push_back({number(out.size(), "drop_" + v), rest});
+    }
+  }
+  return out;
+}
+
+}  // namespace gpt2

@@ -1,0 +1,40 @@
+// defines: Profile (a YAML run profile, validated), RungPlan, load_profile, expand_plan
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/data.h"
+
+namespace gpt2 {
+
+struct RungPlan {
+  std::string name;                   // "00_baseline", "03_fused_adamw", "05_drop_sdpa", ...
+  std::vector<std::string> variants;  // the recipe
+};
+
+struct Profile {
+  std::string path, name;
+  ModelOptions model;
+  DataOptions data;
+  std::string device = "auto";
+  int64_t batch = 8;
+  int64_t warmup_steps = 3;
+  int64_t steps = 10;        // timed steps per repetition
+  int64_t repetitions = 3;
+  int64_t parity_steps = 5;  // K steps compared with the baseline's losses
+  uint64_t seed = 1337;
+  // plan: ladder (cumulative: each rung = the previous + one variant), add_one (baseline + each),
+  // leave_one_out (all − each), recipes (named rungs as written).
+  std::string plan = "ladder";
+  std::vector<std::string> variants;  // ladder/add_one/leave_one_out; empty = every registered variant
+  std::vector<RungPlan> recipes;      // plan: recipes
+};
+
+// ConfigError (bench/yaml_reader.h) names file, line, key and what was expected.
+Profile load_profile(const std::string& path);
+// Rung 0 is always the baseline (the empty recipe).
+std::vector<RungPlan> expand_plan(const Profile& p);
+
+}  // namespace gpt2

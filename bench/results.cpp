@@ -1,0 +1,137 @@
+#include "bench/results.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+
+namespace gpt2 {
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error(path + ": cannot write");
+    f << content;
+    f.flush();
+    if (!f) throw std::runtime_error(path + ": write failed");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+namespace {
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
+double RungRecord::median_tokens_per_sec() const { return median(rep_tokens_per_sec); }
+double RungRecord::median_step_ms() const { return median(rep_step_ms); }
+
+nlohmann::json to_json(const RungRecord& r) {
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const auto& s : r.rung.skipped) skipped.push_back({{"variant", s.variant}, {"reason", s.reason}});
+  nlohmann::json j = {
+      {"name", r.rung.name},
+      {"benchmark", r.benchmark_name},
+      {"status", r.status},
+      {"variants", r.rung.variants},
+      {"applied", r.rung.applied},
+      {"skipped", skipped},
+      {"spec", r.rung.spec},
+      {"tokens_per_step", r.tokens_per_step},
+      {"flops_per_token", r.flops_per_token},
+      {"peak_flops", {{"datasheet", r.datasheet_peak ? nlohmann::json(*r.datasheet_peak) : nlohmann::json()},
+                      {"measured_matmul", r.measured_peak},
+                      {"used", r.datasheet_peak ? "datasheet" : "measured_matmul"}}},
+      {"parity", {{"class", to_string(r.rung.parity)}, {"verdict", r.parity.verdict}, {"rule", r.parity.rule},
+                  {"max_abs_dev", r.parity.max_abs_dev}, {"losses", r.parity.losses},
+                  {"baseline_losses", r.parity.baseline_losses}}},
+  };
+  if (!r.error.empty()) j["error"] = r.error;
+  if (r.status == "ok") {
+    j["median"] = {{"tokens_per_sec", r.median_tokens_per_sec()}, {"step_ms", r.median_step_ms()},
+                   {"mfu", r.mfu()}, {"peak_alloc_bytes", r.peak_alloc_bytes},
+                   {"peak_reserved_bytes", r.peak_reserved_bytes}, {"loss", r.final_loss}};
+    j["repetitions"] = {{"tokens_per_sec", r.rep_tokens_per_sec}, {"step_ms", r.rep_step_ms}};
+  }
+  return j;
+}
+
+TeeReporter::TeeReporter(std::function<void(const std::string&)> on_rung) : on_rung_(std::move(on_rung)) {
+  json_.SetOutputStream(&json_out_);
+  json_.SetErrorStream(&json_err_);
+}
+
+bool TeeReporter::ReportContext(const Context& c) {
+  console_.SetOutputStream(&GetOutputStream());
+  console_.SetErrorStream(&GetErrorStream());
+  json_.ReportContext(c);
+  return console_.ReportContext(c);
+}
+
+void TeeReporter::ReportRuns(const std::vector<Run>& runs) {
+  console_.ReportRuns(runs);
+  json_.ReportRuns(runs);
+  if (!runs.empty()) on_rung_(runs.front().run_name.str());
+}
+
+void TeeReporter::Finalize() { console_.Finalize(); }
+
+std::string TeeReporter::json_so_far() const { return json_out_.str() + "\n  ]\n}\n"; }
+
+std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
+  std::ostringstream s;
+  auto gb = [](int64_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.3f", b / 1e9);
+    return std::string(buf);
+  };
+  s << std::left << std::setw(28) << "rung" << std::right << std::setw(12) << "tok/s" << std::setw(9) << "vs prev"
+    << std::setw(9) << "vs base" << std::setw(11) << "step ms" << std::setw(12) << "peak alloc" << std::setw(12)
+    << (cuda ? "reserved" : "peak RSS") << std::setw(9) << "MFU" << "  parity\n";
+  const RungRecord* base = nullptr;
+  const RungRecord* prev = nullptr;
+  for (const auto& r : rungs) {
+    s << std::left << std::setw(28) << r.rung.name << std::right;
+    if (r.status != "ok") {
+      s << "  " << r.status << (r.error.empty() ? "" : ": " + r.error) << "\n";
+      continue;
+    }
+    const double t = r.median_tokens_per_sec();
+    auto ratio = [&](const RungRecord* o) {
+      char buf[32];
+      if (!o) return std::string("-");
+      std::snprintf(buf, sizeof(buf), "%.2fx", t / o->median_tokens_per_sec());
+      return std::string(buf);
+    };
+    char tok[32], ms[32], mfu[32];
+    std::snprintf(tok, sizeof(tok), "%.0f", t);
+    std::snprintf(ms, sizeof(ms), "%.2f", r.median_step_ms());
+    std::snprintf(mfu, sizeof(mfu), "%.2f%%", 100.0 * r.mfu());
+    s << std::setw(12) << tok << std::setw(9) << ratio(prev) << std::setw(9) << ratio(base) << std::setw(11) << ms
+      << std::setw(12) << gb(r.peak_alloc_bytes) << std::setw(12) << gb(r.peak_reserved_bytes) << std::setw(9) << mfu
+      << "  " << (r.parity.verdict == "fail" ? "FAIL" : r.parity.verdict);
+    if (r.parity.verdict != "n/a") {
+      char dev[48];
+      std::snprintf(dev, sizeof(dev), " (max dev %.2e)", r.parity.max_abs_dev);
+      s << dev;
+    }
+    for (const auto& sk : r.rung.skipped) s << "\n" << std::string(30, ' ') << "skipped " << sk.variant << ": " << sk.reason;
+    s << "\n";
+    if (!base) base = &r;
+    prev = &r;
+  }
+  s << "(memory in GB; " << (cuda ? "reserved = CUDA caching allocator" : "peak RSS = process high-water mark")
+    << "; MFU against the " << (rungs.empty() || !rungs[0].datasheet_peak ? "measured matmul" : "datasheet")
+    << " peak)\n";
+  return s.str();
+}
+
+}  // namespace gpt2

@@ -1,0 +1,73 @@
+// defines: write_file_atomic, TeeReporter (console + Google Benchmark JSON kept in memory and
+//          flushed after each rung), RungRecord (what rungs.json holds per rung), summary_table
+#pragma once
+#include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "variants/registry.h"
+
+namespace gpt2 {
+
+// Writes `path` via a temporary file in the same directory and a rename, so a reader (or a crash)
+// never sees a half-written file.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+struct ParityResult {
+  std::string verdict = "n/a";  // pass | fail | n/a
+  std::string rule;             // what was checked, with the tolerance
+  double max_abs_dev = 0;
+  std::vector<double> losses, baseline_losses;
+};
+
+// The facts of one rung that are not Google Benchmark numbers, plus the medians for the summary.
+struct RungRecord {
+  ResolvedRung rung;
+  std::string benchmark_name;
+  std::string status = "pending";  // pending | ok | error
+  std::string error;
+  int64_t tokens_per_step = 0;
+  double flops_per_token = 0;
+  std::optional<double> datasheet_peak;
+  double measured_peak = 0;
+  std::vector<double> rep_tokens_per_sec;  // one per repetition
+  std::vector<double> rep_step_ms;
+  int64_t peak_alloc_bytes = 0, peak_reserved_bytes = 0;
+  double final_loss = 0;
+  ParityResult parity;
+
+  double median_tokens_per_sec() const;
+  double median_step_ms() const;
+  double peak_flops() const { return datasheet_peak.value_or(measured_peak); }
+  double mfu() const { return flops_per_token * median_tokens_per_sec() / peak_flops(); }
+};
+nlohmann::json to_json(const RungRecord& r);
+
+// Display reporter for RunSpecifiedBenchmarks: shows the console output and keeps Google
+// Benchmark's own JSON document in memory; after each benchmark's runs it calls `on_rung(name)`.
+class TeeReporter : public benchmark::BenchmarkReporter {
+ public:
+  explicit TeeReporter(std::function<void(const std::string&)> on_rung);
+  bool ReportContext(const Context& c) override;
+  void ReportRuns(const std::vector<Run>& runs) override;
+  void Finalize() override;
+  // Google Benchmark's JSON with the runs so far, closed so that it parses.
+  std::string json_so_far() const;
+
+ private:
+  benchmark::ConsoleReporter console_;
+  benchmark::JSONReporter json_;
+  std::ostringstream json_out_, json_err_;
+  std::function<void(const std::string&)> on_rung_;
+};
+
+// The closing table: rung, tok/s, speedup over the previous rung and over the baseline, memory, MFU, parity.
+std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda);
+
+}  // namespace gpt2

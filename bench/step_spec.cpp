@@ -1,0 +1,74 @@
+#include "bench/step_spec.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpt2 {
+
+StepSpec baseline_spec(const ModelOptions& model, int64_t batch, const DeviceInfo& dev) {
+  StepSpec s;
+  s.model = model;
+  s.batch = batch;
+  s.optimizer.kind = dev.cuda() ? OptimizerKind::kAdamwForeach : OptimizerKind::kAdamwLoop;
+  return s;
+}
+
+std::string to_string(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kTf32: return "tf32";
+    case Precision::kBf16Cast: return "bf16_cast";
+    case Precision::kBf16Autocast: return "bf16_autocast";
+    case Precision::kFp16Autocast: return "fp16_autocast";
+  }
+  return "?";
+}
+std::string to_string(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::kAdamwLoop: return "adamw_loop";
+    case OptimizerKind::kAdamwForeach: return "adamw_foreach";
+    case OptimizerKind::kAdamwFused: return "adamw_fused";
+  }
+  return "?";
+}
+std::string to_string(ExecutorKind k) { return k == ExecutorKind::kEager ? "eager" : "cuda_graph"; }
+std::string to_string(SdpaBackend b) {
+  switch (b) {
+    case SdpaBackend::kAuto: return "auto";
+    case SdpaBackend::kFlash: return "flash";
+    case SdpaBackend::kEfficient: return "efficient";
+    case SdpaBackend::kCudnn: return "cudnn";
+    case SdpaBackend::kMath: return "math";
+  }
+  return "?";
+}
+
+void to_json(nlohmann::json& j, const StepSpec& s) {
+  const auto& m = s.model;
+  j = {{"model",
+        {{"preset", m.preset}, {"vocab_size", m.vocab_size}, {"padded_vocab", m.padded_vocab()},
+         {"context", m.context}, {"n_embd", m.n_embd}, {"n_head", m.n_head}, {"n_layer", m.n_layer},
+         {"dropout", m.dropout}, {"qkv_bias", m.qkv_bias}, {"tie_weights", m.tie_weights},
+         {"attention", to_string(m.attention)}, {"layers", to_string(m.layers)}, {"fused_qkv", m.fused_qkv},
+         {"fused_bias_gelu", m.fused_bias_gelu}, {"parameters", parameter_count(m)}}},
+       {"precision", to_string(s.precision)},
+       {"optimizer",
+        {{"kind", to_string(s.optimizer.kind)}, {"lr", s.optimizer.lr}, {"weight_decay", s.optimizer.weight_decay},
+         {"beta1", s.optimizer.beta1}, {"beta2", s.optimizer.beta2}, {"eps", s.optimizer.eps}}},
+       {"loader", {{"pinned", s.loader.pinned}}},
+       {"executor", to_string(s.executor)},
+       {"sdpa_backend", to_string(s.sdpa_backend)},
+       {"batch", s.batch},
+       {"search_batch", s.search_batch},
+       {"sync_every_step", s.sync_every_step},
+       {"dist", {{"world_size", s.dist.world_size}, {"backend", s.dist.backend}}}};
+}
+
+void to_json(nlohmann::json& j, const DeviceInfo& d) {
+  j = {{"type", d.cuda() ? "cuda" : "cpu"}, {"index", d.index}, {"name", d.name},
+       {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+       {"sm_count", d.sm_count}, {"total_memory", d.total_memory}, {"driver_version", d.driver_version},
+       {"runtime_version", d.runtime_version}, {"bf16", d.bf16}, {"tf32", d.tf32},
+       {"flash_attention", d.flash_attention}};
+}
+
+}  // namespace gpt2

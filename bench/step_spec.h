@@ -1,0 +1,84 @@
+// defines: StepSpec — the plain description of one training step that variants edit and the
+//          TrainStep is built from — with its enums, DeviceInfo, and to_json for rungs.json.
+// No libtorch here: variants and the CLI include it.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "model/config.h"
+
+namespace gpt2 {
+
+enum class DeviceType { kCpu, kCuda };
+
+// What the resolver and the variants know of the device: plain data, so tests can fake a GPU.
+struct DeviceInfo {
+  DeviceType type = DeviceType::kCpu;
+  int index = 0;
+  std::string name = "cpu";
+  int cc_major = 0, cc_minor = 0;  // compute capability (CUDA)
+  int sm_count = 0;                // CUDA SMs, or CPU threads used by ATen
+  int64_t total_memory = 0;        // bytes
+  std::string driver_version, runtime_version;
+  bool bf16 = true;                // bf16 arithmetic supported
+  bool tf32 = false;               // TF32 tensor cores (sm80+)
+  bool flash_attention = false;    // the flash SDPA kernel can run here
+  bool cuda() const { return type == DeviceType::kCuda; }
+};
+
+enum class Precision {
+  kFp32,
+  kTf32,          // fp32 storage, matmuls in TF32 ("high" float32 matmul precision)
+  kBf16Cast,      // weights, grads and optimizer state in bf16 (seed 000 rung 5)
+  kBf16Autocast,  // fp32 master weights, autocast to bf16 over forward and loss
+  kFp16Autocast,  // fp32 master weights, autocast to fp16, with a gradient scaler
+};
+enum class OptimizerKind { kAdamwLoop, kAdamwForeach, kAdamwFused };
+enum class ExecutorKind { kEager, kCudaGraph };
+enum class SdpaBackend { kAuto, kFlash, kEfficient, kCudnn, kMath };
+
+struct LoaderOptions {
+  bool pinned = false;  // stage batches in pinned host memory, copy non_blocking on a side stream
+  bool operator==(const LoaderOptions&) const = default;
+};
+
+struct DistOptions {
+  int world_size = 1;
+  std::string backend = "none";  // none | gloo | nccl
+  bool operator==(const DistOptions&) const = default;
+};
+
+struct OptimizerOptions {
+  OptimizerKind kind = OptimizerKind::kAdamwLoop;
+  double lr = 5e-4, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // the seed's AdamW
+  bool operator==(const OptimizerOptions&) const = default;
+};
+
+struct StepSpec {
+  ModelOptions model;
+  Precision precision = Precision::kFp32;
+  OptimizerOptions optimizer;
+  LoaderOptions loader;
+  ExecutorKind executor = ExecutorKind::kEager;
+  SdpaBackend sdpa_backend = SdpaBackend::kAuto;
+  int64_t batch = 8;              // B per rank
+  bool search_batch = false;      // find the largest power-of-two batch that fits
+  bool sync_every_step = false;   // read the loss on the host every step (an anti-variant)
+  DistOptions dist;
+  bool operator==(const StepSpec&) const = default;
+};
+
+// The seed's baseline for a device: fp32, from-scratch layers, mask buffer, and the AdamW that
+// PyTorch's Python AdamW picks by default there (for-loop on the CPU, foreach on CUDA).
+StepSpec baseline_spec(const ModelOptions& model, int64_t batch, const DeviceInfo& dev);
+
+std::string to_string(Precision p);
+std::string to_string(OptimizerKind k);
+std::string to_string(ExecutorKind k);
+std::string to_string(SdpaBackend b);
+void to_json(nlohmann::json& j, const StepSpec& s);
+void to_json(nlohmann::json& j, const DeviceInfo& d);
+
+}  // namespace gpt2

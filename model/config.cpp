@@ -1,0 +1,70 @@
+#include "model/config.h"
+
+#include <filesystem>
+
+#include "bench/yaml_reader.h"
+
+namespace gpt2 {
+
+int64_t parameter_count(const ModelOptions& m) {
+  const int64_t C = m.n_embd, V = m.padded_vocab();
+  const int64_t norm = 2 * C;                                     // scale + shift
+  const int64_t attn = 3 * (C * C + (m.qkv_bias ? C : 0)) + C * C + C;  // q,k,v + out_proj (biased)
+  const int64_t ff = (C * 4 * C + 4 * C) + (4 * C * C + C);
+  const int64_t block = norm + attn + norm + ff;
+  return V * C + m.context * C + m.n_layer * block + norm + (m.tie_weights ? 0 : V * C);
+}
+
+double flops_per_token(const ModelOptions& m) {
+  return 6.0 * static_cast<double>(parameter_count(m)) +
+         6.0 * static_cast<double>(m.n_layer) * static_cast<double>(m.n_embd) * static_cast<double>(m.context);
+}
+
+std::string to_string(AttentionImpl a) {
+  switch (a) {
+    case AttentionImpl::kManualBuffer: return "manual+mask_buffer";
+    case AttentionImpl::kManualOnTheFly: return "manual+mask_on_the_fly";
+    case AttentionImpl::kSdpa: return "sdpa";
+  }
+  return "?";
+}
+
+std::string to_string(LayerImpl l) { return l == LayerImpl::kScratch ? "scratch" : "native"; }
+
+ModelOptions load_model_preset(const std::string& name_or_path, const std::string& profile_dir) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> candidates;
+  if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml")) {
+    fs::path p(name_or_path);
+    candidates.push_back(p.is_absolute() ? p : fs::path(profile_dir) / p);
+  } else {
+    candidates.push_back(fs::path(profile_dir) / "models" / (name_or_path + ".yaml"));
+    candidates.push_back(fs::path(GPT2BENCH_SOURCE_DIR) / "profiles" / "models" / (name_or_path + ".yaml"));
+  }
+  fs::path file;
+  for (const auto& c : candidates)
+    if (fs::is_regular_file(c)) { file = c; break; }
+  if (file.empty()) {
+    std::string tried;
+    for (const auto& c : candidates) tried += (tried.empty() ? "" : ", ") + c.string();
+    throw ConfigError("model preset '" + name_or_path + "' not found (looked for " + tried + ")");
+  }
+  MapReader r(load_yaml_file(file.string()), file.string(), "model preset");
+  ModelOptions m;
+  m.preset = r.get_string("name", file.stem().string());
+  m.vocab_size = r.get_int("vocab_size", m.vocab_size, 2, 1 << 20);
+  m.context = r.get_int("context", m.context, 1, 1 << 16);
+  m.n_embd = r.get_int("n_embd", m.n_embd, 1, 1 << 16);
+  m.n_head = r.get_int("n_head", m.n_head, 1, 1 << 10);
+  m.n_layer = r.get_int("n_layer", m.n_layer, 1, 1 << 10);
+  m.dropout = r.get_double("dropout", m.dropout, 0.0, 0.99);
+  m.qkv_bias = r.get_bool("qkv_bias", m.qkv_bias);
+  m.tie_weights = r.get_bool("tie_weights", m.tie_weights);
+  if (m.n_embd % m.n_head != 0)
+    r.fail("n_head", "n_embd (" + std::to_string(m.n_embd) + ") must be divisible by n_head (" +
+                         std::to_string(m.n_head) + ")");
+  r.finish();
+  return m;
+}
+
+}  // namespace gpt2

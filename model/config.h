@@ -1,0 +1,52 @@
+// defines: ModelOptions (plain data describing a GPT-2), AttentionImpl, LayerImpl, flops_per_token,
+//          parameter_count, load_model_preset
+// No libtorch here: this header is included by the StepSpec, the variants and the CLI.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace gpt2 {
+
+enum class AttentionImpl {
+  kManualBuffer,    // softmax(QK^T/sqrt(d)) with a T×T causal mask registered as a buffer (seed baseline)
+  kManualOnTheFly,  // the same math, the mask built inside forward (no buffer)
+  kSdpa,            // at::scaled_dot_product_attention(is_causal=true)
+};
+enum class LayerImpl {
+  kScratch,  // LayerNorm and GELU written out of elementary ops, as the seed model
+  kNative,   // at::layer_norm and at::gelu(approximate="tanh")
+};
+
+struct ModelOptions {
+  std::string preset = "custom";
+  int64_t vocab_size = 50257;   // tokens the data uses
+  int64_t vocab_pad_to = 1;     // embedding/head rows rounded up to a multiple of this (1 = no padding)
+  int64_t context = 1024;       // T, also the position-embedding table size
+  int64_t n_embd = 768;         // C
+  int64_t n_head = 12;
+  int64_t n_layer = 12;         // L
+  double dropout = 0.1;
+  bool qkv_bias = false;
+  bool tie_weights = false;     // head.weight shares the token embedding
+  AttentionImpl attention = AttentionImpl::kManualBuffer;
+  LayerImpl layers = LayerImpl::kScratch;
+  bool fused_qkv = false;       // one (C -> 3C) matmul instead of three
+  bool fused_bias_gelu = false; // FeedForward's first Linear+GELU as one addmm with a GELU epilogue
+
+  int64_t padded_vocab() const { return (vocab_size + vocab_pad_to - 1) / vocab_pad_to * vocab_pad_to; }
+  bool operator==(const ModelOptions&) const = default;
+};
+
+// Parameter count of the model the options describe (embedding, blocks, final norm, head),
+// computed from shapes, so it can be checked against the built module.
+int64_t parameter_count(const ModelOptions& m);
+// llm.c's MFU numerator: 6·N + 6·L·C·T (N = all parameters), for a training step (fwd + bwd).
+double flops_per_token(const ModelOptions& m);
+
+std::string to_string(AttentionImpl a);
+std::string to_string(LayerImpl l);
+
+// Reads profiles/models/<name>.yaml (searching `dirs` in order) into ModelOptions; errors name the file.
+ModelOptions load_model_preset(const std::string& name_or_path, const std::string& profile_dir);
+
+}  // namespace gpt2

@@ -1,0 +1,191 @@
+#include "model/data.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "model/bpe.h"
+
+namespace gpt2 {
+namespace fs = std::filesystem;
+
+std::vector<uint16_t> read_shard(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw DataError(path + ": cannot open token shard");
+  const auto size = static_cast<int64_t>(fs::file_size(path));
+  if (size < kShardHeaderBytes)
+    throw DataError(path + ": " + std::to_string(size) + " bytes is too short for the " +
+                    std::to_string(kShardHeaderBytes) + "-byte llm.c shard header");
+  int32_t header[256];
+  f.read(reinterpret_cast<char*>(header), sizeof(header));
+  if (header[0] != kShardMagic)
+    throw DataError(path + ": bad magic " + std::to_string(header[0]) + " (expected " +
+                    std::to_string(kShardMagic) + "): not an llm.c token shard");
+  if (header[1] != kShardVersion)
+    throw DataError(path + ": unsupported shard version " + std::to_string(header[1]) + " (expected " +
+                    std::to_string(kShardVersion) + ")");
+  const int64_t count = header[2];
+  const int64_t payload = size - kShardHeaderBytes;
+  if (count < 0 || count * 2 != payload)
+    throw DataError(path + ": header declares " + std::to_string(count) + " tokens (" +
+                    std::to_string(count * 2) + " bytes) but the file holds " + std::to_string(payload) +
+                    " bytes of tokens");
+  std::vector<uint16_t> tokens(count);
+  f.read(reinterpret_cast<char*>(tokens.data()), payload);
+  if (!f) throw DataError(path + ": read failed");
+  return tokens;
+}
+
+void write_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
+  if (tokens.size() > static_cast<size_t>(INT32_MAX)) throw DataError(path + ": too many tokens for one shard");
+  int32_t header[256] = {kShardMagic, kShardVersion, static_cast<int32_t>(tokens.size())};
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw DataError(path + ": cannot write");
+    f.write(reinterpret_cast<const char*>(header), sizeof(header));
+    f.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * 2));
+    if (!f) throw DataError(path + ": write failed");
+  }
+  fs::rename(tmp, path);
+}
+
+namespace {
+// splitmix64: tiny, fast, and the same on every platform (std distributions are not).
+struct SplitMix {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+};
+}  // namespace
+
+std::vector<uint16_t> synthetic_corpus(int64_t vocab, int64_t n_tokens, uint64_t seed, int64_t active) {
+  if (vocab < 2 || vocab > 65536) throw DataError("synthetic corpus: vocab must be in [2, 65536]");
+  active = std::min(active, vocab);
+  // The chain's structure comes from a fixed seed: the train and val splits (different `seed`)
+  // sample the same language.
+  SplitMix structure{0x6770743262656e63ull};
+  std::vector<uint16_t> ids(active);
+  for (int64_t i = 0; i < active; ++i) ids[i] = static_cast<uint16_t>(i * (vocab / active));
+  std::vector<std::array<int64_t, 4>> succ(active);
+  for (auto& s : succ)
+    for (auto& x : s) x = static_cast<int64_t>(structure.next() % active);
+  constexpr double cdf[4] = {0.55, 0.80, 0.95, 1.0};
+  SplitMix rng{seed};
+  std::vector<uint16_t> out(n_tokens);
+  int64_t state = static_cast<int64_t>(rng.next() % active);
+  for (int64_t i = 0; i < n_tokens; ++i) {
+    out[i] = ids[state];
+    const double u = rng.uniform();
+    int j = 0;
+    while (u > cdf[j]) ++j;
+    state = succ[state][j];
+  }
+  return out;
+}
+
+namespace {
+std::vector<std::string> expand_glob(const std::string& pattern) {
+  glob_t g{};
+  std::vector<std::string> files;
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
+  globfree(&g);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+at::Tensor load_split(const std::string& pattern, int64_t vocab, const char* split) {
+  auto files = expand_glob(pattern);
+  if (files.empty()) throw DataError(std::string(split) + " data: no shard matches '" + pattern + "'");
+  std::vector<int32_t> all;
+  for (const auto& f : files) {
+    auto t = read_shard(f);
+    for (size_t i = 0; i < t.size(); ++i)
+      if (t[i] >= vocab)
+        throw DataError(f + ": token " + std::to_string(t[i]) + " at position " + std::to_string(i) +
+                        " is outside the model's vocabulary of " + std::to_string(vocab));
+    all.insert(all.end(), t.begin(), t.end());
+  }
+  return at::tensor(all, at::kInt);
+}
+
+at::Tensor to_tensor(const std::vector<uint16_t>& t) {
+  return at::tensor(std::vector<int32_t>(t.begin(), t.end()), at::kInt);
+}
+}  // namespace
+
+TokenData load_token_data(const DataOptions& o, int64_t vocab, uint64_t seed) {
+  if (o.synthetic)
+    return {to_tensor(synthetic_corpus(vocab, o.synthetic_tokens, seed)),
+            to_tensor(synthetic_corpus(vocab, o.synthetic_tokens / 10 + 1, seed + 1))};
+  return {load_split(o.train_glob, vocab, "train"), load_split(o.val_glob, vocab, "val")};
+}
+
+Loader::Loader(at::Tensor tokens, int64_t B, int64_t T, int64_t rank, int64_t world)
+    : tokens_(std::move(tokens)), B_(B), T_(T), rank_(rank), world_(world), pos_(0) {
+  if (tokens_.numel() < world_ * B_ * T_ + 1)
+    throw DataError("the data holds " + std::to_string(tokens_.numel()) + " tokens, fewer than one batch of " +
+                    std::to_string(world_) + "×" + std::to_string(B_) + "×" + std::to_string(T_) + "+1");
+  reset();
+}
+
+void Loader::reset() { pos_ = rank_ * B_ * T_; }
+
+std::pair<at::Tensor, at::Tensor> Loader::next() {
+  const int64_t n = B_ * T_;
+  if (pos_ + n + 1 > tokens_.numel()) pos_ = rank_ * n;
+  auto buf = tokens_.narrow(0, pos_, n + 1).to(at::kLong);
+  pos_ += world_ * n;
+  return {buf.narrow(0, 0, n).view({B_, T_}), buf.narrow(0, 1, n).view({B_, T_})};
+}
+
+std::vector<std::string> prepare_text(const PrepareOptions& o) {
+  std::ifstream in(o.input, std::ios::binary);
+  if (!in) throw DataError(o.input + ": cannot open input text");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  if (text.empty()) throw DataError(o.input + ": the input text is empty");
+  if (o.val_fraction <= 0.0 || o.val_fraction >= 1.0) throw DataError("--val-fraction must be in (0, 1)");
+  if (o.shard_tokens < 1) throw DataError("--shard-tokens must be positive");
+
+  std::vector<uint16_t> tokens;
+  if (!o.encoder_json.empty() || !o.vocab_bpe.empty()) {
+    if (o.encoder_json.empty() || o.vocab_bpe.empty())
+      throw DataError("GPT-2 BPE needs both --encoder (encoder.json) and --bpe (vocab.bpe)");
+    Gpt2Bpe bpe(o.encoder_json, o.vocab_bpe);
+    for (int id : bpe.encode(text)) tokens.push_back(static_cast<uint16_t>(id));
+  } else {
+    for (unsigned char c : text) tokens.push_back(c);
+  }
+  const auto n_val = std::max<int64_t>(1, static_cast<int64_t>(tokens.size() * o.val_fraction));
+  if (static_cast<int64_t>(tokens.size()) - n_val < 2)
+    throw DataError(o.input + ": too little text for a train/val split (" + std::to_string(tokens.size()) + " tokens)");
+  fs::create_directories(o.out_dir);
+  std::vector<std::string> written;
+  auto emit = [&](const char* split, auto begin, auto end) {
+    int shard = 0;
+    for (auto it = begin; it < end; it += std::min<int64_t>(o.shard_tokens, end - it)) {
+      char name[64];
+      std::snprintf(name, sizeof(name), "%s_%06d.bin", split, shard++);
+      const auto path = (fs::path(o.out_dir) / name).string();
+      write_shard(path, std::vector<uint16_t>(it, it + std::min<int64_t>(o.shard_tokens, end - it)));
+      written.push_back(path);
+    }
+  };
+  // Validation data first, as llm.c's scripts do: the first `val_fraction` of the text.
+  emit("val", tokens.begin(), tokens.begin() + n_val);
+  emit("train", tokens.begin() + n_val, tokens.end());
+  return written;
+}
+
+}  // namespace gpt2

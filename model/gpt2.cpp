@@ -1,0 +1,96 @@
+#include "model/gpt2.h"
+
+#include <ATen/core/Generator.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/modules/container/modulelist.h>
+
+#include <cmath>
+
+namespace gpt2 {
+
+GPT2Impl::GPT2Impl(const ModelOptions& o) : opts(o) {
+  const int64_t Vp = o.padded_vocab();
+  tok_emb = register_module("tok_emb", torch::nn::Embedding(Vp, o.n_embd));
+  pos_emb = register_module("pos_emb", torch::nn::Embedding(o.context, o.n_embd));
+  drop_emb = register_module("drop_emb", torch::nn::Dropout(o.dropout));
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t i = 0; i < o.n_layer; ++i) blocks->push_back(Block(o));
+  final_norm = register_module("final_norm", LayerNorm(o.n_embd, o.layers));
+  // Bias-free head; tied, it is the embedding's tensor itself (registered once, as tok_emb's).
+  if (o.tie_weights) {
+    head_weight = tok_emb->weight;
+  } else {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(o.n_embd));
+    head_weight = register_parameter("head_weight", at::empty({Vp, o.n_embd}).uniform_(-bound, bound));
+  }
+}
+
+at::Tensor GPT2Impl::forward(const at::Tensor& idx) {
+  const int64_t T = idx.size(1);
+  TORCH_CHECK(T <= opts.context, "sequence length ", T, " exceeds the model's context ", opts.context);
+  auto pos = at::arange(T, idx.options());
+  auto x = drop_emb(tok_emb(idx) + pos_emb(pos));  // (B, T, C)
+  for (const auto& b : *blocks) x = b->as<BlockImpl>()->forward(x);
+  return at::linear(final_norm(x), head_weight);  // (B, T, Vp)
+}
+
+std::vector<std::pair<std::string, at::Tensor>> canonical_parameters(GPT2Impl& m) {
+  const auto& o = m.opts;
+  const int64_t C = o.n_embd;
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  auto add = [&](std::string name, const at::Tensor& t) { out.emplace_back(std::move(name), t); };
+  add("tok_emb.weight", m.tok_emb->weight.narrow(0, 0, o.vocab_size));
+  add("pos_emb.weight", m.pos_emb->weight);
+  for (size_t i = 0; i < m.blocks->size(); ++i) {
+    auto& b = *m.blocks[i]->as<BlockImpl>();
+    const std::string p = "blocks." + std::to_string(i) + ".";
+    add(p + "ln1.scale", b.ln1->scale);
+    add(p + "ln1.shift", b.ln1->shift);
+    const char* names[3] = {"query", "key", "value"};
+    torch::nn::Linear sep[3] = {b.attn->query, b.attn->key, b.attn->value};
+    for (int j = 0; j < 3; ++j) {
+      at::Tensor w = b.attn->qkv ? b.attn->qkv->weight.narrow(0, j * C, C) : sep[j]->weight;
+      add(p + "attn." + names[j] + ".weight", w);
+      if (o.qkv_bias) add(p + "attn." + names[j] + ".bias", b.attn->qkv ? b.attn->qkv->bias.narrow(0, j * C, C) : sep[j]->bias);
+    }
+    add(p + "attn.out_proj.weight", b.attn->out_proj->weight);
+    add(p + "attn.out_proj.bias", b.attn->out_proj->bias);
+    add(p + "ln2.scale", b.ln2->scale);
+    add(p + "ln2.shift", b.ln2->shift);
+    add(p + "ff.fc1.weight", b.ff->fc1->weight);
+    add(p + "ff.fc1.bias", b.ff->fc1->bias);
+    add(p + "ff.fc2.weight", b.ff->fc2->weight);
+    add(p + "ff.fc2.bias", b.ff->fc2->bias);
+  }
+  add("final_norm.scale", m.final_norm->scale);
+  add("final_norm.shift", m.final_norm->shift);
+  if (!o.tie_weights) add("head_weight", m.head_weight.narrow(0, 0, o.vocab_size));
+  return out;
+}
+
+void init_weights(GPT2Impl& m, uint64_t seed) {
+  at::NoGradGuard no_grad;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  // Padded rows (never targets, never inputs) start at zero.
+  m.tok_emb->weight.zero_();
+  if (!m.opts.tie_weights) m.head_weight.zero_();
+  for (auto& [name, view] : canonical_parameters(m)) {
+    auto cpu = at::empty(view.sizes(), at::kFloat);
+    if (name.ends_with("emb.weight")) {
+      cpu.normal_(0.0, 1.0, gen);
+    } else if (name.ends_with(".scale")) {
+      cpu.fill_(1.0);
+    } else if (name.ends_with(".shift")) {
+      cpu.fill_(0.0);
+    } else {
+      // nn.Linear's reset_parameters: kaiming_uniform(a=√5) gives U(±1/√fan_in); the bias the same bound.
+      const int64_t fan_in = name.ends_with(".bias") ? m.opts.n_embd * (name.find("fc2") != std::string::npos ? 4 : 1)
+                                                      : view.size(1);
+      const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+      cpu.uniform_(-bound, bound, gen);
+    }
+    view.copy_(cpu);
+  }
+}
+
+}  // namespace gpt2

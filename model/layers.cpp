@@ -1,0 +1,102 @@
+#include "model/layers.h"
+
+#include <cmath>
+
+namespace gpt2 {
+
+at::Tensor gelu_tanh_scratch(const at::Tensor& x) {
+  const double k = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1.0 + at::tanh(k * (x + 0.044715 * at::pow(x, 3))));
+}
+
+LayerNormImpl::LayerNormImpl(int64_t d, LayerImpl i) : dim(d), impl(i) {
+  scale = register_parameter("scale", at::ones({d}));
+  shift = register_parameter("shift", at::zeros({d}));
+}
+
+at::Tensor LayerNormImpl::forward(const at::Tensor& x) {
+  if (impl == LayerImpl::kNative) return at::layer_norm(x, {dim}, scale, shift, kEps);
+  auto mean = x.mean(-1, /*keepdim=*/true);
+  auto var = x.var(-1, /*unbiased=*/false, /*keepdim=*/true);
+  return scale * ((x - mean) / at::sqrt(var + kEps)) + shift;
+}
+
+FeedForwardImpl::FeedForwardImpl(const ModelOptions& o) : impl(o.layers), fused_bias_gelu(o.fused_bias_gelu) {
+  fc1 = register_module("fc1", torch::nn::Linear(o.n_embd, 4 * o.n_embd));
+  fc2 = register_module("fc2", torch::nn::Linear(4 * o.n_embd, o.n_embd));
+}
+
+at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
+  at::Tensor h;  // (B, T, 4C)
+  if (fused_bias_gelu) {
+    // One GEMM with bias and GELU(tanh) in its epilogue (cuBLASLt on CUDA), on (B·T, C) rows.
+    auto rows = x.reshape({-1, x.size(-1)});
+    h = at::_addmm_activation(fc1->bias, rows, fc1->weight.t(), 1, 1, /*use_gelu=*/true)
+            .view({x.size(0), x.size(1), -1});
+  } else {
+    h = fc1(x);
+    h = impl == LayerImpl::kNative ? at::gelu(h, "tanh") : gelu_tanh_scratch(h);
+  }
+  return fc2(h);
+}
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelOptions& o)
+    : n_head(o.n_head), head_dim(o.n_embd / o.n_head), impl(o.attention), dropout(o.dropout) {
+  const int64_t C = o.n_embd;
+  if (o.fused_qkv) {
+    qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(C, 3 * C).bias(o.qkv_bias)));
+  } else {
+    query = register_module("query", torch::nn::Linear(torch::nn::LinearOptions(C, C).bias(o.qkv_bias)));
+    key = register_module("key", torch::nn::Linear(torch::nn::LinearOptions(C, C).bias(o.qkv_bias)));
+    value = register_module("value", torch::nn::Linear(torch::nn::LinearOptions(C, C).bias(o.qkv_bias)));
+  }
+  out_proj = register_module("out_proj", torch::nn::Linear(C, C));
+  attn_dropout = register_module("attn_dropout", torch::nn::Dropout(o.dropout));
+  if (impl == AttentionImpl::kManualBuffer)
+    mask = register_buffer("mask", at::triu(at::ones({o.context, o.context}), /*diagonal=*/1));
+}
+
+at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
+  at::Tensor q, k, v;  // (B, T, C) each
+  if (qkv) {
+    auto parts = qkv(x).split(C, /*dim=*/2);
+    q = parts[0], k = parts[1], v = parts[2];
+  } else {
+    q = query(x), k = key(x), v = value(x);
+  }
+  // (B, T, C) -> (B, nh, T, hd)
+  auto heads = [&](const at::Tensor& t) { return t.view({B, T, n_head, head_dim}).transpose(1, 2); };
+  q = heads(q), k = heads(k), v = heads(v);
+
+  at::Tensor y;  // (B, nh, T, hd)
+  if (impl == AttentionImpl::kSdpa) {
+    y = at::scaled_dot_product_attention(q, k, v, {}, is_training() ? dropout : 0.0, /*is_causal=*/true);
+  } else {
+    auto scores = at::matmul(q, k.transpose(2, 3));  // (B, nh, T, T)
+    at::Tensor causal;                                // (T, T) bool, true above the diagonal
+    if (impl == AttentionImpl::kManualBuffer)
+      causal = mask.to(at::kBool).slice(0, 0, T).slice(1, 0, T);
+    else
+      causal = at::triu(at::ones({T, T}, x.options().dtype(at::kBool)), /*diagonal=*/1);
+    scores.masked_fill_(causal, -std::numeric_limits<double>::infinity());
+    auto weights = at::softmax(scores / std::sqrt(static_cast<double>(head_dim)), -1);
+    y = at::matmul(attn_dropout(weights), v);
+  }
+  return out_proj(y.transpose(1, 2).contiguous().view({B, T, C}));
+}
+
+BlockImpl::BlockImpl(const ModelOptions& o) {
+  ln1 = register_module("ln1", LayerNorm(o.n_embd, o.layers));
+  attn = register_module("attn", CausalSelfAttention(o));
+  ln2 = register_module("ln2", LayerNorm(o.n_embd, o.layers));
+  ff = register_module("ff", FeedForward(o));
+  drop_resid = register_module("drop_resid", torch::nn::Dropout(o.dropout));
+}
+
+at::Tensor BlockImpl::forward(at::Tensor x) {
+  x = x + drop_resid(attn(ln1(x)));
+  return x + drop_resid(ff(ln2(x)));
+}
+
+}  // namespace gpt2

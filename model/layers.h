@@ -1,0 +1,59 @@
+// defines: LayerNorm, FeedForward, CausalSelfAttention, Block — the GPT-2 layers, each with the
+//          from-scratch (seed) and the native/fused implementations side by side, picked by ModelOptions.
+#pragma once
+#include <torch/nn/module.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+
+#include "model/config.h"
+
+namespace gpt2 {
+
+at::Tensor gelu_tanh_scratch(const at::Tensor& x);  // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+
+struct LayerNormImpl : torch::nn::Module {
+  LayerNormImpl(int64_t dim, LayerImpl impl);
+  at::Tensor forward(const at::Tensor& x);  // (..., C) -> (..., C)
+  at::Tensor scale, shift;                  // (C), (C)
+  int64_t dim;
+  LayerImpl impl;
+  static constexpr double kEps = 1e-5;
+};
+TORCH_MODULE(LayerNorm);
+
+struct FeedForwardImpl : torch::nn::Module {
+  explicit FeedForwardImpl(const ModelOptions& o);
+  at::Tensor forward(const at::Tensor& x);  // (B, T, C) -> (B, T, C)
+  torch::nn::Linear fc1{nullptr};           // (4C, C) + (4C)
+  torch::nn::Linear fc2{nullptr};           // (C, 4C) + (C)
+  LayerImpl impl;
+  bool fused_bias_gelu;
+};
+TORCH_MODULE(FeedForward);
+
+struct CausalSelfAttentionImpl : torch::nn::Module {
+  explicit CausalSelfAttentionImpl(const ModelOptions& o);
+  at::Tensor forward(const at::Tensor& x);  // (B, T, C) -> (B, T, C)
+  // Separate projections (seed) or one fused (3C, C) projection, never both.
+  torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};  // (C, C) each
+  torch::nn::Linear qkv{nullptr};                                   // (3C, C)
+  torch::nn::Linear out_proj{nullptr};                              // (C, C) + (C)
+  torch::nn::Dropout attn_dropout{nullptr};
+  at::Tensor mask;  // (T, T) float, 1 above the diagonal; only with AttentionImpl::kManualBuffer
+  int64_t n_head, head_dim;
+  AttentionImpl impl;
+  double dropout;
+};
+TORCH_MODULE(CausalSelfAttention);
+
+struct BlockImpl : torch::nn::Module {
+  explicit BlockImpl(const ModelOptions& o);
+  at::Tensor forward(at::Tensor x);  // pre-LN: x + drop(attn(ln1(x))); x + drop(ff(ln2(x)))
+  LayerNorm ln1{nullptr}, ln2{nullptr};
+  CausalSelfAttention attn{nullptr};
+  FeedForward ff{nullptr};
+  torch::nn::Dropout drop_resid{nullptr};
+};
+TORCH_MODULE(Block);
+
+}  // namespace gpt2

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian machine: system packages, the project's Python virtual
+# environment with the PyTorch wheel, and a configured CMake build. A second run installs nothing.
+#   scripts/setup.sh cpu    -> .venv       (torch==2.13.0, CPU)   + build/
+#   scripts/setup.sh cuda   -> .venv-cuda  (torch==2.14.1, CUDA 13) + build-cuda/
+set -euo pipefail
+flavor=${1:-cpu}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+case "$flavor" in
+  cpu)  venv=.venv;      build=build;      torch_req=${TORCH_CPU_REQ:-torch==2.13.0}; cuda=OFF ;;
+  cuda) venv=.venv-cuda; build=build-cuda; torch_req=${TORCH_CUDA_REQ:-torch==2.14.1}; cuda=ON ;;
+  *) echo "setup.sh: unknown flavour '$flavor' (expected cpu or cuda)" >&2; exit 2 ;;
+esac
+
+say() { echo "[setup] $*"; }
+
+# --- Debian packages --------------------------------------------------------------------------
+pkgs=(g++ make libbenchmark-dev libyaml-cpp-dev libgtest-dev nlohmann-json3-dev)
+command -v cmake >/dev/null || pkgs+=(cmake)
+command -v ninja >/dev/null || pkgs+=(ninja-build)
+python3 -c 'import venv, ensurepip' 2>/dev/null || pkgs+=(python3-venv)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  say "installing Debian packages: ${missing[*]}"
+  sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
+  $sudo_ apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- Python virtual environment with the torch wheel -------------------------------------------
+# matplotlib/pytest serve the report step and its tests; numpy silences torch's start-up warning.
+reqs="$torch_req numpy matplotlib pytest"
+stamp="$venv/.gpt2bench-requirements"
+if [ ! -x "$venv/bin/python" ]; then
+  say "creating $venv"
+  python3 -m venv "$venv"
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$reqs" ]; then
+  say "installing into $venv: $reqs"
+  # shellcheck disable=SC2086
+  "$venv/bin/python" -m pip install -q $reqs
+  echo "$reqs" > "$stamp"
+fi
+
+# --- CMake build directory --------------------------------------------------------------------
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  prefix=$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
+  say "configuring $build (libtorch from $prefix, CUDA=$cuda)"
+  gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+  cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$prefix" -DGPT2BENCH_CUDA="$cuda" \
+    -DPython3_EXECUTABLE="$root/$venv/bin/python" >"$build.configure.log" 2>&1 \
+    || { cat "$build.configure.log" >&2; rm -rf "$build"; exit 1; }
+fi

@@ -1,0 +1,72 @@
+// defines: test helpers — a tiny model, temporary directories, running the gpt2bench binary
+#pragma once
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "model/config.h"
+
+namespace gpt2::test {
+
+inline ModelOptions tiny_model() {
+  ModelOptions m;
+  m.preset = "tiny";
+  m.vocab_size = 97;
+  m.context = 16;
+  m.n_embd = 32;
+  m.n_head = 4;
+  m.n_layer = 2;
+  m.dropout = 0.0;
+  return m;
+}
+
+// A fresh directory under the system temp dir, removed when the object goes.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/gpt2bench-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+inline void write_text(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs the built gpt2bench with `args` (a shell-quoted string).
+inline CommandResult run_gpt2bench(const std::string& args) {
+  const std::string cmd = std::string(GPT2BENCH_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// A profile directory with models/tiny.yaml beside the profile, for fast end-to-end runs.
+inline std::string write_tiny_profile(const TempDir& dir, const std::string& body) {
+  write_text(dir / "models/tiny.yaml",
+             "name: tiny\nvocab_size: 97\ncontext: 16\nn_embd: 32\nn_head: 4\nn_layer: 2\ndropout: 0.1\n");
+  write_text(dir / "profile.yaml", body);
+  return dir / "profile.yaml";
+}
+
+}  // namespace gpt2::test

@@ -1,0 +1,131 @@
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include "helpers.h"
+#include "model/config.h"
+#include "model/gpt2.h"
+
+namespace gpt2 {
+namespace {
+
+int64_t numel(GPT2Impl& m) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters()) n += p.numel();
+  return n;
+}
+
+ModelOptions gpt2_124m() { return load_model_preset("gpt2-124m", GPT2BENCH_SOURCE_DIR "/profiles"); }
+
+TEST(ModelConfig, SeedParameterCounts) {
+  ModelOptions m = gpt2_124m();
+  EXPECT_EQ(parameter_count(m), 163'009'536);
+  m.tie_weights = true;
+  EXPECT_EQ(parameter_count(m), 124'412'160);
+  m.tie_weights = false;
+  m.vocab_pad_to = 64;
+  EXPECT_EQ(m.padded_vocab(), 50304);
+  EXPECT_EQ(parameter_count(m), 163'081'728);
+}
+
+TEST(Model, Built124MHasTheSeedParameterCounts) {
+  ModelOptions o = gpt2_124m();
+  GPT2 untied(o);
+  EXPECT_EQ(numel(*untied), 163'009'536);
+  o.tie_weights = true;
+  GPT2 tied(o);
+  EXPECT_EQ(numel(*tied), 124'412'160);
+  EXPECT_TRUE(tied->head_weight.is_same(tied->tok_emb->weight));
+}
+
+TEST(Model, BuiltCountMatchesFormulaForEveryImplementation) {
+  for (bool fused : {false, true})
+    for (bool bias : {false, true})
+      for (int64_t pad : {1, 64}) {
+        ModelOptions o = test::tiny_model();
+        o.fused_qkv = fused;
+        o.qkv_bias = bias;
+        o.vocab_pad_to = pad;
+        GPT2 m(o);
+        EXPECT_EQ(numel(*m), parameter_count(o)) << "fused=" << fused << " bias=" << bias << " pad=" << pad;
+      }
+}
+
+TEST(Model, ForwardShape) {
+  ModelOptions o = test::tiny_model();
+  o.vocab_pad_to = 64;
+  GPT2 m(o);
+  init_weights(*m, 1);
+  auto idx = at::randint(o.vocab_size, {3, 11}, at::kLong);
+  auto logits = m->forward(idx);
+  EXPECT_EQ(logits.sizes(), (at::IntArrayRef{3, 11, 128}));
+}
+
+TEST(Model, RejectsSequencesLongerThanContext) {
+  ModelOptions o = test::tiny_model();
+  GPT2 m(o);
+  EXPECT_THROW(m->forward(at::zeros({1, o.context + 1}, at::kLong)), c10::Error);
+}
+
+// Changing a later token must leave every earlier position's logits unchanged.
+TEST(Model, Causal) {
+  for (auto attn : {AttentionImpl::kManualBuffer, AttentionImpl::kManualOnTheFly, AttentionImpl::kSdpa}) {
+    ModelOptions o = test::tiny_model();
+    o.attention = attn;
+    GPT2 m(o);
+    init_weights(*m, 7);
+    m->eval();
+    auto idx = at::randint(o.vocab_size, {2, 12}, at::kLong);
+    auto changed = idx.clone();
+    changed.select(1, 8).fill_(0).add_(idx.select(1, 8).add(1).remainder(o.vocab_size));
+    auto a = m->forward(idx), b = m->forward(changed);
+    EXPECT_TRUE(at::equal(a.slice(1, 0, 8), b.slice(1, 0, 8))) << to_string(attn);
+    EXPECT_FALSE(at::allclose(a.slice(1, 8, 9), b.slice(1, 8, 9))) << to_string(attn);
+  }
+}
+
+TEST(Model, InitIsDeterministicAndLayoutIndependent) {
+  ModelOptions o = test::tiny_model();
+  ModelOptions fused = o;
+  fused.fused_qkv = true;
+  fused.vocab_pad_to = 64;
+  GPT2 a(o), b(o), c(fused);
+  init_weights(*a, 42);
+  init_weights(*b, 42);
+  init_weights(*c, 42);
+  auto pa = canonical_parameters(*a), pb = canonical_parameters(*b), pc = canonical_parameters(*c);
+  ASSERT_EQ(pa.size(), pc.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(pa[i].first, pc[i].first);
+    EXPECT_TRUE(at::equal(pa[i].second, pb[i].second)) << pa[i].first;
+    EXPECT_TRUE(at::equal(pa[i].second, pc[i].second)) << pa[i].first;
+  }
+  // Padded rows start at zero, so the padded model computes the same logits on real tokens.
+  EXPECT_EQ(c->tok_emb->weight.slice(0, o.vocab_size).abs().sum().item<double>(), 0.0);
+  a->eval();
+  c->eval();
+  auto idx = at::randint(o.vocab_size, {2, 9}, at::kLong);
+  EXPECT_TRUE(at::allclose(a->forward(idx), c->forward(idx).slice(2, 0, o.vocab_size), 1e-5, 1e-5));
+}
+
+TEST(Model, DefaultInitBounds) {
+  ModelOptions o = test::tiny_model();
+  GPT2 m(o);
+  init_weights(*m, 3);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(o.n_embd));
+  auto& blk = *m->blocks[0]->as<BlockImpl>();
+  EXPECT_LE(blk.attn->query->weight.abs().max().item<double>(), bound);
+  EXPECT_LE(blk.ff->fc2->bias.abs().max().item<double>(), 1.0 / std::sqrt(4.0 * o.n_embd));
+  EXPECT_NEAR(m->tok_emb->weight.std().item<double>(), 1.0, 0.1);
+  EXPECT_TRUE(at::equal(blk.ln1->scale, at::ones({o.n_embd})));
+}
+
+TEST(Model, ScratchAndNativeLayersAgree) {
+  auto x = at::randn({4, 7, 32});
+  LayerNorm scratch(32, LayerImpl::kScratch), native(32, LayerImpl::kNative);
+  EXPECT_TRUE(at::allclose(scratch(x), native(x), 1e-5, 1e-5));
+  EXPECT_TRUE(at::allclose(gelu_tanh_scratch(x), at::gelu(x, "tanh"), 1e-5, 1e-6));
+}
+
+}  // namespace
+}  // namespace gpt2

@@ -1,0 +1,111 @@
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "bench/device.h"
+#include "bench/memory.h"
+#include "bench/optim.h"
+#include "bench/train_step.h"
+#include "helpers.h"
+#include "model/data.h"
+
+namespace gpt2 {
+namespace {
+
+DeviceInfo cpu() { return detect_device("cpu"); }
+
+at::Tensor corpus(int64_t vocab, int64_t n = 50000) {
+  auto t = synthetic_corpus(vocab, n, 11);
+  return at::tensor(std::vector<int32_t>(t.begin(), t.end()), at::kInt);
+}
+
+StepSpec tiny_spec(int64_t batch = 4) { return baseline_spec(test::tiny_model(), batch, cpu()); }
+
+TEST(TrainStep, LossFallsOnTheSyntheticCorpus) {
+  StepSpec s = tiny_spec(8);
+  s.optimizer.lr = 3e-3;
+  TrainStep ts(s, cpu(), corpus(s.model.vocab_size), 1);
+  const double first = ts.step().item<double>();
+  EXPECT_NEAR(first, std::log(97.0), 1.0);  // untrained: about uniform over the vocabulary
+  double last = first;
+  for (int i = 0; i < 150; ++i) last = ts.step().item<double>();
+  EXPECT_LT(last, first - 1.5) << "first " << first << " last " << last;
+}
+
+TEST(TrainStep, SameSeedSameLosses) {
+  StepSpec s = tiny_spec();
+  s.model.dropout = 0.1;  // dropout draws from ATen's global generator, which the TrainStep seeds
+  auto run = [&] {
+    TrainStep ts(s, cpu(), corpus(97), 5);
+    std::vector<double> losses;
+    for (int i = 0; i < 4; ++i) losses.push_back(ts.step().item<double>());
+    return losses;
+  };
+  const auto a = run();
+  EXPECT_EQ(a, run());
+  s.model.dropout = 0.0;
+  EXPECT_NE(a, run());  // the dropout masks were in play
+}
+
+TEST(TrainStep, TokensPerStepAndBaselineOptimizer) {
+  StepSpec s = tiny_spec(3);
+  EXPECT_EQ(s.optimizer.kind, OptimizerKind::kAdamwLoop);  // Python's default on the CPU
+  DeviceInfo gpu;
+  gpu.type = DeviceType::kCuda;
+  EXPECT_EQ(baseline_spec(test::tiny_model(), 3, gpu).optimizer.kind, OptimizerKind::kAdamwForeach);
+  TrainStep ts(s, cpu(), corpus(97), 1);
+  EXPECT_EQ(ts.tokens_per_step(), 3 * 16);
+}
+
+// The three AdamW forms are the same math: equal parameters after a few steps.
+TEST(AdamW, LoopForeachAndFusedAgree) {
+  std::vector<std::vector<at::Tensor>> results;
+  for (auto kind : {OptimizerKind::kAdamwLoop, OptimizerKind::kAdamwForeach, OptimizerKind::kAdamwFused}) {
+    at::manual_seed(0);
+    std::vector<at::Tensor> params = {at::randn({5, 3}).requires_grad_(), at::randn({7}).requires_grad_()};
+    OptimizerOptions o;
+    o.kind = kind;
+    AdamW opt(params, o);
+    for (int step = 0; step < 3; ++step) {
+      auto loss = (params[0].pow(2).sum() + params[1].sin().sum());
+      loss.backward();
+      opt.step();
+      opt.zero_grad();
+      EXPECT_FALSE(params[0].grad().defined());
+    }
+    results.push_back({params[0].detach().clone(), params[1].detach().clone()});
+  }
+  for (size_t k = 1; k < results.size(); ++k)
+    for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(at::allclose(results[0][i], results[k][i], 1e-6, 1e-6)) << k << " " << i;
+}
+
+TEST(AdamW, MatchesTheFormulaForOneStep) {
+  // One step from zero state: m = (1-b1)g, v = (1-b2)g², update = lr·m̂/(√v̂+eps) = lr·sign(g) (approx).
+  auto p = at::full({1}, 2.0).requires_grad_();
+  OptimizerOptions o;
+  AdamW opt({p}, o);
+  (p * 3.0).sum().backward();
+  opt.step();
+  const double expect = 2.0 * (1 - o.lr * o.weight_decay) - o.lr * 3.0 / (3.0 + o.eps);
+  EXPECT_NEAR(p.item<double>(), expect, 1e-7);
+  EXPECT_EQ(opt.state_bytes(), 2 * 4);
+}
+
+TEST(Memory, CountingCpuAllocatorSeesTensors) {
+  auto meter = make_memory_meter(cpu());
+  meter->reset_peak();
+  const int64_t before = cpu_bytes_allocated();
+  {
+    auto t = at::empty({1 << 20}, at::kFloat);  // 4 MiB
+    EXPECT_GE(cpu_bytes_allocated() - before, 4 << 20);
+  }
+  EXPECT_EQ(cpu_bytes_allocated(), before);
+  const MemoryStats s = meter->read();
+  EXPECT_GE(s.peak_allocated - before, 4 << 20);
+  EXPECT_GT(s.peak_reserved, 0);
+}
+
+}  // namespace
+}  // namespace gpt2

@@ -1,0 +1,86 @@
+#include "variants/registry.h"
+
+#include <algorithm>
+
+#include "variants/all.h"
+
+namespace gpt2 {
+
+std::string to_string(ParityClass c) {
+  switch (c) {
+    case ParityClass::kExact: return "exact";
+    case ParityClass::kPrecision: return "precision";
+    case ParityClass::kProblem: return "problem";
+  }
+  return "?";
+}
+
+const std::vector<std::unique_ptr<Variant>>& registry() {
+  static const auto list = make_all_variants();
+  return list;
+}
+
+const Variant* find_variant(std::string_view name) {
+  for (const auto& v : registry())
+    if (v->name() == name) return v.get();
+  return nullptr;
+}
+
+namespace {
+size_t registry_index(const Variant* v) {
+  const auto& r = registry();
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r[i].get() == v) return i;
+  return r.size();
+}
+}  // namespace
+
+ResolvedRung resolve(const std::string& rung_name, const std::vector<std::string>& names, const StepSpec& base,
+                     const DeviceInfo& dev) {
+  std::vector<const Variant*> vs;
+  for (const auto& n : names) {
+    const Variant* v = find_variant(n);
+    if (!v) {
+      std::string known;
+      for (const auto& r : registry()) known += (known.empty() ? "" : ", ") + std::string(r->name());
+      throw RecipeError("rung '" + rung_name + "': unknown variant '" + n + "' (known: " + known + ")");
+    }
+    if (std::find(vs.begin(), vs.end(), v) != vs.end())
+      throw RecipeError("rung '" + rung_name + "': variant '" + n + "' named twice");
+    vs.push_back(v);
+  }
+  auto named = [&](std::string_view n) {
+    return std::any_of(vs.begin(), vs.end(), [&](const Variant* v) { return v->name() == n; });
+  };
+  for (const Variant* v : vs) {
+    for (auto c : v->conflicts())
+      if (named(c))
+        throw RecipeError("rung '" + rung_name + "': variant '" + std::string(v->name()) + "' conflicts with '" +
+                          std::string(c) + "'");
+    for (auto r : v->requires_())
+      if (!named(r))
+        throw RecipeError("rung '" + rung_name + "': variant '" + std::string(v->name()) + "' requires '" +
+                          std::string(r) + "', which the rung does not include");
+  }
+  // Registry order is the one order every rung applies edits in, so a rung means the same
+  // whichever order its recipe lists the names.
+  std::sort(vs.begin(), vs.end(), [](const Variant* a, const Variant* b) { return registry_index(a) < registry_index(b); });
+
+  ResolvedRung out;
+  out.name = rung_name;
+  out.spec = base;
+  for (const Variant* v : vs) {
+    out.variants.emplace_back(v->name());
+    Support s = v->supports(dev);
+    if (!s.ok) {
+      out.skipped.push_back({std::string(v->name()), s.why_not});
+      continue;
+    }
+    v->apply(out.spec);
+    out.applied.emplace_back(v->name());
+    out.parity = std::max(out.parity, v->parity());
+  }
+  return out;
+}
+
+}  // namespace gpt2

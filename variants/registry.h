@@ -1,0 +1,41 @@
+// defines: registry (the one explicit list of variants, in seed 000's ladder order), find_variant,
+//          Recipe, ResolvedRung, resolve — recipe names -> StepSpec + skipped variants with reasons
+#pragma once
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/step_spec.h"
+#include "variants/variant.h"
+
+namespace gpt2 {
+
+struct RecipeError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Every variant, in the order the default ladder applies them.
+const std::vector<std::unique_ptr<Variant>>& registry();
+const Variant* find_variant(std::string_view name);  // nullptr if unknown
+
+struct Skipped {
+  std::string variant, reason;
+};
+
+struct ResolvedRung {
+  std::string name;                   // e.g. "03_fused_adamw"
+  std::vector<std::string> variants;  // as asked for, in application order
+  std::vector<std::string> applied;   // those that ran on this device
+  std::vector<Skipped> skipped;       // unsupported on this device, with the reason
+  ParityClass parity = ParityClass::kExact;  // the loosest class among `applied`
+  StepSpec spec;
+};
+
+// Applies `variants` (in registry order, whatever order they were named in) to `base`.
+// Unknown names, duplicates, conflicts and missing requirements throw RecipeError naming the
+// variants; a variant the device does not support is skipped, with its reason.
+ResolvedRung resolve(const std::string& rung_name, const std::vector<std::string>& variants,
+                     const StepSpec& base, const DeviceInfo& dev);
+
+}  // namespace gpt2
