@@ -148,8 +148,13 @@ int cmd_list_variants(int argc, char** argv) {
 int cmd_doctor(int argc, char** argv) {
   auto f = parse_flags(argc, argv, 2, {"device"}, kDoctorHelp);
   std::cout << "gpt2bench " << GPT2BENCH_GIT_SHA << ", torch " << TORCH_VERSION << "\n";
+#ifdef GPT2BENCH_WITH_NVTX
+  constexpr bool nvtx = true;
+#else
+  constexpr bool nvtx = false;
+#endif
   std::cout << "build: " << (build_has_cuda() ? "CUDA" : "CPU only") << ", NVTX 3 ranges compiled in: "
-            << (build_has_cuda() ? "yes" : "no (CPU build)") << "\n";
+            << (nvtx ? "yes" : "no (headers not found at configure time)") << "\n";
   std::cout << "ATen: " << at::get_num_threads() << " threads, MKL " << (at::hasMKL() ? "yes" : "no") << ", MKL-DNN "
             << (at::hasMKLDNN() ? "yes" : "no") << "\n";
 #ifdef GPT2BENCH_WITH_CUDA

@@ -14,6 +14,7 @@
 
 #include "bench/device.h"
 #include "bench/memory.h"
+#include "bench/nvtx.h"
 #include "bench/profile.h"
 #include "bench/results.h"
 #include "bench/train_step.h"
@@ -141,6 +142,7 @@ int run_ladder(const LadderOptions& o) {
     RungRecord* rec = &records[i];
     auto fn = [rec, i, n_rungs, &dev, &data, &prof, &meter, &baseline_losses, &ts = live](benchmark::State& st) {
       const int64_t rep = static_cast<int64_t>(rec->rep_step_ms.size());
+      NvtxRange rung_range(rec->benchmark_name.c_str());  // nsys shows the ladder's structure
       try {
         if (rep == 0) {
           std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec->rung.name << ": build + " << prof.warmup_steps

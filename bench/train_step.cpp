@@ -5,6 +5,7 @@
 #include <ATen/Context.h>
 
 #include "bench/device.h"
+#include "bench/nvtx.h"
 
 namespace gpt2 {
 
@@ -39,24 +40,42 @@ int64_t TrainStep::parameter_bytes() const {
 }
 
 at::Tensor TrainStep::step() {
-  auto [x, y] = loader_.next();  // (B, T) int64 each, on the CPU
-  x = x.to(device_);
-  y = y.to(device_);
+  NvtxRange step_range("step");
+  at::Tensor x, y;  // (B, T) int64 each
+  {
+    NvtxRange r("data");
+    std::tie(x, y) = loader_.next();
+    x = x.to(device_);
+    y = y.to(device_);
+  }
 
   const bool autocast = spec_.precision == Precision::kBf16Autocast || spec_.precision == Precision::kFp16Autocast;
   if (autocast) {
     at::autocast::set_autocast_enabled(device_.type(), true);
     at::autocast::set_autocast_dtype(device_.type(), compute_dtype(spec_.precision));
   }
-  auto logits = model_->forward(x);  // (B, T, Vp)
-  auto loss = at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), y.view({-1}));
+  at::Tensor logits, loss;
+  {
+    NvtxRange r("forward");
+    logits = model_->forward(x);  // (B, T, Vp)
+  }
+  {
+    NvtxRange r("loss");
+    loss = at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), y.view({-1}));
+  }
   if (autocast) {
     at::autocast::set_autocast_enabled(device_.type(), false);
     at::autocast::clear_cache();
   }
-  loss.backward();
-  opt_->step();
-  opt_->zero_grad();
+  {
+    NvtxRange r("backward");
+    loss.backward();
+  }
+  {
+    NvtxRange r("optimizer");
+    opt_->step();
+    opt_->zero_grad();
+  }
   loss = loss.detach();
   if (spec_.sync_every_step) (void)loss.item<float>();
   return loss;

@@ -43,7 +43,8 @@ fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$reqs" ]; then
   say "installing into $venv: $reqs"
   # shellcheck disable=SC2086
-  "$venv/bin/python" -m pip install -q $reqs
+  "$venv/bin/python" -m pip install -q $reqs >"$venv/pip-install.log" 2>&1 \
+    || { tail -30 "$venv/pip-install.log" >&2; exit 1; }
   echo "$reqs" > "$stamp"
 fi
 
@@ -54,6 +55,6 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
   cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$prefix" -DGPT2BENCH_CUDA="$cuda" \
-    -DPython3_EXECUTABLE="$root/$venv/bin/python" >"$build.configure.log" 2>&1 \
-    || { cat "$build.configure.log" >&2; rm -rf "$build"; exit 1; }
+    -DPython3_EXECUTABLE="$root/$venv/bin/python" >"$venv/cmake-configure.log" 2>&1 \
+    || { cat "$venv/cmake-configure.log" >&2; rm -rf "$build"; exit 1; }
 fi
