@@ -84,6 +84,47 @@ std::unique_ptr<DeviceTimer> make_timer(const DeviceInfo& d) {
   return std::make_unique<SteadyTimer>();
 }
 
+namespace {
+class PlainMover : public BatchMover {
+ public:
+  PlainMover(Loader& l, c10::Device d) : loader_(l), device_(d) {}
+  std::pair<at::Tensor, at::Tensor> next() override {
+    auto [x, y] = loader_.next();
+    return {x.to(device_), y.to(device_)};
+  }
+
+ private:
+  Loader& loader_;
+  c10::Device device_;
+};
+
+class EagerExecutor : public Executor {
+ public:
+  explicit EagerExecutor(StepBody b) : body_(std::move(b)) {}
+  at::Tensor run(const at::Tensor& x, const at::Tensor& y) override { return body_(x, y); }
+
+ private:
+  StepBody body_;
+};
+}  // namespace
+
+std::unique_ptr<BatchMover> make_batch_mover(const DeviceInfo& d, Loader& loader, bool pinned) {
+#ifdef GPT2BENCH_WITH_CUDA
+  if (d.cuda() && pinned) return cuda::make_pinned_mover(loader, d.index);
+#endif
+  if (pinned) throw std::runtime_error("pinned-memory batches need a CUDA device");
+  return std::make_unique<PlainMover>(loader, torch_device(d));
+}
+
+std::unique_ptr<Executor> make_executor(ExecutorKind k, const DeviceInfo& d, StepBody body,
+                                        std::vector<at::Tensor> state) {
+  if (k == ExecutorKind::kEager) return std::make_unique<EagerExecutor>(std::move(body));
+#ifdef GPT2BENCH_WITH_CUDA
+  if (d.cuda()) return cuda::make_graph_executor(std::move(body), std::move(state));
+#endif
+  throw std::runtime_error("the CUDA-graph executor needs a CUDA device");
+}
+
 void synchronize(const DeviceInfo& d) {
 #ifdef GPT2BENCH_WITH_CUDA
   if (d.cuda()) cuda::synchronize();
@@ -96,16 +137,22 @@ void empty_cache(const DeviceInfo& d) {
 #endif
 }
 
-c10::ScalarType compute_dtype(Precision p) {
-  switch (p) {
-    case Precision::kBf16Cast:
-    case Precision::kBf16Autocast: return at::kBFloat16;
-    case Precision::kFp16Autocast: return at::kHalf;
-    default: return at::kFloat;
-  }
+c10::ScalarType compute_dtype(MathMode m) {
+  return m == MathMode::kBf16 ? at::kBFloat16 : m == MathMode::kFp16 ? at::kHalf : at::kFloat;
 }
 
-std::optional<double> datasheet_peak_flops(const DeviceInfo& d, Precision p) {
+MatmulPrecisionGuard::MatmulPrecisionGuard(bool tf32) {
+  switch (at::globalContext().float32MatmulPrecision()) {
+    case at::Float32MatmulPrecision::HIGHEST: saved_ = "highest"; break;
+    case at::Float32MatmulPrecision::HIGH: saved_ = "high"; break;
+    default: saved_ = "medium";
+  }
+  at::globalContext().setFloat32MatmulPrecision(tf32 ? "high" : "highest");
+}
+
+MatmulPrecisionGuard::~MatmulPrecisionGuard() { at::globalContext().setFloat32MatmulPrecision(saved_); }
+
+std::optional<double> datasheet_peak_flops(const DeviceInfo& d, MathMode m) {
   if (!d.cuda()) return std::nullopt;
   // Dense TFLOP/s, NVIDIA datasheets: {fp32 (no tensor cores), tf32, bf16/fp16}.
   struct Row { const char* match; const char* also; double fp32, tf32, half; };
@@ -118,16 +165,17 @@ std::optional<double> datasheet_peak_flops(const DeviceInfo& d, Precision p) {
   for (const auto& r : rows) {
     if (d.name.find(r.match) == std::string::npos) continue;
     if (*r.also && d.name.find(r.also) == std::string::npos) continue;
-    const double tf = p == Precision::kFp32 ? r.fp32 : p == Precision::kTf32 ? r.tf32 : r.half;
+    const double tf = m == MathMode::kFp32 ? r.fp32 : m == MathMode::kTf32 ? r.tf32 : r.half;
     return tf * 1e12;
   }
   return std::nullopt;
 }
 
-double measure_matmul_peak(const DeviceInfo& d, Precision p) {
+double measure_matmul_peak(const DeviceInfo& d, MathMode m) {
   at::NoGradGuard no_grad;
+  MatmulPrecisionGuard precision(m == MathMode::kTf32);
   const int64_t n = d.cuda() ? 8192 : 1024;
-  auto opts = at::TensorOptions().device(torch_device(d)).dtype(compute_dtype(p));
+  auto opts = at::TensorOptions().device(torch_device(d)).dtype(compute_dtype(m));
   auto a = at::randn({n, n}, opts), b = at::randn({n, n}, opts);
   auto timer = make_timer(d);
   at::matmul(a, b);  // warm-up (library init, kernel selection)

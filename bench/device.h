@@ -5,11 +5,17 @@
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
+#include <ATen/core/Tensor.h>
+
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bench/step_spec.h"
+#include "model/data.h"
 
 namespace gpt2 {
 
@@ -30,14 +36,47 @@ class DeviceTimer {
 };
 std::unique_ptr<DeviceTimer> make_timer(const DeviceInfo& d);
 
+// Brings the loader's batches to the device. Plain: .to(device) on the current stream. Pinned
+// (CUDA): staged through pinned host buffers and copied non_blocking on a side stream one batch
+// ahead, so the copy of batch n+1 overlaps the compute of batch n.
+class BatchMover {
+ public:
+  virtual ~BatchMover() = default;
+  virtual std::pair<at::Tensor, at::Tensor> next() = 0;  // (B, T) int64 input and target, on the device
+};
+std::unique_ptr<BatchMover> make_batch_mover(const DeviceInfo& d, Loader& loader, bool pinned);
+
+// Runs the step's body: eagerly, or (CUDA) captured once as a CUDA graph and then replayed with
+// the inputs copied into static buffers. `state` (parameters, optimizer state) is restored after
+// the capture's warm-up runs, so a graph takes the same steps as eager execution.
+using StepBody = std::function<at::Tensor(const at::Tensor& x, const at::Tensor& y)>;
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual at::Tensor run(const at::Tensor& x, const at::Tensor& y) = 0;
+};
+std::unique_ptr<Executor> make_executor(ExecutorKind k, const DeviceInfo& d, StepBody body,
+                                        std::vector<at::Tensor> state);
+
 void synchronize(const DeviceInfo& d);
 void empty_cache(const DeviceInfo& d);  // return cached device memory between rungs
 
 // Dense peak FLOP/s from the datasheet for known GPUs (A100, H100 SXM/PCIe, H200) at the precision
 // the rung computes in; nullopt for any other device, the CPU included.
-std::optional<double> datasheet_peak_flops(const DeviceInfo& d, Precision p);
-// The best FLOP/s of a large square GEMM in the precision's matmul dtype, measured here and now.
-double measure_matmul_peak(const DeviceInfo& d, Precision p);
-c10::ScalarType compute_dtype(Precision p);  // the dtype matmuls run in under that precision
+std::optional<double> datasheet_peak_flops(const DeviceInfo& d, MathMode m);
+// The best FLOP/s of a large square GEMM in that math mode, measured here and now.
+double measure_matmul_peak(const DeviceInfo& d, MathMode m);
+c10::ScalarType compute_dtype(MathMode m);  // the dtype matmuls run in
+// Sets ATen's float32 matmul precision for a scope ("high" = TF32 allowed), restoring it after.
+class MatmulPrecisionGuard {
+ public:
+  explicit MatmulPrecisionGuard(bool tf32);
+  ~MatmulPrecisionGuard();
+  MatmulPrecisionGuard(const MatmulPrecisionGuard&) = delete;
+  MatmulPrecisionGuard& operator=(const MatmulPrecisionGuard&) = delete;
+
+ private:
+  std::string saved_;
+};
 
 }  // namespace gpt2

@@ -15,6 +15,7 @@
 #include "bench/device.h"
 #include "bench/memory.h"
 #include "bench/nvtx.h"
+#include "bench/parity.h"
 #include "bench/profile.h"
 #include "bench/results.h"
 #include "bench/train_step.h"
@@ -24,45 +25,40 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Tolerances of the parity check (losses after each of K steps vs the baseline's), see README.
-constexpr double kExactTol = 1e-3;      // fp32, same math in another order
-constexpr double kPrecisionTol = 0.15;  // bf16/fp16/TF32 arithmetic
-
-ParityResult judge_parity(ParityClass cls, const std::vector<double>& losses, const std::vector<double>& base) {
-  ParityResult r;
-  r.losses = losses;
-  r.baseline_losses = base;
-  bool finite = true;
-  for (double l : losses) finite = finite && std::isfinite(l);
-  for (size_t i = 0; i < losses.size() && i < base.size(); ++i)
-    r.max_abs_dev = std::max(r.max_abs_dev, std::abs(losses[i] - base[i]));
-  if (losses.empty()) {
-    r.rule = "no parity steps";
-    return r;
-  }
-  if (!finite) {
-    r.verdict = "fail";
-    r.rule = "loss must stay finite";
-    return r;
-  }
-  switch (cls) {
-    case ParityClass::kExact:
-      r.rule = "|loss - baseline| <= " + std::to_string(kExactTol) + " at every step (fp32, same math)";
-      r.verdict = r.max_abs_dev <= kExactTol ? "pass" : "fail";
-      break;
-    case ParityClass::kPrecision:
-      r.rule = "|loss - baseline| <= " + std::to_string(kPrecisionTol) + " at every step (reduced precision)";
-      r.verdict = r.max_abs_dev <= kPrecisionTol ? "pass" : "fail";
-      break;
-    case ParityClass::kProblem:
-      r.rule = "a different problem: loss finite and falling";
-      r.verdict = losses.back() < losses.front() ? "pass" : "fail";
-      break;
-  }
-  return r;
-}
-
 std::string torch_version() { return TORCH_VERSION; }
+
+// batch_scaling: the largest power-of-two batch that fits, trying upwards from the profile's (as a
+// power of two) to settings.max_batch. On CUDA "fits" means no out-of-memory error over two steps;
+// on the CPU, peak tensor bytes within settings.cpu_memory_budget. Each try is recorded.
+int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed,
+                   MemoryMeter& meter, nlohmann::json& trace) {
+  int64_t b = 1, best = 0;
+  while (b * 2 <= spec.batch) b *= 2;
+  for (; b <= spec.settings.max_batch; b *= 2) {
+    StepSpec s = spec;
+    s.batch = b;
+    s.search_batch = false;
+    empty_cache(dev);
+    meter.reset_peak();
+    try {
+      TrainStep ts(s, dev, tokens, seed);
+      ts.step();
+      ts.step();
+      synchronize(dev);
+    } catch (const c10::OutOfMemoryError& e) {
+      trace.push_back({{"batch", b}, {"fits", false}, {"why", "out of memory"}});
+      break;
+    }
+    const int64_t peak = meter.read().peak_allocated;
+    const bool fits = dev.cuda() || peak <= spec.settings.cpu_memory_budget;
+    trace.push_back({{"batch", b}, {"fits", fits}, {"peak_alloc_bytes", peak}});
+    if (!fits) break;
+    best = b;
+  }
+  empty_cache(dev);
+  if (best == 0) throw std::runtime_error("batch_scaling: no batch from " + std::to_string(spec.batch) + " up fits");
+  return best;
+}
 
 }  // namespace
 
@@ -70,7 +66,8 @@ int run_ladder(const LadderOptions& o) {
   // 1. Everything that can fail on bad input, before DIR is touched.
   Profile prof = load_profile(o.profile_path);
   const DeviceInfo dev = detect_device(o.device.empty() ? prof.device : o.device);
-  const StepSpec base = baseline_spec(prof.model, prof.batch, dev);
+  StepSpec base = baseline_spec(prof.model, prof.batch, dev);
+  base.settings = prof.settings;
   std::vector<RungRecord> records;
   for (const auto& plan : expand_plan(prof)) {
     RungRecord r;
@@ -78,7 +75,7 @@ int run_ladder(const LadderOptions& o) {
     r.benchmark_name = prof.model.preset + "/" + plan.name;
     r.tokens_per_step = r.rung.spec.batch * r.rung.spec.model.context * r.rung.spec.dist.world_size;
     r.flops_per_token = flops_per_token(r.rung.spec.model);
-    r.datasheet_peak = datasheet_peak_flops(dev, r.rung.spec.precision);
+    r.datasheet_peak = datasheet_peak_flops(dev, math_mode(r.rung.spec));
     records.push_back(std::move(r));
   }
   const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
@@ -92,14 +89,14 @@ int run_ladder(const LadderOptions& o) {
             << " (" << (dev.cuda() ? "cuda" : "cpu") << ", torch " << torch_version() << ")\n";
 
   // 2. The peak the MFU is taken against: measured once per precision used in this run.
-  std::map<Precision, double> measured;
+  std::map<MathMode, double> measured;
   for (auto& r : records) {
-    const Precision p = r.rung.spec.precision;
-    if (!measured.count(p)) {
-      std::cerr << "gpt2bench: measuring the " << to_string(p) << " matmul peak...\n";
-      measured[p] = measure_matmul_peak(dev, p);
+    const MathMode m = math_mode(r.rung.spec);
+    if (!measured.count(m)) {
+      std::cerr << "gpt2bench: measuring the " << to_string(m) << " matmul peak...\n";
+      measured[m] = measure_matmul_peak(dev, m);
     }
-    r.measured_peak = measured[p];
+    r.measured_peak = measured[m];
   }
 
   nlohmann::json rungs_doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"plan", prof.plan},
@@ -126,7 +123,8 @@ int run_ladder(const LadderOptions& o) {
   std::vector<double> baseline_losses;
   if (prof.parity_steps > 0) {
     std::cerr << "gpt2bench: parity reference, " << prof.parity_steps << " baseline steps...\n";
-    baseline_losses = loss_trajectory(records[0].rung.spec, dev, data.train, prof.seed, static_cast<int>(prof.parity_steps));
+    baseline_losses =
+        loss_trajectory(records[0].rung.spec, dev, data.train, prof.seed, static_cast<int>(prof.parity_steps)).losses;
   }
 
   // 4. One Google Benchmark per rung, timed by the device timer (manual time).
@@ -140,6 +138,13 @@ int run_ladder(const LadderOptions& o) {
   std::unique_ptr<TrainStep> live;  // the rung being timed; kept across its repetitions
   for (size_t i = 0; i < n_rungs; ++i) {
     RungRecord* rec = &records[i];
+    // A rung whose variants are all skipped here is the previous rung again: say so, time nothing.
+    if (i > 0 && rec->rung.spec == records[i - 1].rung.spec && !rec->rung.skipped.empty()) {
+      rec->status = "skipped";
+      rec->error = "the same step as " + records[i - 1].rung.name + " here (" + rec->rung.skipped.back().variant +
+                   ": " + rec->rung.skipped.back().reason + ")";
+      continue;
+    }
     auto fn = [rec, i, n_rungs, &dev, &data, &prof, &meter, &baseline_losses, &ts = live](benchmark::State& st) {
       const int64_t rep = static_cast<int64_t>(rec->rep_step_ms.size());
       NvtxRange rung_range(rec->benchmark_name.c_str());  // nsys shows the ladder's structure
@@ -148,9 +153,16 @@ int run_ladder(const LadderOptions& o) {
           std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec->rung.name << ": build + " << prof.warmup_steps
                     << " warm-up steps\n";
           ts.reset();
+          if (rec->rung.spec.search_batch) {
+            rec->rung.spec.batch = find_batch(rec->rung.spec, dev, data.train, prof.seed, *meter, rec->batch_search);
+            rec->rung.spec.search_batch = false;
+            rec->tokens_per_step = rec->rung.spec.batch * rec->rung.spec.model.context * rec->rung.spec.dist.world_size;
+            std::cerr << "    batch_scaling chose batch " << rec->rung.spec.batch << "\n";
+          }
           empty_cache(dev);
           meter->reset_peak();
           ts = std::make_unique<TrainStep>(rec->rung.spec, dev, data.train, prof.seed);
+          rec->sdpa_backend_used = ts->sdpa_backend_used();
           for (int64_t w = 0; w < prof.warmup_steps; ++w) ts->step();
           synchronize(dev);
         }
@@ -184,18 +196,24 @@ int run_ladder(const LadderOptions& o) {
           ts.reset();
           rec->status = "ok";
           if (i > 0 && !baseline_losses.empty()) {
-            auto losses = loss_trajectory(rec->rung.spec, dev, data.train, prof.seed, static_cast<int>(baseline_losses.size()));
-            rec->parity = judge_parity(rec->rung.parity, losses, baseline_losses);
+            const Trajectory t =
+                loss_trajectory(rec->rung.spec, dev, data.train, prof.seed, static_cast<int>(baseline_losses.size()));
+            rec->parity = judge_parity(rec->rung.parity, t, baseline_losses);
           } else {
             rec->parity.rule = i == 0 ? "the reference" : "no parity steps";
             rec->parity.losses = baseline_losses;
           }
         }
+      } catch (const c10::Error& e) {
+        ts.reset();
+        rec->status = "error";
+        rec->error = e.what_without_backtrace();
+        st.SkipWithError(rec->error.c_str());
       } catch (const std::exception& e) {
         ts.reset();
         rec->status = "error";
         rec->error = e.what();
-        st.SkipWithError(e.what());
+        st.SkipWithError(rec->error.c_str());
       }
     };
     benchmark::RegisterBenchmark(rec->benchmark_name.c_str(), fn)

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #ifdef GPT2BENCH_WITH_CUDA
 #include "bench/cuda/cuda_backend.h"
@@ -16,36 +17,51 @@ namespace {
 
 std::atomic<int64_t> g_live{0}, g_peak{0};
 
-// Forwards to ATen's default CPU allocator and counts the bytes of every live allocation.
+// Forwards to ATen's default CPU allocator and counts the bytes of every live allocation. The
+// DataPtrs it returns keep data == context (some ATen paths, oneDNN's among them, require it), so
+// sizes are kept in a side table keyed by address.
 class CountingCpuAllocator final : public c10::Allocator {
  public:
-  explicit CountingCpuAllocator(c10::Allocator* base) : base_(base) {}
+  explicit CountingCpuAllocator(c10::Allocator* base) : base_(base), base_deleter_(base->raw_deleter()) {
+    TORCH_CHECK(base_deleter_, "the default CPU allocator has no raw deleter to wrap");
+  }
   c10::DataPtr allocate(size_t n) override {
     c10::DataPtr inner = base_->allocate(n);
-    void* data = inner.get();
-    auto* ctx = new Counted{std::move(inner), static_cast<int64_t>(n)};
-    const int64_t now = g_live.fetch_add(ctx->n) + ctx->n;
-    for (int64_t p = g_peak.load(); now > p && !g_peak.compare_exchange_weak(p, now);) {
+    TORCH_CHECK(inner.get() == inner.get_context(), "the default CPU allocator returned a non-simple DataPtr");
+    void* p = inner.release_context();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sizes_[p] = static_cast<int64_t>(n);
     }
-    return {data, ctx, &release, c10::Device(c10::kCPU)};
+    const int64_t now = g_live.fetch_add(static_cast<int64_t>(n)) + static_cast<int64_t>(n);
+    for (int64_t peak = g_peak.load(); now > peak && !g_peak.compare_exchange_weak(peak, now);) {
+    }
+    return {p, p, &release, c10::Device(c10::kCPU)};
   }
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
+  static CountingCpuAllocator* instance;
 
  private:
-  struct Counted {
-    c10::DataPtr inner;  // frees the memory when destroyed
-    int64_t n;
-  };
-  static void release(void* ctx) {
-    auto* c = static_cast<Counted*>(ctx);
-    g_live.fetch_sub(c->n);
-    delete c;
+  static void release(void* p) {
+    if (!p) return;
+    int64_t n = 0;
+    {
+      std::lock_guard<std::mutex> lock(instance->mu_);
+      auto it = instance->sizes_.find(p);
+      if (it != instance->sizes_.end()) n = it->second, instance->sizes_.erase(it);
+    }
+    g_live.fetch_sub(n);
+    instance->base_deleter_(p);
   }
   c10::Allocator* base_;
+  c10::DeleterFnPtr base_deleter_;
+  std::mutex mu_;
+  std::unordered_map<void*, int64_t> sizes_;
 };
+CountingCpuAllocator* CountingCpuAllocator::instance = nullptr;
 
 class CpuMemoryMeter : public MemoryMeter {
  public:
@@ -62,6 +78,7 @@ void install_counting_cpu_allocator() {
   static std::once_flag once;
   std::call_once(once, [] {
     static CountingCpuAllocator counting(c10::GetDefaultCPUAllocator());
+    CountingCpuAllocator::instance = &counting;
     c10::SetCPUAllocator(&counting, /*priority=*/100);
   });
 }

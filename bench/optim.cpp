@@ -21,11 +21,18 @@ int64_t AdamW::state_bytes() const {
   return b;
 }
 
+std::vector<at::Tensor> AdamW::state_tensors() const {
+  std::vector<at::Tensor> out = exp_avg_;
+  out.insert(out.end(), exp_avg_sq_.begin(), exp_avg_sq_.end());
+  out.insert(out.end(), step_t_.begin(), step_t_.end());
+  return out;
+}
+
 void AdamW::zero_grad() {
   for (auto& p : params_) p.mutable_grad().reset();
 }
 
-void AdamW::step() {
+void AdamW::step(const at::Tensor& grad_scale, const at::Tensor& found_inf) {
   at::NoGradGuard no_grad;
   std::vector<size_t> live;
   for (size_t i = 0; i < params_.size(); ++i)
@@ -34,7 +41,7 @@ void AdamW::step() {
   switch (o_.kind) {
     case OptimizerKind::kAdamwLoop: return step_loop(live);
     case OptimizerKind::kAdamwForeach: return step_foreach(live);
-    case OptimizerKind::kAdamwFused: return step_fused(live);
+    case OptimizerKind::kAdamwFused: return step_fused(live, grad_scale, found_inf);
   }
 }
 
@@ -66,7 +73,7 @@ void AdamW::step_foreach(const std::vector<size_t>& live) {
   at::_foreach_addcdiv_(p, m, denom, -o_.lr / bc1);
 }
 
-void AdamW::step_fused(const std::vector<size_t>& live) {
+void AdamW::step_fused(const std::vector<size_t>& live, const at::Tensor& grad_scale, const at::Tensor& found_inf) {
   std::vector<at::Tensor> p, g, m, v, s;
   for (size_t i : live)
     p.push_back(params_[i]), g.push_back(params_[i].grad()), m.push_back(exp_avg_[i]), v.push_back(exp_avg_sq_[i]),
@@ -76,7 +83,9 @@ void AdamW::step_fused(const std::vector<size_t>& live) {
   // enters the kernel's arguments and the step can be captured in a CUDA graph.
   at::_foreach_add_(s, 1.0);
   at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, o_.lr, o_.beta1, o_.beta2, o_.weight_decay, o_.eps,
-                    /*amsgrad=*/false, /*maximize=*/false);
+                    /*amsgrad=*/false, /*maximize=*/false,
+                    grad_scale.defined() ? std::optional<at::Tensor>(grad_scale) : std::nullopt,
+                    found_inf.defined() ? std::optional<at::Tensor>(found_inf) : std::nullopt);
 }
 
 }  // namespace gpt2

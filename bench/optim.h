@@ -13,16 +13,20 @@ namespace gpt2 {
 class AdamW {
  public:
   AdamW(std::vector<at::Tensor> params, const OptimizerOptions& o);
-  void step();       // parameters without a gradient are left as they are
+  // Parameters without a gradient are left as they are. With `grad_scale`/`found_inf` (fused
+  // only, device tensors) the kernel unscales the gradients and skips the update on inf/nan.
+  void step(const at::Tensor& grad_scale = {}, const at::Tensor& found_inf = {});
   void zero_grad();  // grads set to undefined (set_to_none=True, PyTorch's default)
   int64_t steps_taken() const { return step_; }
   // Bytes of optimizer state (exp_avg + exp_avg_sq + step counters), for the memory breakdown.
   int64_t state_bytes() const;
+  std::vector<at::Tensor> state_tensors() const;  // exp_avg, exp_avg_sq, device step counters
+  const std::vector<at::Tensor>& params() const { return params_; }
 
  private:
   void step_loop(const std::vector<size_t>& live);
   void step_foreach(const std::vector<size_t>& live);
-  void step_fused(const std::vector<size_t>& live);
+  void step_fused(const std::vector<size_t>& live, const at::Tensor& grad_scale, const at::Tensor& found_inf);
 
   OptimizerOptions o_;
   std::vector<at::Tensor> params_, exp_avg_, exp_avg_sq_;

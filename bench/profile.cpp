@@ -1,5 +1,6 @@
 #include "bench/profile.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -51,6 +52,20 @@ Profile load_profile(const std::string& path) {
     dr.finish();
   }
 
+  if (YAML::Node st = r.node("settings")) {
+    MapReader sr(st, path, "settings");
+    const std::string b = sr.get_choice("sdpa_backend", "auto", {"auto", "flash", "efficient", "cudnn", "math"});
+    p.settings.sdpa_backend = b == "flash"       ? SdpaBackend::kFlash
+                              : b == "efficient" ? SdpaBackend::kEfficient
+                              : b == "cudnn"     ? SdpaBackend::kCudnn
+                              : b == "math"      ? SdpaBackend::kMath
+                                                 : SdpaBackend::kAuto;
+    p.settings.vocab_multiple = sr.get_int("vocab_multiple", p.settings.vocab_multiple, 1, 1 << 16);
+    p.settings.max_batch = sr.get_int("max_batch", p.settings.max_batch, 1, 1 << 20);
+    p.settings.cpu_memory_budget = static_cast<int64_t>(
+        sr.get_double("cpu_memory_budget_gb", p.settings.cpu_memory_budget / double(1 << 30), 0.001, 1 << 20) * (1 << 30));
+    sr.finish();
+  }
   p.device = r.get_string("device", p.device);
   p.batch = r.get_int("batch", p.batch, 1, 1 << 20);
   p.warmup_steps = r.get_int("warmup_steps", p.warmup_steps, 0, 1'000'000);
@@ -59,8 +74,8 @@ Profile load_profile(const std::string& path) {
   p.parity_steps = r.get_int("parity_steps", p.parity_steps, 0, 10'000);
   p.seed = static_cast<uint64_t>(r.get_int("seed", static_cast<int64_t>(p.seed), 0, INT64_MAX));
   p.plan = r.get_choice("plan", p.plan, {"ladder", "add_one", "leave_one_out", "recipes"});
-  p.variants = r.get_string_list("variants");
-  for (const auto& v : p.variants)
+  if (r.has("variants")) p.variants = r.get_string_list("variants");
+  for (const auto& v : p.variants.value_or(std::vector<std::string>{}))
     if (!find_variant(v)) r.fail("variants", "unknown variant '" + v + "' (see gpt2bench list-variants)");
   YAML::Node recipes = r.node("recipes");
   if (recipes) {
@@ -91,9 +106,11 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
     for (const auto& r : p.recipes) out.push_back({number(out.size(), r.name), r.variants});
     return out;
   }
-  std::vector<std::string> vs = p.variants;
-  if (vs.empty())
-    for (const auto& v : registry()) vs.emplace_back(v->name());
+  // Default: the cumulative ladder, then each extra on top of its last rung (less what the extra
+  // conflicts with, e.g. bf16_autocast replaces bf16_cast). add_one/leave_one_out: every variant.
+  std::vector<std::string> vs = p.variants.value_or(std::vector<std::string>{}), extras;
+  if (!p.variants)
+    for (const auto& v : registry()) (v->extra() && p.plan == "ladder" ? extras : vs).emplace_back(v->name());
   std::vector<std::string> acc;
   for (const auto& v : vs) {
     if (p.plan == "ladder") {
@@ -107,6 +124,19 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
         if (o != v) rest.push_back(o);
       out.push_back({number(out.size(), "drop_" + v), rest});
     }
+  }
+  for (const auto& x : extras) {
+    const Variant* xv = find_variant(x);
+    std::vector<std::string> recipe;
+    for (const auto& v : acc) {
+      const auto c = xv->conflicts();
+      const Variant* vv = find_variant(v);
+      const auto vc = vv->conflicts();
+      const bool clash = std::find(c.begin(), c.end(), v) != c.end() || std::find(vc.begin(), vc.end(), x) != vc.end();
+      if (!clash) recipe.push_back(v);
+    }
+    recipe.push_back(x);
+    out.push_back({number(out.size(), "top+" + x), recipe});
   }
   return out;
 }

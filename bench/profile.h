@@ -1,9 +1,11 @@
 // defines: Profile (a YAML run profile, validated), RungPlan, load_profile, expand_plan
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/step_spec.h"
 #include "model/config.h"
 #include "model/data.h"
 
@@ -28,8 +30,10 @@ struct Profile {
   // plan: ladder (cumulative: each rung = the previous + one variant), add_one (baseline + each),
   // leave_one_out (all − each), recipes (named rungs as written).
   std::string plan = "ladder";
-  std::vector<std::string> variants;  // ladder/add_one/leave_one_out; empty = every registered variant
+  // ladder/add_one/leave_one_out over these; absent = every registered variant, [] = the baseline alone
+  std::optional<std::vector<std::string>> variants;
   std::vector<RungPlan> recipes;      // plan: recipes
+  Settings settings;                  // knobs variants read (sdpa backend, vocab multiple, batch bounds)
 };
 
 // ConfigError (bench/yaml_reader.h) names file, line, key and what was expected.

@@ -55,6 +55,8 @@ nlohmann::json to_json(const RungRecord& r) {
                   {"baseline_losses", r.parity.baseline_losses}}},
   };
   if (!r.error.empty()) j["error"] = r.error;
+  j["sdpa_backend_used"] = r.sdpa_backend_used;
+  if (!r.batch_search.empty()) j["batch_search"] = r.batch_search;
   if (r.status == "ok") {
     j["median"] = {{"tokens_per_sec", r.median_tokens_per_sec()}, {"step_ms", r.median_step_ms()},
                    {"mfu", r.mfu()}, {"peak_alloc_bytes", r.peak_alloc_bytes},
@@ -98,10 +100,12 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     << (cuda ? "reserved" : "peak RSS") << std::setw(9) << "MFU" << "  parity\n";
   const RungRecord* base = nullptr;
   const RungRecord* prev = nullptr;
+  std::vector<std::string> told;  // each skipped variant's reason is printed once
   for (const auto& r : rungs) {
     s << std::left << std::setw(28) << r.rung.name << std::right;
     if (r.status != "ok") {
       s << "  " << r.status << (r.error.empty() ? "" : ": " + r.error) << "\n";
+      for (const auto& sk : r.rung.skipped) told.push_back(sk.variant);
       continue;
     }
     const double t = r.median_tokens_per_sec();
@@ -123,7 +127,11 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
       std::snprintf(dev, sizeof(dev), " (max dev %.2e)", r.parity.max_abs_dev);
       s << dev;
     }
-    for (const auto& sk : r.rung.skipped) s << "\n" << std::string(30, ' ') << "skipped " << sk.variant << ": " << sk.reason;
+    for (const auto& sk : r.rung.skipped)
+      if (std::find(told.begin(), told.end(), sk.variant) == told.end()) {
+        told.push_back(sk.variant);
+        s << "\n" << std::string(30, ' ') << "skipped " << sk.variant << ": " << sk.reason;
+      }
     s << "\n";
     if (!base) base = &r;
     prev = &r;

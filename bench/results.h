@@ -30,7 +30,7 @@ struct ParityResult {
 struct RungRecord {
   ResolvedRung rung;
   std::string benchmark_name;
-  std::string status = "pending";  // pending | ok | error
+  std::string status = "pending";  // pending | ok | skipped (same step as the previous rung here) | error
   std::string error;
   int64_t tokens_per_step = 0;
   double flops_per_token = 0;
@@ -41,6 +41,8 @@ struct RungRecord {
   int64_t peak_alloc_bytes = 0, peak_reserved_bytes = 0;
   double final_loss = 0;
   ParityResult parity;
+  std::string sdpa_backend_used = "n/a";
+  nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
 
   double median_tokens_per_sec() const;
   double median_step_ms() const;

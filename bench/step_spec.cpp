@@ -15,13 +15,31 @@ StepSpec baseline_spec(const ModelOptions& model, int64_t batch, const DeviceInf
 std::string to_string(Precision p) {
   switch (p) {
     case Precision::kFp32: return "fp32";
-    case Precision::kTf32: return "tf32";
     case Precision::kBf16Cast: return "bf16_cast";
     case Precision::kBf16Autocast: return "bf16_autocast";
     case Precision::kFp16Autocast: return "fp16_autocast";
   }
   return "?";
 }
+MathMode math_mode(const StepSpec& s) {
+  switch (s.precision) {
+    case Precision::kBf16Cast:
+    case Precision::kBf16Autocast: return MathMode::kBf16;
+    case Precision::kFp16Autocast: return MathMode::kFp16;
+    default: return s.tf32 ? MathMode::kTf32 : MathMode::kFp32;
+  }
+}
+
+std::string to_string(MathMode m) {
+  switch (m) {
+    case MathMode::kFp32: return "fp32";
+    case MathMode::kTf32: return "tf32";
+    case MathMode::kBf16: return "bf16";
+    case MathMode::kFp16: return "fp16";
+  }
+  return "?";
+}
+
 std::string to_string(OptimizerKind k) {
   switch (k) {
     case OptimizerKind::kAdamwLoop: return "adamw_loop";
@@ -51,6 +69,8 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
          {"attention", to_string(m.attention)}, {"layers", to_string(m.layers)}, {"fused_qkv", m.fused_qkv},
          {"fused_bias_gelu", m.fused_bias_gelu}, {"parameters", parameter_count(m)}}},
        {"precision", to_string(s.precision)},
+       {"tf32", s.tf32},
+       {"math_mode", to_string(math_mode(s))},
        {"optimizer",
         {{"kind", to_string(s.optimizer.kind)}, {"lr", s.optimizer.lr}, {"weight_decay", s.optimizer.weight_decay},
          {"beta1", s.optimizer.beta1}, {"beta2", s.optimizer.beta2}, {"eps", s.optimizer.eps}}},
@@ -60,7 +80,10 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
        {"batch", s.batch},
        {"search_batch", s.search_batch},
        {"sync_every_step", s.sync_every_step},
-       {"dist", {{"world_size", s.dist.world_size}, {"backend", s.dist.backend}}}};
+       {"dist", {{"world_size", s.dist.world_size}, {"backend", s.dist.backend}}},
+       {"settings",
+        {{"sdpa_backend", to_string(s.settings.sdpa_backend)}, {"vocab_multiple", s.settings.vocab_multiple},
+         {"max_batch", s.settings.max_batch}, {"cpu_memory_budget", s.settings.cpu_memory_budget}}}};
 }
 
 void to_json(nlohmann::json& j, const DeviceInfo& d) {

@@ -30,11 +30,12 @@ struct DeviceInfo {
 
 enum class Precision {
   kFp32,
-  kTf32,          // fp32 storage, matmuls in TF32 ("high" float32 matmul precision)
   kBf16Cast,      // weights, grads and optimizer state in bf16 (seed 000 rung 5)
   kBf16Autocast,  // fp32 master weights, autocast to bf16 over forward and loss
   kFp16Autocast,  // fp32 master weights, autocast to fp16, with a gradient scaler
 };
+// What the matmuls compute in, which picks the peak FLOP/s that MFU is taken against.
+enum class MathMode { kFp32, kTf32, kBf16, kFp16 };
 enum class OptimizerKind { kAdamwLoop, kAdamwForeach, kAdamwFused };
 enum class ExecutorKind { kEager, kCudaGraph };
 enum class SdpaBackend { kAuto, kFlash, kEfficient, kCudnn, kMath };
@@ -56,15 +57,26 @@ struct OptimizerOptions {
   bool operator==(const OptimizerOptions&) const = default;
 };
 
+// Knobs from the profile's `settings:` that some variants read when they apply.
+struct Settings {
+  SdpaBackend sdpa_backend = SdpaBackend::kAuto;  // sdpa: the kernel to ask for
+  int64_t vocab_multiple = 64;                    // vocab_padding: round the vocabulary up to this
+  int64_t max_batch = 512;                        // batch_scaling: never try more
+  int64_t cpu_memory_budget = int64_t(8) << 30;   // batch_scaling on the CPU: peak tensor bytes allowed
+  bool operator==(const Settings&) const = default;
+};
+
 struct StepSpec {
   ModelOptions model;
   Precision precision = Precision::kFp32;
+  bool tf32 = false;              // float32 matmuls on TF32 tensor cores ("high" matmul precision)
   OptimizerOptions optimizer;
   LoaderOptions loader;
   ExecutorKind executor = ExecutorKind::kEager;
   SdpaBackend sdpa_backend = SdpaBackend::kAuto;
   int64_t batch = 8;              // B per rank
   bool search_batch = false;      // find the largest power-of-two batch that fits
+  Settings settings;
   bool sync_every_step = false;   // read the loss on the host every step (an anti-variant)
   DistOptions dist;
   bool operator==(const StepSpec&) const = default;
@@ -74,7 +86,9 @@ struct StepSpec {
 // PyTorch's Python AdamW picks by default there (for-loop on the CPU, foreach on CUDA).
 StepSpec baseline_spec(const ModelOptions& model, int64_t batch, const DeviceInfo& dev);
 
+MathMode math_mode(const StepSpec& s);
 std::string to_string(Precision p);
+std::string to_string(MathMode m);
 std::string to_string(OptimizerKind k);
 std::string to_string(ExecutorKind k);
 std::string to_string(SdpaBackend b);

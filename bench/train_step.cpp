@@ -4,34 +4,58 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/Context.h>
 
-#include "bench/device.h"
 #include "bench/nvtx.h"
 
 namespace gpt2 {
+
+TrainStep::SdpaBackendGuard::SdpaBackendGuard(SdpaBackend b) {
+  auto& ctx = at::globalContext();
+  flash = ctx.userEnabledFlashSDP(), efficient = ctx.userEnabledMemEfficientSDP();
+  math = ctx.userEnabledMathSDP(), cudnn = ctx.userEnabledCuDNNSDP();
+  if (b == SdpaBackend::kAuto) return;
+  ctx.setSDPUseFlash(b == SdpaBackend::kFlash);
+  ctx.setSDPUseMemEfficient(b == SdpaBackend::kEfficient);
+  ctx.setSDPUseMath(b == SdpaBackend::kMath);
+  ctx.setSDPUseCuDNN(b == SdpaBackend::kCudnn);
+}
+
+TrainStep::SdpaBackendGuard::~SdpaBackendGuard() {
+  auto& ctx = at::globalContext();
+  ctx.setSDPUseFlash(flash);
+  ctx.setSDPUseMemEfficient(efficient);
+  ctx.setSDPUseMath(math);
+  ctx.setSDPUseCuDNN(cudnn);
+}
 
 TrainStep::TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tokens, uint64_t seed, int rank)
     : spec_(spec),
       dev_(dev),
       device_(torch_device(dev)),
-      loader_(std::move(tokens), spec.batch, spec.model.context, rank, spec.dist.world_size),
-      saved_matmul_precision_(at::globalContext().float32MatmulPrecision()) {
+      matmul_precision_(spec.tf32),  // TF32 is process-wide in ATen: set for this step's lifetime
+      sdpa_backend_(spec.sdpa_backend),
+      loader_(std::move(tokens), spec.batch, spec.model.context, rank, spec.dist.world_size) {
   at::manual_seed(seed);
   model_ = GPT2(spec_.model);
   init_weights(*model_, seed);
   model_->to(device_);
-  if (spec_.precision == Precision::kBf16Cast) model_->to(at::kBFloat16);
+  if (spec_.precision == Precision::kBf16Cast) model_->to(at::kBFloat16);  // weights, grads, optimizer state
   model_->train();
-  // TF32 is process-wide state in ATen: set for this step's lifetime, restored by the destructor.
-  at::globalContext().setFloat32MatmulPrecision(spec_.precision == Precision::kTf32 ? "high" : "highest");
   opt_ = std::make_unique<AdamW>(model_->parameters(), spec_.optimizer);
+  if (spec_.precision == Precision::kFp16Autocast) {
+    auto f = at::TensorOptions().device(device_).dtype(at::kFloat);
+    scale_ = at::full({}, 65536.0, f);  // GradScaler's defaults: init 2^16, x2 every 2000 clean steps, /2 on inf
+    growth_tracker_ = at::zeros({}, f.dtype(at::kInt));
+    found_inf_ = at::zeros({}, f);
+  }
+  mover_ = make_batch_mover(dev_, loader_, spec_.loader.pinned);
+  std::vector<at::Tensor> state = model_->parameters();
+  for (const auto& t : opt_->state_tensors()) state.push_back(t);
+  if (scale_.defined()) state.insert(state.end(), {scale_, growth_tracker_});
+  executor_ = make_executor(spec_.executor, dev_, [this](const at::Tensor& x, const at::Tensor& y) { return body(x, y); },
+                            std::move(state));
 }
 
-TrainStep::~TrainStep() {
-  at::globalContext().setFloat32MatmulPrecision(
-      saved_matmul_precision_ == at::Float32MatmulPrecision::HIGHEST ? "highest"
-      : saved_matmul_precision_ == at::Float32MatmulPrecision::HIGH  ? "high"
-                                                                     : "medium");
-}
+TrainStep::~TrainStep() = default;
 
 int64_t TrainStep::parameter_bytes() const {
   int64_t b = 0;
@@ -39,55 +63,99 @@ int64_t TrainStep::parameter_bytes() const {
   return b;
 }
 
+std::string TrainStep::sdpa_backend_used() const {
+  if (spec_.model.attention != AttentionImpl::kSdpa) return "n/a";
+  const auto& m = spec_.model;
+  const auto dtype = spec_.precision == Precision::kFp32 ? at::kFloat : compute_dtype(math_mode(spec_));
+  auto q = at::empty({spec_.batch, m.n_head, m.context, m.n_embd / m.n_head}, at::device(device_).dtype(dtype));
+  switch (at::_fused_sdp_choice(q, q, q, {}, m.dropout, /*is_causal=*/true)) {
+    case 0: return "math";
+    case 1: return "flash";
+    case 2: return "efficient";
+    case 3: return "cudnn";
+    case 4: return "overrideable";
+    default: return "none";
+  }
+}
+
 at::Tensor TrainStep::step() {
   NvtxRange step_range("step");
-  at::Tensor x, y;  // (B, T) int64 each
+  at::Tensor x, y;  // (B, T) int64 each, on the device
   {
     NvtxRange r("data");
-    std::tie(x, y) = loader_.next();
-    x = x.to(device_);
-    y = y.to(device_);
+    std::tie(x, y) = mover_->next();
   }
+  at::Tensor loss = executor_->run(x, y);
+  if (spec_.sync_every_step) (void)loss.item<float>();
+  return loss;
+}
 
+double TrainStep::eval_loss(const at::Tensor& x, const at::Tensor& y) {
+  at::NoGradGuard no_grad;
+  return forward_loss(x.to(device_), y.to(device_)).item<double>();
+}
+
+at::Tensor TrainStep::forward_loss(const at::Tensor& x, const at::Tensor& y) {
   const bool autocast = spec_.precision == Precision::kBf16Autocast || spec_.precision == Precision::kFp16Autocast;
-  if (autocast) {
-    at::autocast::set_autocast_enabled(device_.type(), true);
-    at::autocast::set_autocast_dtype(device_.type(), compute_dtype(spec_.precision));
-  }
   at::Tensor logits, loss;
   {
     NvtxRange r("forward");
+    if (autocast) {
+      at::autocast::set_autocast_enabled(device_.type(), true);
+      at::autocast::set_autocast_dtype(device_.type(), compute_dtype(math_mode(spec_)));
+      at::autocast::set_autocast_cache_enabled(false);  // the cache is not valid across graph replays
+    }
     logits = model_->forward(x);  // (B, T, Vp)
   }
   {
     NvtxRange r("loss");
     loss = at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), y.view({-1}));
+    if (autocast) {
+      at::autocast::set_autocast_enabled(device_.type(), false);
+      at::autocast::set_autocast_cache_enabled(true);
+    }
   }
-  if (autocast) {
-    at::autocast::set_autocast_enabled(device_.type(), false);
-    at::autocast::clear_cache();
-  }
-  {
-    NvtxRange r("backward");
-    loss.backward();
-  }
-  {
-    NvtxRange r("optimizer");
-    opt_->step();
-    opt_->zero_grad();
-  }
-  loss = loss.detach();
-  if (spec_.sync_every_step) (void)loss.item<float>();
   return loss;
 }
 
-std::vector<double> loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed,
-                                    int steps) {
+at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {
+  at::Tensor loss = forward_loss(x, y);
+  {
+    NvtxRange r("backward");
+    (scale_.defined() ? loss * scale_ : loss).backward();
+  }
+  {
+    NvtxRange r("optimizer");
+    if (!scale_.defined()) {
+      opt_->step();
+    } else {
+      // GradScaler.step: find inf/nan in the gradients; the fused kernel unscales and skips the
+      // update itself (no host sync); the other forms need the verdict on the host, as in PyTorch.
+      std::vector<at::Tensor> grads;
+      for (const auto& p : opt_->params())
+        if (p.grad().defined()) grads.push_back(p.grad());
+      found_inf_.zero_();
+      const bool fused = spec_.optimizer.kind == OptimizerKind::kAdamwFused;
+      at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, fused ? at::ones_like(scale_) : scale_.reciprocal());
+      if (fused)
+        opt_->step(scale_, found_inf_);
+      else if (found_inf_.item<float>() == 0.0f)
+        opt_->step();
+      at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, 2.0, 0.5, 2000);
+    }
+    opt_->zero_grad();
+  }
+  return loss.detach();
+}
+
+Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps) {
   spec.model.dropout = 0.0;  // dropout masks depend on the kernels' RNG use, not on the math
   TrainStep ts(spec, dev, tokens, seed);
-  std::vector<double> losses;
-  for (int i = 0; i < steps; ++i) losses.push_back(ts.step().item<double>());
-  return losses;
+  Trajectory t;
+  for (int i = 0; i < steps; ++i) t.losses.push_back(ts.step().item<double>());
+  auto [x0, y0] = Loader(tokens, spec.batch, spec.model.context).next();
+  t.first_batch_after = ts.eval_loss(x0, y0);
+  return t;
 }
 
 }  // namespace gpt2

@@ -4,8 +4,10 @@
 #include <ATen/core/Tensor.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "bench/device.h"
 #include "bench/optim.h"
 #include "bench/step_spec.h"
 #include "model/data.h"
@@ -16,7 +18,8 @@ namespace gpt2 {
 class TrainStep {
  public:
   // `tokens`: the training stream (int32, CPU). Weights come from init_weights(seed); dropout's
-  // RNG is seeded from `seed` too, so two TrainSteps of one spec take identical steps.
+  // RNG (ATen's global generator) is seeded from `seed` too, so two TrainSteps of one spec, run
+  // one after the other, take identical steps.
   TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tokens, uint64_t seed, int rank = 0);
   ~TrainStep();
   TrainStep(const TrainStep&) = delete;
@@ -31,20 +34,40 @@ class TrainStep {
   const AdamW& optimizer() const { return *opt_; }
   int64_t tokens_per_step() const { return spec_.batch * spec_.model.context * spec_.dist.world_size; }
   int64_t parameter_bytes() const;
+  // The loss on (x, y) with the step's model, precision and autocast, no gradients.
+  double eval_loss(const at::Tensor& x, const at::Tensor& y);
+  // The SDPA kernel ATen picks for this step's attention shapes ("math", "flash", ...), or "n/a".
+  std::string sdpa_backend_used() const;
 
  private:
+  at::Tensor body(const at::Tensor& x, const at::Tensor& y);  // what a CUDA graph captures
+  at::Tensor forward_loss(const at::Tensor& x, const at::Tensor& y);
+
   StepSpec spec_;
   DeviceInfo dev_;
   c10::Device device_;
+  MatmulPrecisionGuard matmul_precision_;
+  struct SdpaBackendGuard {
+    explicit SdpaBackendGuard(SdpaBackend b);
+    ~SdpaBackendGuard();
+    bool flash, efficient, math, cudnn;
+  } sdpa_backend_;
   GPT2 model_{nullptr};
   std::unique_ptr<AdamW> opt_;
   Loader loader_;
-  at::Float32MatmulPrecision saved_matmul_precision_;
+  std::unique_ptr<BatchMover> mover_;
+  std::unique_ptr<Executor> executor_;
+  at::Tensor scale_, growth_tracker_, found_inf_;  // fp16 gradient scaler state (device)
 };
 
 // K steps of `spec` from the seed's weights and data, dropout off, loss read after each step:
-// the trajectory the parity check compares across rungs (never timed).
-std::vector<double> loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed,
-                                    int steps);
+// the trajectory the parity check compares across rungs (never timed). `first_batch_after` is
+// the first batch's loss measured again after the K steps: whether training lowers it is the
+// check for variants that change the problem, where per-step losses on new batches are noise.
+struct Trajectory {
+  std::vector<double> losses;
+  double first_batch_after = 0;
+};
+Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps);
 
 }  // namespace gpt2

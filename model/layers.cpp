@@ -1,5 +1,8 @@
 #include "model/layers.h"
 
+#include <ATen/autocast_mode.h>
+#include <torch/autograd.h>
+
 #include <cmath>
 
 namespace gpt2 {
@@ -21,6 +24,31 @@ at::Tensor LayerNormImpl::forward(const at::Tensor& x) {
   return scale * ((x - mean) / at::sqrt(var + kEps)) + shift;
 }
 
+namespace {
+// Linear + bias + GELU(tanh) as one GEMM with the activation in its epilogue (cuBLASLt on CUDA).
+// ATen has no derivative for that op, so backward recomputes the pre-activation with one addmm:
+// the epilogue saves a kernel and the (B·T, 4C) pre-activation's memory, for one extra GEMM.
+struct LinearGeluFn : torch::autograd::Function<LinearGeluFn> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, at::Tensor x, at::Tensor w, at::Tensor b) {
+    const auto dev = x.device().type();
+    if (at::autocast::is_autocast_enabled(dev)) {  // custom functions see autocast off: cast as it would
+      const auto dt = at::autocast::get_autocast_dtype(dev);
+      x = x.to(dt), w = w.to(dt), b = b.to(dt);
+    }
+    ctx->save_for_backward({x, w, b});
+    return at::_addmm_activation(b, x, w.t(), 1, 1, /*use_gelu=*/true);  // (N, 4C)
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &x = saved[0], &w = saved[1], &b = saved[2];
+    const auto pre = at::addmm(b, x, w.t());
+    const auto d_pre = at::gelu_backward(grad[0], pre, "tanh");
+    return {d_pre.mm(w), d_pre.t().mm(x), d_pre.sum(0)};
+  }
+};
+}  // namespace
+
 FeedForwardImpl::FeedForwardImpl(const ModelOptions& o) : impl(o.layers), fused_bias_gelu(o.fused_bias_gelu) {
   fc1 = register_module("fc1", torch::nn::Linear(o.n_embd, 4 * o.n_embd));
   fc2 = register_module("fc2", torch::nn::Linear(4 * o.n_embd, o.n_embd));
@@ -29,10 +57,9 @@ FeedForwardImpl::FeedForwardImpl(const ModelOptions& o) : impl(o.layers), fused_
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
   at::Tensor h;  // (B, T, 4C)
   if (fused_bias_gelu) {
-    // One GEMM with bias and GELU(tanh) in its epilogue (cuBLASLt on CUDA), on (B·T, C) rows.
+    // One GEMM with bias and GELU(tanh) in its epilogue, on (B·T, C) rows.
     auto rows = x.reshape({-1, x.size(-1)});
-    h = at::_addmm_activation(fc1->bias, rows, fc1->weight.t(), 1, 1, /*use_gelu=*/true)
-            .view({x.size(0), x.size(1), -1});
+    h = LinearGeluFn::apply(rows, fc1->weight, fc1->bias).view({x.size(0), x.size(1), -1});
   } else {
     h = fc1(x);
     h = impl == LayerImpl::kNative ? at::gelu(h, "tanh") : gelu_tanh_scratch(h);

@@ -10,7 +10,7 @@ namespace {
 
 const char* kTinyProfile =
     "name: tiny-e2e\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cpu\nbatch: 2\n"
-    "warmup_steps: 1\nsteps: 2\nrepetitions: 2\nparity_steps: 2\nseed: 3\n";
+    "warmup_steps: 1\nsteps: 2\nrepetitions: 2\nparity_steps: 2\nseed: 3\nvariants: []\n";
 
 TEST(Cli, LadderWritesResultsWithTheCounters) {
   test::TempDir d;
@@ -56,7 +56,7 @@ TEST(Cli, MisspelledKeyFailsAndWritesNothing) {
   const auto profile = test::write_tiny_profile(d, std::string(kTinyProfile) + "reps: 3\n");
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.output.find("profile.yaml:11: unknown key 'reps'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("profile.yaml:12: unknown key 'reps'"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(d / "run"));
 }
 
@@ -100,7 +100,7 @@ TEST(Cli, PrepareThenTrainOnTheShards) {
   test::write_text(d / "models/bytes.yaml", "vocab_size: 256\ncontext: 16\nn_embd: 32\nn_head: 4\nn_layer: 1\n");
   test::write_text(d / "p.yaml",
                    "model: bytes\ndata: {train: shards/train_*.bin, val: shards/val_*.bin}\ndevice: cpu\n"
-                   "batch: 2\nwarmup_steps: 0\nsteps: 1\nrepetitions: 1\nparity_steps: 0\n");
+                   "batch: 2\nwarmup_steps: 0\nsteps: 1\nrepetitions: 1\nparity_steps: 0\nvariants: []\n");
   r = test::run_gpt2bench("ladder --profile " + (d / "p.yaml") + " --out " + (d / "run"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }

@@ -22,13 +22,13 @@ DeviceInfo fake_gpu(const std::string& name, int major) {
 }
 
 TEST(Device, DatasheetPeaks) {
-  EXPECT_EQ(datasheet_peak_flops(fake_gpu("NVIDIA A100-SXM4-40GB", 8), Precision::kBf16Autocast), 312e12);
-  EXPECT_EQ(datasheet_peak_flops(fake_gpu("NVIDIA A100 80GB PCIe", 8), Precision::kTf32), 156e12);
-  EXPECT_EQ(datasheet_peak_flops(fake_gpu("NVIDIA H100 80GB HBM3", 9), Precision::kBf16Cast), 989e12);
-  EXPECT_EQ(datasheet_peak_flops(fake_gpu("NVIDIA H100 PCIe", 9), Precision::kBf16Cast), 756e12);
-  EXPECT_EQ(datasheet_peak_flops(fake_gpu("NVIDIA H200", 9), Precision::kTf32), 494e12);
-  EXPECT_FALSE(datasheet_peak_flops(fake_gpu("NVIDIA GeForce RTX 4090", 8), Precision::kFp32).has_value());
-  EXPECT_FALSE(datasheet_peak_flops(detect_device("cpu"), Precision::kFp32).has_value());
+  EXPECT_EQ(datasheet_peak_flops(fake_gpu("NVIDIA A100-SXM4-40GB", 8), MathMode::kBf16), 312e12);
+  EXPECT_EQ(datasheet_peak_flops(fake_gpu("NVIDIA A100 80GB PCIe", 8), MathMode::kTf32), 156e12);
+  EXPECT_EQ(datasheet_peak_flops(fake_gpu("NVIDIA H100 80GB HBM3", 9), MathMode::kBf16), 989e12);
+  EXPECT_EQ(datasheet_peak_flops(fake_gpu("NVIDIA H100 PCIe", 9), MathMode::kBf16), 756e12);
+  EXPECT_EQ(datasheet_peak_flops(fake_gpu("NVIDIA H200", 9), MathMode::kTf32), 494e12);
+  EXPECT_FALSE(datasheet_peak_flops(fake_gpu("NVIDIA GeForce RTX 4090", 8), MathMode::kFp32).has_value());
+  EXPECT_FALSE(datasheet_peak_flops(detect_device("cpu"), MathMode::kFp32).has_value());
 }
 
 TEST(Device, CpuDetectionAndErrors) {
@@ -48,7 +48,7 @@ TEST(Device, CpuDetectionAndErrors) {
 }
 
 TEST(Device, MeasuredMatmulPeakIsPositive) {
-  EXPECT_GT(measure_matmul_peak(detect_device("cpu"), Precision::kFp32), 1e8);
+  EXPECT_GT(measure_matmul_peak(detect_device("cpu"), MathMode::kFp32), 1e8);
 }
 
 class CudaTest : public ::testing::Test {
@@ -99,9 +99,9 @@ TEST_F(CudaTest, TrainStepMatchesTheCpu_CUDA) {
   StepSpec s = baseline_spec(test::tiny_model(), 4, dev_);
   auto t = synthetic_corpus(97, 20000, 1);
   auto tokens = at::tensor(std::vector<int32_t>(t.begin(), t.end()), at::kInt);
-  auto gpu = loss_trajectory(s, dev_, tokens, 3, 3);
+  auto gpu = loss_trajectory(s, dev_, tokens, 3, 3).losses;
   s.optimizer.kind = OptimizerKind::kAdamwLoop;
-  auto cpu = loss_trajectory(s, detect_device("cpu"), tokens, 3, 3);
+  auto cpu = loss_trajectory(s, detect_device("cpu"), tokens, 3, 3).losses;
   for (size_t i = 0; i < gpu.size(); ++i) EXPECT_NEAR(gpu[i], cpu[i], 1e-3) << i;
 }
 

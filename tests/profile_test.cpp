@@ -42,6 +42,9 @@ TEST(Profile, ReadsEveryKey) {
   EXPECT_EQ(p.repetitions, 2);
   EXPECT_EQ(p.parity_steps, 4);
   EXPECT_EQ(p.seed, 9u);
+  ASSERT_TRUE(p.variants.has_value());
+  EXPECT_TRUE(p.variants->empty());
+  EXPECT_EQ(expand_plan(p).size(), 1u);  // [] = the baseline alone
 }
 
 TEST(Profile, MisspelledKeyNamesKeyAndLine) {

@@ -29,6 +29,8 @@ class Variant {
   virtual int published_rung() const { return -1; }    // seed 000's numbering, -1 if none
   virtual std::string_view source() const = 0;         // where it comes from, e.g. "seed 000 rung 2"
   virtual ParityClass parity() const { return ParityClass::kExact; }
+  // Not a rung of the cumulative ladder: run on top of the full ladder instead (see expand_plan).
+  virtual bool extra() const { return false; }
   virtual Support supports(const DeviceInfo&) const { return {}; }
   virtual std::vector<std::string_view> requires_() const { return {}; }
   virtual std::vector<std::string_view> conflicts() const { return {}; }

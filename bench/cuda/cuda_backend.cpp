@@ -3,7 +3,11 @@
 // checks device_count() first or is only reached after detect_device found a device.
 #include "bench/cuda/cuda_backend.h"
 
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -71,7 +75,101 @@ class CachingAllocatorMeter : public MemoryMeter {
   c10::DeviceIndex index_;
 };
 
+// Pinned staging, copies on a side stream one batch ahead (double-buffered pinned buffers).
+class PinnedPrefetchMover : public BatchMover {
+ public:
+  PinnedPrefetchMover(Loader& l, int index)
+      : loader_(l), device_(c10::kCUDA, static_cast<c10::DeviceIndex>(index)),
+        side_(c10::cuda::getStreamFromPool(false, device_.index())) {
+    const auto pinned = at::TensorOptions().dtype(at::kLong).pinned_memory(true);
+    for (int i = 0; i < 2; ++i) {
+      host_x_[i] = at::empty({l.batch(), l.context()}, pinned);
+      host_y_[i] = at::empty({l.batch(), l.context()}, pinned);
+    }
+  }
+  std::pair<at::Tensor, at::Tensor> next() override {
+    if (!next_x_.defined()) prefetch();
+    const auto current = c10::cuda::getCurrentCUDAStream(device_.index());
+    copied_[slot_].block(current);  // compute waits for this batch's copy, not the host
+    // Made on the side stream, used on the compute stream: keep the allocator from reusing
+    // their memory before the compute stream is done with them.
+    next_x_.record_stream(current);
+    next_y_.record_stream(current);
+    std::pair<at::Tensor, at::Tensor> out{next_x_, next_y_};
+    prefetch();  // the following batch's copy overlaps this step's compute
+    return out;
+  }
+
+ private:
+  void prefetch() {
+    auto [x, y] = loader_.next();
+    slot_ ^= 1;
+    copied_[slot_].synchronize();  // the copy that last read this pinned buffer is done
+    host_x_[slot_].copy_(x);
+    host_y_[slot_].copy_(y);
+    c10::cuda::CUDAStreamGuard guard(side_);
+    next_x_ = host_x_[slot_].to(device_, /*non_blocking=*/true);
+    next_y_ = host_y_[slot_].to(device_, /*non_blocking=*/true);
+    copied_[slot_].record(side_);
+  }
+  Loader& loader_;
+  c10::Device device_;
+  c10::cuda::CUDAStream side_;
+  at::Tensor host_x_[2], host_y_[2], next_x_, next_y_;
+  c10::cuda::CUDAEvent copied_[2];
+  int slot_ = 0;
+};
+
+// The whole step captured once and replayed. Capture needs a side stream and a few warm-up runs
+// (lazy cuBLAS/allocator state, gradient buffers); those runs really train, so `state` is saved
+// before them and put back after the capture: the first replay then takes the step eager would.
+class CudaGraphExecutor : public Executor {
+ public:
+  CudaGraphExecutor(StepBody body, std::vector<at::Tensor> state) : body_(std::move(body)), state_(std::move(state)) {}
+  at::Tensor run(const at::Tensor& x, const at::Tensor& y) override {
+    if (!static_loss_.defined()) capture(x, y);
+    static_x_.copy_(x);
+    static_y_.copy_(y);
+    graph_.replay();
+    return static_loss_;
+  }
+
+ private:
+  void capture(const at::Tensor& x, const at::Tensor& y) {
+    static_x_ = x.clone();
+    static_y_ = y.clone();
+    std::vector<at::Tensor> saved;
+    {
+      at::NoGradGuard no_grad;
+      for (const auto& t : state_) saved.push_back(t.clone());
+    }
+    auto side = c10::cuda::getStreamFromPool();
+    side.wait(c10::cuda::getCurrentCUDAStream());
+    {
+      c10::cuda::CUDAStreamGuard guard(side);
+      for (int i = 0; i < 3; ++i) body_(static_x_, static_y_);
+      graph_.capture_begin();
+      static_loss_ = body_(static_x_, static_y_);
+      graph_.capture_end();
+    }
+    c10::cuda::getCurrentCUDAStream().wait(side);
+    at::NoGradGuard no_grad;
+    for (size_t i = 0; i < state_.size(); ++i) state_[i].copy_(saved[i]);
+  }
+  StepBody body_;
+  std::vector<at::Tensor> state_;
+  at::cuda::CUDAGraph graph_;
+  at::Tensor static_x_, static_y_, static_loss_;
+};
+
 }  // namespace
+
+std::unique_ptr<BatchMover> make_pinned_mover(Loader& loader, int index) {
+  return std::make_unique<PinnedPrefetchMover>(loader, index);
+}
+std::unique_ptr<Executor> make_graph_executor(StepBody body, std::vector<at::Tensor> state) {
+  return std::make_unique<CudaGraphExecutor>(std::move(body), std::move(state));
+}
 
 std::unique_ptr<DeviceTimer> make_timer() { return std::make_unique<CudaEventTimer>(); }
 std::unique_ptr<MemoryMeter> make_memory_meter(int index) { return std::make_unique<CachingAllocatorMeter>(index); }

@@ -1,0 +1,206 @@
+// Every variant: its StepSpec edit, its device support (CPU and faked CUDA devices), its parity
+// verdict on the CPU; recipe resolution; plan expansion over the registry.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <map>
+
+#include "bench/device.h"
+#include "bench/parity.h"
+#include "bench/profile.h"
+#include "bench/train_step.h"
+#include "helpers.h"
+#include "variants/registry.h"
+
+namespace gpt2 {
+namespace {
+
+DeviceInfo cpu() { return detect_device("cpu"); }
+DeviceInfo fake_gpu(int major) {
+  DeviceInfo d;
+  d.type = DeviceType::kCuda;
+  d.name = "fake sm" + std::to_string(major) + "0";
+  d.cc_major = major;
+  d.tf32 = d.bf16 = d.flash_attention = major >= 8;
+  return d;
+}
+
+// What each variant must change in the description, and nothing else checked here.
+const std::map<std::string, std::function<bool(const StepSpec&)>>& expected_edits() {
+  static const std::map<std::string, std::function<bool(const StepSpec&)>> m = {
+      {"mask_on_the_fly", [](const StepSpec& s) { return s.model.attention == AttentionImpl::kManualOnTheFly; }},
+      {"tf32", [](const StepSpec& s) { return s.tf32; }},
+      {"fused_adamw", [](const StepSpec& s) { return s.optimizer.kind == OptimizerKind::kAdamwFused; }},
+      {"pinned_memory", [](const StepSpec& s) { return s.loader.pinned; }},
+      {"bf16_cast", [](const StepSpec& s) { return s.precision == Precision::kBf16Cast; }},
+      {"native_layers", [](const StepSpec& s) { return s.model.layers == LayerImpl::kNative; }},
+      {"sdpa", [](const StepSpec& s) { return s.model.attention == AttentionImpl::kSdpa; }},
+      {"fuse_qkv", [](const StepSpec& s) { return s.model.fused_qkv; }},
+      {"fuse_bias_gelu", [](const StepSpec& s) { return s.model.fused_bias_gelu; }},
+      {"cuda_graph", [](const StepSpec& s) { return s.executor == ExecutorKind::kCudaGraph; }},
+      {"vocab_padding", [](const StepSpec& s) { return s.model.padded_vocab() == 50304; }},
+      {"batch_scaling", [](const StepSpec& s) { return s.search_batch; }},
+      {"ddp", [](const StepSpec& s) { return s.dist.backend == "auto"; }},
+      {"bf16_autocast", [](const StepSpec& s) { return s.precision == Precision::kBf16Autocast; }},
+      {"fp16_autocast", [](const StepSpec& s) { return s.precision == Precision::kFp16Autocast; }},
+      {"weight_tying", [](const StepSpec& s) { return s.model.tie_weights; }},
+      {"sync_every_step", [](const StepSpec& s) { return s.sync_every_step; }},
+  };
+  return m;
+}
+
+StepSpec base_124m() {
+  return baseline_spec(load_model_preset("gpt2-124m", GPT2BENCH_SOURCE_DIR "/profiles"), 8, cpu());
+}
+
+TEST(Variants, EveryRegisteredVariantIsDescribedAndTested) {
+  EXPECT_EQ(registry().size(), expected_edits().size());
+  for (const auto& v : registry()) {
+    EXPECT_TRUE(expected_edits().count(std::string(v->name()))) << v->name() << " has no expected edit";
+    EXPECT_FALSE(v->why().empty());
+    EXPECT_FALSE(v->source().empty());
+  }
+}
+
+TEST(Variants, EachEditsItsStepSpecField) {
+  const StepSpec base = base_124m();
+  for (const auto& v : registry()) {
+    StepSpec s = base;
+    v->apply(s);
+    const auto& edited = expected_edits().at(std::string(v->name()));
+    EXPECT_FALSE(edited(base)) << v->name() << ": the baseline already has the edit";
+    EXPECT_TRUE(edited(s)) << v->name();
+    EXPECT_FALSE(s == base) << v->name() << " changed nothing";
+  }
+}
+
+TEST(Variants, SupportOnCpuAndFakedGpus) {
+  const std::map<std::string, std::array<bool, 3>> want = {
+      // {cpu, sm70, sm80}
+      {"tf32", {false, false, true}},          {"pinned_memory", {false, true, true}},
+      {"cuda_graph", {false, true, true}},     {"bf16_cast", {true, false, true}},
+      {"bf16_autocast", {true, false, true}},  {"ddp", {false, false, false}},
+  };
+  const DeviceInfo devs[3] = {cpu(), fake_gpu(7), fake_gpu(8)};
+  for (const auto& v : registry()) {
+    auto it = want.find(std::string(v->name()));
+    for (int i = 0; i < 3; ++i) {
+      const Support s = v->supports(devs[i]);
+      const bool expect = it == want.end() ? true : it->second[i];
+      EXPECT_EQ(s.ok, expect) << v->name() << " on " << devs[i].name;
+      if (!s.ok) EXPECT_FALSE(s.why_not.empty()) << v->name() << " must say why not";
+    }
+  }
+}
+
+// The parity check itself, per variant, on the CPU: K steps of baseline + variant against the
+// baseline, judged by the variant's class. Small model, but the real GPT-2 vocabulary so that
+// vocab padding means 50257 -> 50304.
+TEST(Variants, ParityOnTheCpu) {
+  ModelOptions m = test::tiny_model();
+  m.vocab_size = 50257;
+  m.context = 32;
+  StepSpec base = baseline_spec(m, 2, cpu());
+  base.settings.max_batch = 4;
+  auto t = synthetic_corpus(m.vocab_size, 20000, 2);
+  const auto tokens = at::tensor(std::vector<int32_t>(t.begin(), t.end()), at::kInt);
+  const auto reference = loss_trajectory(base, cpu(), tokens, 1, 4).losses;
+  for (const auto& v : registry()) {
+    if (!v->supports(cpu()).ok) continue;
+    StepSpec s = base;
+    v->apply(s);
+    if (s.search_batch) s.batch = 4, s.search_batch = false;  // what the search finds is another test's
+    const Trajectory tr = loss_trajectory(s, cpu(), tokens, 1, 4);
+    const ParityResult r = judge_parity(v->parity(), tr, reference);
+    EXPECT_EQ(r.verdict, "pass") << v->name() << ": " << r.rule << ", max dev " << r.max_abs_dev << ", losses "
+                                 << at::tensor(tr.losses) << " baseline " << at::tensor(reference);
+    if (v->parity() == ParityClass::kExact) EXPECT_LT(r.max_abs_dev, 1e-4) << v->name();
+  }
+}
+
+TEST(Parity, Verdicts) {
+  auto judge = [](ParityClass c, std::vector<double> l, double after = 1.0) {
+    return judge_parity(c, Trajectory{std::move(l), after}, {5.0, 4.0});
+  };
+  EXPECT_EQ(judge(ParityClass::kExact, {5.0, 4.0005}).verdict, "pass");
+  EXPECT_EQ(judge(ParityClass::kExact, {5.0, 4.1}).verdict, "fail");
+  EXPECT_EQ(judge(ParityClass::kPrecision, {5.0, 4.1}).verdict, "pass");
+  EXPECT_EQ(judge(ParityClass::kPrecision, {5.0, 4.5}).verdict, "fail");
+  EXPECT_EQ(judge(ParityClass::kProblem, {5.0, 6.5}, 4.9).verdict, "pass");  // the first batch's loss fell
+  EXPECT_EQ(judge(ParityClass::kProblem, {5.0, 4.5}, 5.1).verdict, "fail");
+  EXPECT_EQ(judge(ParityClass::kPrecision, {5.0, NAN}).verdict, "fail");
+  EXPECT_EQ(judge(ParityClass::kProblem, {5.0, 4.0}, NAN).verdict, "fail");
+  EXPECT_EQ(judge_parity(ParityClass::kExact, Trajectory{}, {}).verdict, "n/a");
+  EXPECT_NEAR(judge(ParityClass::kExact, {5.0, 4.1}).max_abs_dev, 0.1, 1e-12);
+}
+
+std::string resolve_error(const std::vector<std::string>& names) {
+  try {
+    resolve("r", names, base_124m(), cpu());
+  } catch (const RecipeError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Resolve, ConflictsRequirementsUnknownsDuplicates) {
+  EXPECT_NE(resolve_error({"bf16_cast", "fp16_autocast"}).find("'bf16_cast' conflicts with 'fp16_autocast'"),
+            std::string::npos);
+  EXPECT_NE(resolve_error({"cuda_graph"}).find("'cuda_graph' requires 'fused_adamw'"), std::string::npos);
+  EXPECT_NE(resolve_error({"warp"}).find("unknown variant 'warp'"), std::string::npos);
+  EXPECT_NE(resolve_error({"sdpa", "sdpa"}).find("'sdpa' named twice"), std::string::npos);
+}
+
+TEST(Resolve, UnsupportedVariantsAreSkippedWithTheReasonAndTheRestApplied) {
+  const ResolvedRung r = resolve("r", {"tf32", "native_layers"}, base_124m(), cpu());
+  ASSERT_EQ(r.skipped.size(), 1u);
+  EXPECT_EQ(r.skipped[0].variant, "tf32");
+  EXPECT_NE(r.skipped[0].reason.find("CUDA"), std::string::npos);
+  EXPECT_EQ(r.applied, (std::vector<std::string>{"native_layers"}));
+  EXPECT_FALSE(r.spec.tf32);
+  EXPECT_EQ(r.spec.model.layers, LayerImpl::kNative);
+  EXPECT_EQ(r.parity, ParityClass::kExact);
+}
+
+TEST(Resolve, OrderIndependentAndLoosestParity) {
+  const auto a = resolve("a", {"sdpa", "mask_on_the_fly", "vocab_padding"}, base_124m(), cpu());
+  const auto b = resolve("b", {"vocab_padding", "sdpa", "mask_on_the_fly"}, base_124m(), cpu());
+  EXPECT_TRUE(a.spec == b.spec);
+  EXPECT_EQ(a.spec.model.attention, AttentionImpl::kSdpa);  // registry order: sdpa after mask_on_the_fly
+  EXPECT_EQ(a.parity, ParityClass::kPrecision);
+  EXPECT_EQ(resolve("c", {"batch_scaling", "bf16_cast"}, base_124m(), cpu()).parity, ParityClass::kProblem);
+}
+
+TEST(Plan, TheDefaultLadderIsEveryRungThenTheExtrasOnTop) {
+  Profile p;  // variants absent: the registry
+  const auto rungs = expand_plan(p);
+  size_t ladder = 0, extras = 0;
+  for (const auto& v : registry()) (v->extra() ? extras : ladder)++;
+  ASSERT_EQ(rungs.size(), 1 + ladder + extras);
+  EXPECT_EQ(rungs[1].name, "01_mask_on_the_fly");
+  EXPECT_EQ(rungs[ladder].variants.size(), ladder);  // the top rung has them all
+  // Every rung of the default ladder resolves (no conflicts, requirements met) on any device.
+  for (const auto& r : rungs)
+    for (const DeviceInfo& d : {cpu(), fake_gpu(8)}) EXPECT_NO_THROW(resolve(r.name, r.variants, base_124m(), d)) << r.name;
+  // bf16_autocast on top replaces bf16_cast, which it conflicts with.
+  const auto& top_autocast = rungs[ladder + 1];
+  EXPECT_EQ(top_autocast.name, std::to_string(ladder + 1) + "_top+bf16_autocast");
+  EXPECT_EQ(std::count(top_autocast.variants.begin(), top_autocast.variants.end(), "bf16_cast"), 0);
+  EXPECT_EQ(top_autocast.variants.back(), "bf16_autocast");
+}
+
+TEST(Plan, AddOneAndLeaveOneOutCoverEveryVariant) {
+  Profile p;
+  p.plan = "add_one";
+  EXPECT_EQ(expand_plan(p).size(), 1 + registry().size());
+  p.plan = "leave_one_out";
+  p.variants = std::vector<std::string>{"mask_on_the_fly", "fused_adamw", "sdpa"};
+  const auto rungs = expand_plan(p);
+  ASSERT_EQ(rungs.size(), 4u);
+  EXPECT_EQ(rungs[2].variants, (std::vector<std::string>{"mask_on_the_fly", "sdpa"}));
+}
+
+}  // namespace
+}  // namespace gpt2
