@@ -27,6 +27,26 @@ namespace {
 
 std::string torch_version() { return TORCH_VERSION; }
 
+// The source tree's commit at run time ("-dirty" with uncommitted changes); the configure-time
+// sha where the tree is not a git checkout any more.
+std::string git_sha() {
+  auto run = [](const std::string& cmd) {
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[128];
+      while (fgets(buf, sizeof(buf), p)) out += buf;
+      if (pclose(p) != 0) return std::string();
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+  };
+  const std::string dir = GPT2BENCH_SOURCE_DIR;
+  std::string sha = run("git -C '" + dir + "' rev-parse --short=12 HEAD 2>/dev/null");
+  if (sha.empty()) return GPT2BENCH_GIT_SHA;
+  if (!run("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null").empty()) sha += "-dirty";
+  return sha;
+}
+
 // batch_scaling: the largest power-of-two batch that fits, trying upwards from the profile's (as a
 // power of two) to settings.max_batch. On CUDA "fits" means no out-of-memory error over two steps;
 // on the CPU, peak tensor bytes within settings.cpu_memory_budget. Each try is recorded.
@@ -106,7 +126,7 @@ int run_ladder(const LadderOptions& o) {
                                            {"data", prof.data.synthetic ? "synthetic" : prof.data.train_glob}}},
                               {"device", dev},
                               {"build", {{"torch", torch_version()}, {"cuda", build_has_cuda()},
-                                         {"git_sha", GPT2BENCH_GIT_SHA}}}};
+                                         {"git_sha", git_sha()}}}};
   const std::string results_path = (fs::path(o.out_dir) / "results.json").string();
   const std::string rungs_path = (fs::path(o.out_dir) / "rungs.json").string();
   std::unique_ptr<TeeReporter> reporter;
@@ -131,7 +151,7 @@ int run_ladder(const LadderOptions& o) {
   benchmark::AddCustomContext("device", dev.name);
   benchmark::AddCustomContext("device_type", dev.cuda() ? "cuda" : "cpu");
   benchmark::AddCustomContext("torch_version", torch_version());
-  benchmark::AddCustomContext("git_sha", GPT2BENCH_GIT_SHA);
+  benchmark::AddCustomContext("git_sha", rungs_doc["build"]["git_sha"].get<std::string>());
   benchmark::AddCustomContext("profile", prof.name);
   benchmark::AddCustomContext("world_size", "1");
   const size_t n_rungs = records.size();

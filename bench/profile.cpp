@@ -107,21 +107,36 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
     return out;
   }
   // Default: the cumulative ladder, then each extra on top of its last rung (less what the extra
-  // conflicts with, e.g. bf16_autocast replaces bf16_cast). add_one/leave_one_out: every variant.
+  // conflicts with, e.g. bf16_autocast replaces bf16_cast). add_one: every variant. leave_one_out:
+  // the ladder's variants (the extras conflict with them, so "all of them" would not resolve).
   std::vector<std::string> vs = p.variants.value_or(std::vector<std::string>{}), extras;
   if (!p.variants)
-    for (const auto& v : registry()) (v->extra() && p.plan == "ladder" ? extras : vs).emplace_back(v->name());
+    for (const auto& v : registry()) {
+      if (!v->extra() || p.plan == "add_one") vs.emplace_back(v->name());
+      else if (p.plan == "ladder") extras.emplace_back(v->name());
+    }
   std::vector<std::string> acc;
   for (const auto& v : vs) {
     if (p.plan == "ladder") {
       acc.push_back(v);
       out.push_back({number(out.size(), v), acc});
-    } else if (p.plan == "add_one") {
-      out.push_back({number(out.size(), "add_" + v), {v}});
-    } else {  // leave_one_out
-      std::vector<std::string> rest;
-      for (const auto& o : vs)
-        if (o != v) rest.push_back(o);
+    } else if (p.plan == "add_one") {  // the variant, with what it requires
+      std::vector<std::string> recipe;
+      for (auto r : find_variant(v)->requires_()) recipe.emplace_back(r);
+      recipe.push_back(v);
+      out.push_back({number(out.size(), "add_" + v), recipe});
+    } else {  // leave_one_out: all but the variant, and but what requires it
+      std::vector<std::string> dropped{v}, rest;
+      for (const auto& o : vs) {
+        bool needs_dropped = false;
+        for (auto r : find_variant(o)->requires_())
+          needs_dropped = needs_dropped || std::find(dropped.begin(), dropped.end(), r) != dropped.end();
+        if (o == v || needs_dropped) {
+          if (o != v) dropped.push_back(o);
+        } else {
+          rest.push_back(o);
+        }
+      }
       out.push_back({number(out.size(), "drop_" + v), rest});
     }
   }

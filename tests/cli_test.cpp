@@ -105,12 +105,46 @@ TEST(Cli, PrepareThenTrainOnTheShards) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// add_one and leave_one_out: one rung per variant after the baseline, each with its parity verdict.
+TEST(Cli, AddOneAndLeaveOneOutPlans) {
+  for (const char* plan : {"add_one", "leave_one_out"}) {
+    test::TempDir d;
+    std::string body = kTinyProfile;
+    body.replace(body.find("variants: []"), 12, std::string("plan: ") + plan + "\nvariants: [mask_on_the_fly, native_layers, sdpa]");
+    const auto profile = test::write_tiny_profile(d, body);
+    auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto rungs = nlohmann::json::parse(test::read_text(d / "run/rungs.json"))["rungs"];
+    ASSERT_EQ(rungs.size(), 4u) << plan;
+    const std::string prefix = std::string(plan) == "add_one" ? "01_add_" : "01_drop_";
+    EXPECT_EQ(rungs[1]["name"], prefix + "mask_on_the_fly");
+    for (size_t i = 1; i < 4; ++i) {
+      EXPECT_EQ(rungs[i]["status"], "ok");
+      EXPECT_EQ(rungs[i]["parity"]["verdict"], "pass") << rungs[i]["name"];
+      EXPECT_EQ(rungs[i]["applied"].size(), std::string(plan) == "add_one" ? 1u : 2u);
+    }
+  }
+}
+
+TEST(Cli, ConflictingRecipeIsRefusedBeforeAnythingRuns) {
+  test::TempDir d;
+  std::string body = kTinyProfile;
+  body.replace(body.find("variants: []"), 12, "plan: recipes\nrecipes: {both: [bf16_cast, fp16_autocast]}");
+  auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("'bf16_cast' conflicts with 'fp16_autocast'"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(d / "run"));
+}
+
 TEST(Cli, DoctorAndListVariantsRunWithoutAGpu) {
   auto r = test::run_gpt2bench("doctor");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("device:"), std::string::npos);
   r = test::run_gpt2bench("list-variants");
   EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("tf32             rung 2   parity precision  skipped here: TF32 tensor cores need"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

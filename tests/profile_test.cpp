@@ -101,22 +101,22 @@ TEST(Plan, BaselineFirstAndNumbered) {
 
 TEST(Plan, LadderAddOneLeaveOneOut) {
   Profile p;
-  p.variants = {"a", "b", "c"};
+  p.variants = std::vector<std::string>{"mask_on_the_fly", "native_layers", "sdpa"};
   p.plan = "ladder";
   auto l = expand_plan(p);
   ASSERT_EQ(l.size(), 4u);
-  EXPECT_EQ(l[3].name, "03_c");
-  EXPECT_EQ(l[3].variants, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(l[3].name, "03_sdpa");
+  EXPECT_EQ(l[3].variants, (std::vector<std::string>{"mask_on_the_fly", "native_layers", "sdpa"}));
   p.plan = "add_one";
   auto a = expand_plan(p);
   ASSERT_EQ(a.size(), 4u);
-  EXPECT_EQ(a[2].name, "02_add_b");
-  EXPECT_EQ(a[2].variants, (std::vector<std::string>{"b"}));
+  EXPECT_EQ(a[2].name, "02_add_native_layers");
+  EXPECT_EQ(a[2].variants, (std::vector<std::string>{"native_layers"}));
   p.plan = "leave_one_out";
   auto o = expand_plan(p);
   ASSERT_EQ(o.size(), 4u);
-  EXPECT_EQ(o[1].name, "01_drop_a");
-  EXPECT_EQ(o[1].variants, (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(o[1].name, "01_drop_mask_on_the_fly");
+  EXPECT_EQ(o[1].variants, (std::vector<std::string>{"native_layers", "sdpa"}));
 }
 
 }  // namespace

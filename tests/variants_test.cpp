@@ -120,6 +120,20 @@ TEST(Variants, ParityOnTheCpu) {
   }
 }
 
+// mask_on_the_fly: the T×T mask buffers (one per layer) are gone from the model's memory.
+TEST(Variants, MaskOnTheFlyDropsTheMaskBuffers) {
+  StepSpec s = base_124m();
+  auto buffer_bytes = [](const StepSpec& spec) {
+    GPT2 m(spec.model);
+    int64_t b = 0;
+    for (const auto& t : m->buffers()) b += t.nbytes();
+    return b;
+  };
+  EXPECT_EQ(buffer_bytes(s), 12 * 1024 * 1024 * 4);  // L × T × T fp32
+  find_variant("mask_on_the_fly")->apply(s);
+  EXPECT_EQ(buffer_bytes(s), 0);
+}
+
 TEST(Parity, Verdicts) {
   auto judge = [](ParityClass c, std::vector<double> l, double after = 1.0) {
     return judge_parity(c, Trajectory{std::move(l), after}, {5.0, 4.0});
@@ -194,8 +208,21 @@ TEST(Plan, TheDefaultLadderIsEveryRungThenTheExtrasOnTop) {
 TEST(Plan, AddOneAndLeaveOneOutCoverEveryVariant) {
   Profile p;
   p.plan = "add_one";
-  EXPECT_EQ(expand_plan(p).size(), 1 + registry().size());
+  const auto added = expand_plan(p);
+  EXPECT_EQ(added.size(), 1 + registry().size());
+  for (const auto& r : added) EXPECT_NO_THROW(resolve(r.name, r.variants, base_124m(), cpu())) << r.name;
+  const auto graph = std::find_if(added.begin(), added.end(), [](const RungPlan& r) { return r.name.ends_with("add_cuda_graph"); });
+  ASSERT_NE(graph, added.end());
+  EXPECT_EQ(graph->variants, (std::vector<std::string>{"fused_adamw", "cuda_graph"}));  // with what it requires
   p.plan = "leave_one_out";
+  size_t ladder = 0;
+  for (const auto& v : registry()) ladder += !v->extra();
+  const auto all = expand_plan(p);
+  EXPECT_EQ(all.size(), 1 + ladder);
+  for (const auto& r : all) EXPECT_NO_THROW(resolve(r.name, r.variants, base_124m(), cpu())) << r.name;
+  const auto no_fused = std::find_if(all.begin(), all.end(), [](const RungPlan& r) { return r.name.ends_with("drop_fused_adamw"); });
+  ASSERT_NE(no_fused, all.end());
+  EXPECT_EQ(std::count(no_fused->variants.begin(), no_fused->variants.end(), "cuda_graph"), 0);  // it needs fused_adamw
   p.variants = std::vector<std::string>{"mask_on_the_fly", "fused_adamw", "sdpa"};
   const auto rungs = expand_plan(p);
   ASSERT_EQ(rungs.size(), 4u);

@@ -75,6 +75,13 @@ class CachingAllocatorMeter : public MemoryMeter {
   c10::DeviceIndex index_;
 };
 
+// `waiter` runs nothing queued after this call until `waitee`'s work queued so far is done.
+void wait_stream(const c10::cuda::CUDAStream& waiter, const c10::cuda::CUDAStream& waitee) {
+  c10::cuda::CUDAEvent ev;
+  ev.record(waitee);
+  ev.block(waiter);
+}
+
 // Pinned staging, copies on a side stream one batch ahead (double-buffered pinned buffers).
 class PinnedPrefetchMover : public BatchMover {
  public:
@@ -144,7 +151,7 @@ class CudaGraphExecutor : public Executor {
       for (const auto& t : state_) saved.push_back(t.clone());
     }
     auto side = c10::cuda::getStreamFromPool();
-    side.wait(c10::cuda::getCurrentCUDAStream());
+    wait_stream(side, c10::cuda::getCurrentCUDAStream());
     {
       c10::cuda::CUDAStreamGuard guard(side);
       for (int i = 0; i < 3; ++i) body_(static_x_, static_y_);
@@ -152,7 +159,7 @@ class CudaGraphExecutor : public Executor {
       static_loss_ = body_(static_x_, static_y_);
       graph_.capture_end();
     }
-    c10::cuda::getCurrentCUDAStream().wait(side);
+    wait_stream(c10::cuda::getCurrentCUDAStream(), side);
     at::NoGradGuard no_grad;
     for (size_t i = 0; i < state_.size(); ++i) state_[i].copy_(saved[i]);
   }
