@@ -4,13 +4,22 @@
 
 #include <ATen/ATen.h>
 
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "bench/device.h"
+#include "bench/dist.h"
 #include "bench/ladder.h"
+#include "bench/launcher.h"
+#include "bench/profile.h"
+#include "bench/train_step.h"
 #include "bench/yaml_reader.h"
 #include "model/data.h"
 #include "variants/registry.h"
@@ -31,10 +40,14 @@ commands:
   prepare        turn a text file into llm.c token shards (byte-level, or GPT-2 BPE)
   list-variants  print every variant: what it does, its published rung, support on this device
   doctor         print what this build and this device support
+  ddp-check      train K data-parallel steps; each rank writes its losses and a parameter checksum
   help           this text; `gpt2bench <command> --help` for a command's options
+
+ladder and ddp-check take --nproc N: run N processes on this machine (torchrun's environment);
+under torchrun --no-python they join the group torchrun set up instead.
 )";
 
-constexpr const char* kLadderHelp = R"(usage: gpt2bench ladder --profile FILE --out DIR [--device D] [--rung REGEX]
+constexpr const char* kLadderHelp = R"(usage: gpt2bench ladder --profile FILE --out DIR [--device D] [--rung REGEX] [--nproc N]
 
 Runs the rungs of FILE's plan (rung 0 = baseline) on the device, each timed by Google Benchmark with
 the device timer (CUDA events / steady clock), warm-up steps excluded, and checks each rung's losses
@@ -49,6 +62,18 @@ against the baseline's (parity).
                                        settings, peaks used for MFU, parity verdict, medians
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
   --rung REGEX     run only the rungs whose benchmark name matches (Google Benchmark's filter)
+  --nproc N        N local processes: rungs with the ddp variant run data-parallel on all of them
+                   (c10d: Gloo on the CPU, NCCL on GPUs); the others on rank 0 alone. Rank 0 writes.
+)";
+
+constexpr const char* kDdpCheckHelp = R"(usage: gpt2bench ddp-check --profile FILE --out DIR [--steps K] [--batch B] [--nproc N]
+
+Trains K steps (default 5) of the profile's baseline from the seed's weights, dropout off,
+data-parallel when there are several processes, and writes DIR/rank<R>.json per rank: the rank's
+losses, the mean loss over ranks per step, and checksums of the parameters after the steps.
+Equal checksums on every rank mean DDP kept the replicas identical; N ranks × batch B should give
+the mean losses of 1 rank × batch N·B. Fault injection for tests: GPT2BENCH_FAULT_RANK=R and
+GPT2BENCH_FAULT_STEP=S make rank R kill itself (SIGKILL) before step S.
 )";
 
 constexpr const char* kPrepareHelp = R"(usage: gpt2bench prepare --input TEXT --out DIR [--encoder encoder.json --bpe vocab.bpe]
@@ -113,6 +138,60 @@ int cmd_ladder(int argc, char** argv) {
   return run_ladder(o);
 }
 
+int cmd_ddp_check(int argc, char** argv) {
+  auto f = parse_flags(argc, argv, 2, {"profile", "out", "steps", "batch", "device"}, kDdpCheckHelp);
+  Profile prof = load_profile(need(f, "profile", kDdpCheckHelp));
+  const std::string out = need(f, "out", kDdpCheckHelp);
+  const int steps = std::stoi(get(f, "steps", "5"));
+  DeviceInfo dev = detect_device(get(f, "device", prof.device));
+  const auto env = dist_env_from_environment();
+  std::unique_ptr<Dist> dist;
+  if (env && env->world_size > 1) {
+    dev.world_size = env->world_size;
+    dist = std::make_unique<Dist>(*env, dev, std::chrono::seconds(prof.dist_timeout_s));
+  }
+  StepSpec spec = baseline_spec(prof.model, f.count("batch") ? std::stoll(f["batch"]) : prof.batch, dev);
+  spec.model.dropout = 0.0;
+  if (dist) spec.dist.backend = "c10d";
+  const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
+  const int rank = dist ? dist->rank() : 0;
+  const int fault_rank = std::getenv("GPT2BENCH_FAULT_RANK") ? std::stoi(std::getenv("GPT2BENCH_FAULT_RANK")) : -1;
+  const int fault_step = std::getenv("GPT2BENCH_FAULT_STEP") ? std::stoi(std::getenv("GPT2BENCH_FAULT_STEP")) : -1;
+
+  TrainStep ts(spec, dev, data.train, prof.seed, dist.get());
+  std::vector<double> losses, mean;
+  auto train = [&] {
+    for (int i = 0; i < steps; ++i) {
+      if (rank == fault_rank && i == fault_step) std::raise(SIGKILL);
+      losses.push_back(ts.step().item<double>());
+    }
+  };
+  dist ? dist->guarded(train) : train();
+  if (dist) {
+    const auto all = dist->allgather(losses);
+    for (int i = 0; i < steps; ++i) {
+      double m = 0;
+      for (int r = 0; r < dist->world_size(); ++r) m += all[r * steps + i];
+      mean.push_back(m / dist->world_size());
+    }
+  } else {
+    mean = losses;
+  }
+  double sum = 0, sum_sq = 0;
+  for (const auto& p : ts.model().parameters()) {
+    const auto d = p.detach().to(at::kDouble);
+    sum += d.sum().item<double>();
+    sum_sq += d.pow(2).sum().item<double>();
+  }
+  std::filesystem::create_directories(out);
+  const nlohmann::json j = {{"rank", rank}, {"world_size", dist ? dist->world_size() : 1}, {"batch", spec.batch},
+                            {"losses", losses}, {"mean_losses", mean}, {"param_sum", sum}, {"param_sum_sq", sum_sq}};
+  std::ofstream(std::filesystem::path(out) / ("rank" + std::to_string(rank) + ".json")) << j.dump(2) << "\n";
+  if (dist) dist->barrier();
+  std::cout << "rank " << rank << ": " << steps << " steps, mean losses written to " << out << "\n";
+  return 0;
+}
+
 int cmd_prepare(int argc, char** argv) {
   auto f = parse_flags(argc, argv, 2, {"input", "out", "encoder", "bpe", "val-fraction", "shard-tokens"}, kPrepareHelp);
   PrepareOptions o;
@@ -172,12 +251,41 @@ int cmd_doctor(int argc, char** argv) {
   return 0;
 }
 
+// `--nproc N` (ladder, ddp-check): start N local ranks running the same command without it.
+std::optional<int> launched(int argc, char** argv) {
+  std::vector<std::string> rest;
+  int nproc = 0;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--nproc" && i + 1 < argc) {
+      a += "=" + std::string(argv[++i]);
+    }
+    if (a.rfind("--nproc=", 0) == 0) {
+      try {
+        nproc = std::stoi(a.substr(8));
+      } catch (const std::exception&) {
+        throw std::invalid_argument("--nproc takes a number of processes, got '" + a.substr(8) + "'");
+      }
+      if (nproc < 1) throw std::invalid_argument("--nproc must be at least 1");
+      continue;
+    }
+    rest.push_back(a);
+  }
+  if (nproc == 0) return std::nullopt;
+  if (std::getenv("WORLD_SIZE"))
+    throw std::invalid_argument("--nproc inside a launched process (WORLD_SIZE is set): use one launcher");
+  return launch_local(nproc, rest);
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
   const std::string cmd = argc > 1 ? argv[1] : "help";
   try {
+    if (cmd == "ladder" || cmd == "ddp-check")
+      if (auto code = launched(argc, argv)) return *code;
     if (cmd == "ladder") return cmd_ladder(argc, argv);
+    if (cmd == "ddp-check") return cmd_ddp_check(argc, argv);
     if (cmd == "prepare") return cmd_prepare(argc, argv);
     if (cmd == "list-variants") return cmd_list_variants(argc, argv);
     if (cmd == "doctor") return cmd_doctor(argc, argv);

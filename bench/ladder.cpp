@@ -7,12 +7,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
+#include <functional>
+#include <sstream>
 #include <filesystem>
 #include <iostream>
 #include <map>
 
 #include "bench/device.h"
+#include "bench/dist.h"
 #include "bench/memory.h"
 #include "bench/nvtx.h"
 #include "bench/parity.h"
@@ -56,8 +62,9 @@ int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor
   while (b * 2 <= spec.batch) b *= 2;
   for (; b <= spec.settings.max_batch; b *= 2) {
     StepSpec s = spec;
-    s.batch = b;
+    s.batch = b;  // per rank: a data-parallel rung searches on rank 0 alone, then all ranks use it
     s.search_batch = false;
+    s.dist.backend = "none";
     empty_cache(dev);
     meter.reset_peak();
     try {
@@ -65,7 +72,7 @@ int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor
       ts.step();
       ts.step();
       synchronize(dev);
-    } catch (const c10::OutOfMemoryError& e) {
+    } catch (const c10::OutOfMemoryError& e) {  // the same path a rung's OOM takes: caught, cache freed
       trace.push_back({{"batch", b}, {"fits", false}, {"why", "out of memory"}});
       break;
     }
@@ -80,12 +87,186 @@ int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor
   return best;
 }
 
+// The rung that measures the same step on one process: the data-parallel rung without ddp.
+const RungRecord* single_process_twin(const std::vector<RungRecord>& records, const RungRecord& r) {
+  for (const auto& o : records) {
+    if (o.status != "ok" || ranks(o.rung.spec) != 1) continue;
+    StepSpec a = o.rung.spec, b = r.rung.spec;
+    a.dist = b.dist;
+    a.executor = b.executor;  // ddp runs eagerly where the single-process rung may use a CUDA graph
+    if (a == b) return &o;
+  }
+  return nullptr;
+}
+
+std::atomic<int> g_signal{0};
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+// Everything the rungs share, and the steps each rung takes. A data-parallel rung takes exactly
+// the same steps on every rank, in the same order (their collectives pair up): rank 0 under
+// Google Benchmark, the other ranks in follow(), told the rung and its batch by rank 0.
+struct Ladder {
+  const Profile& prof;
+  const DeviceInfo& dev;
+  const TokenData& data;
+  MemoryMeter& meter;
+  Dist* dist;  // nullptr: one process
+  std::vector<double> baseline_losses;
+  std::unique_ptr<TrainStep> live;  // the rung being timed, kept across its repetitions
+  std::string abort_reason;         // set once the run cannot go on (a lost rank)
+
+  bool rank0() const { return !dist || dist->rank() == 0; }
+
+  // Batch search (rank 0), the TrainStep, warm-up. Followers are told the batch.
+  void build(RungRecord& r) {
+    live.reset();
+    if (r.rung.spec.search_batch) {
+      r.rung.spec.batch = find_batch(r.rung.spec, dev, data.train, prof.seed, meter, r.batch_search);
+      r.rung.spec.search_batch = false;
+      r.tokens_per_step = tokens_per_step(r.rung.spec);
+      std::cerr << "    batch_scaling chose batch " << r.rung.spec.batch << "\n";
+    }
+    if (dist && rank0() && ranks(r.rung.spec) > 1) dist->post(r.rung.name + " " + std::to_string(r.rung.spec.batch));
+    empty_cache(dev);
+    meter.reset_peak();
+    live = std::make_unique<TrainStep>(r.rung.spec, dev, data.train, prof.seed, dist);
+    r.sdpa_backend_used = live->sdpa_backend_used();
+    for (int64_t w = 0; w < prof.warmup_steps; ++w) live->step();
+    synchronize(dev);
+  }
+
+  // One repetition's timed steps; `timed(seconds)` receives each step's device time. Returns the
+  // mean step time; records losses, memory and, over all ranks, per-rank step times and memory.
+  double repetition(RungRecord& r, int64_t steps, const std::function<bool()>& next, const std::function<void(double)>& timed) {
+    auto timer = make_timer(dev);
+    std::vector<at::Tensor> losses;  // on the device: no host sync inside the timed loop
+    double total = 0;
+    int64_t done = 0;
+    while (next()) {
+      timer->start();
+      losses.push_back(live->step());
+      timer->stop();
+      const double s = timer->seconds();
+      timed(s);
+      total += s;
+      ++done;
+    }
+    if (done == 0) return 0;
+    const double step_s = total / static_cast<double>(done);
+    const MemoryStats mem = meter.read();
+    const auto all = at::stack(losses).to(at::kDouble).cpu();  // read after timing
+    const auto finite = at::isfinite(all);
+    if (!finite.all().item<bool>()) {
+      const int64_t bad = at::argmin(finite.to(at::kInt)).item<int64_t>();
+      r.diverged_at = prof.warmup_steps + static_cast<int64_t>(r.rep_step_ms.size()) * steps + bad + 1;
+    }
+    r.final_loss = all[-1].item<double>();
+    r.rep_step_ms.push_back(1e3 * step_s);
+    r.rep_tokens_per_sec.push_back(static_cast<double>(r.tokens_per_step) / step_s);
+    r.peak_alloc_bytes = mem.peak_allocated;
+    r.peak_reserved_bytes = mem.peak_reserved;
+    if (dist && ranks(r.rung.spec) > 1) {
+      const auto g = dist->allgather({1e3 * step_s, static_cast<double>(mem.peak_allocated)});
+      r.rank_step_ms.clear(), r.rank_peak_alloc_bytes.clear();
+      for (size_t k = 0; k + 1 < g.size(); k += 2) r.rank_step_ms.push_back(g[k]), r.rank_peak_alloc_bytes.push_back(g[k + 1]);
+    }
+    return step_s;
+  }
+
+  // After the last repetition: free the step, then the parity run (every rank, for DDP).
+  void finish(RungRecord& r, bool is_baseline) {
+    live.reset();
+    if (r.diverged_at) {
+      r.status = "diverged";
+      r.error = "non-finite loss at step " + std::to_string(r.diverged_at);
+      return;
+    }
+    if (!dev.cuda() && r.peak_alloc_bytes > r.rung.spec.settings.cpu_memory_budget) {
+      r.status = "oom";
+      r.error = "peak tensor memory " + std::to_string(r.peak_alloc_bytes) + " B over the CPU budget at batch " +
+                std::to_string(r.rung.spec.batch);
+      return;
+    }
+    r.status = "ok";
+    if (!is_baseline && !baseline_losses.empty()) {
+      // Data-parallel parity is at equal global batch: each of N ranks takes B/N of the rows.
+      StepSpec s = r.rung.spec;
+      ParityClass cls = r.rung.parity;
+      if (ranks(s) > 1) {
+        if (s.batch % ranks(s) == 0) s.batch /= ranks(s);
+        else cls = ParityClass::kProblem;  // no equal global batch to compare with
+      }
+      const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(baseline_losses.size()), dist);
+      r.parity = judge_parity(cls, t, baseline_losses);
+    } else {
+      r.parity.rule = is_baseline ? "the reference" : "no parity steps";
+      r.parity.losses = baseline_losses;
+    }
+  }
+
+  // A failed rung: CUDA out of memory is "oom" (with the batch tried), the rest "error". A lost
+  // rank ends the run: every later rung would wait on it.
+  void fail(RungRecord& r, const std::exception& e) {
+    live.reset();
+    empty_cache(dev);
+    if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) {
+      r.status = "oom";
+      r.error = "out of memory at batch " + std::to_string(r.rung.spec.batch);
+    } else {
+      r.status = "error";
+      r.error = dynamic_cast<const c10::Error*>(&e) ? dynamic_cast<const c10::Error*>(&e)->what_without_backtrace()
+                                                     : e.what();
+    }
+    if (dist && ranks(r.rung.spec) > 1) {  // a data-parallel rung failed: was it a lost rank?
+      try {
+        dynamic_cast<const DistError*>(&e) ? throw DistError(e.what()) : dist->rethrow(e);
+      } catch (const DistError& d) {
+        r.error = d.what();
+      }
+      abort_reason = r.error;  // the other ranks are gone or out of step: later rungs would hang
+    }
+  }
+
+  // Ranks other than 0: run the data-parallel rungs rank 0 announces, until it says "done".
+  int follow(std::vector<RungRecord>& records) {
+    for (std::string msg; (msg = dist->next_message()) != "done";) {
+      std::istringstream in(msg);
+      std::string name;
+      int64_t batch = 0;
+      in >> name >> batch;
+      auto it = std::find_if(records.begin(), records.end(), [&](const RungRecord& r) { return r.rung.name == name; });
+      if (it == records.end() || batch <= 0) throw DistError("rank 0 announced an unknown rung '" + msg + "'");
+      RungRecord& r = *it;
+      r.rung.spec.batch = batch;
+      r.rung.spec.search_batch = false;
+      r.tokens_per_step = tokens_per_step(r.rung.spec);
+      std::cerr << "[rank " << dist->rank() << "] " << r.rung.name << ": following rank 0\n";
+      dist->guarded([&] {
+        build(r);
+        for (int64_t rep = 0; rep < prof.repetitions; ++rep) {
+          int64_t k = 0;
+          repetition(r, prof.steps, [&] { return k++ < prof.steps; }, [](double) {});
+        }
+        finish(r, false);
+      });
+    }
+    return 0;
+  }
+};
+
 }  // namespace
 
 int run_ladder(const LadderOptions& o) {
   // 1. Everything that can fail on bad input, before DIR is touched.
   Profile prof = load_profile(o.profile_path);
-  const DeviceInfo dev = detect_device(o.device.empty() ? prof.device : o.device);
+  DeviceInfo dev = detect_device(o.device.empty() ? prof.device : o.device);
+  const auto env = dist_env_from_environment();
+  std::unique_ptr<Dist> dist;
+  if (env && env->world_size > 1) {
+    dev.world_size = env->world_size;
+    // Each rank's own GPU, as torchrun's LOCAL_RANK says.
+    if (dev.cuda() && o.device.empty() && prof.device != "cpu") dev = detect_device("cuda:" + std::to_string(env->local_rank)), dev.world_size = env->world_size;
+  }
   StepSpec base = baseline_spec(prof.model, prof.batch, dev);
   base.settings = prof.settings;
   std::vector<RungRecord> records;
@@ -93,20 +274,42 @@ int run_ladder(const LadderOptions& o) {
     RungRecord r;
     r.rung = resolve(plan.name, plan.variants, base, dev);
     r.benchmark_name = prof.model.preset + "/" + plan.name;
-    r.tokens_per_step = r.rung.spec.batch * r.rung.spec.model.context * r.rung.spec.dist.world_size;
+    r.tokens_per_step = tokens_per_step(r.rung.spec);
     r.flops_per_token = flops_per_token(r.rung.spec.model);
     r.datasheet_peak = datasheet_peak_flops(dev, math_mode(r.rung.spec));
     records.push_back(std::move(r));
   }
+  // A rung whose variants are all skipped here is an earlier rung again: say so, time nothing.
+  for (size_t i = 1; i < records.size(); ++i) {
+    auto& r = records[i];
+    if (r.rung.skipped.empty()) continue;
+    for (size_t j = 0; j < i; ++j)
+      if (records[j].rung.spec == r.rung.spec && records[j].status == "pending") {
+        r.status = "skipped";
+        r.error = "the same step as " + records[j].rung.name + " here (" + r.rung.skipped.back().variant + ": " +
+                  r.rung.skipped.back().reason + ")";
+        break;
+      }
+  }
   const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
+  if (env && env->world_size > 1) dist = std::make_unique<Dist>(*env, dev, std::chrono::seconds(prof.dist_timeout_s));
+  auto meter = make_memory_meter(dev);
+
+  // Ranks other than 0 write nothing: they follow rank 0 through the data-parallel rungs.
+  if (dist && dist->rank() != 0) {
+    Ladder follower{prof, dev, data, *meter, dist.get(), {}, nullptr, {}};
+    if (prof.parity_steps > 0) follower.baseline_losses.assign(prof.parity_steps, 0.0);  // only its length is used
+    return follower.follow(records);
+  }
 
   if (fs::exists(fs::path(o.out_dir) / "results.json"))
     throw std::runtime_error(o.out_dir + " already holds results.json; choose another --out");
   fs::create_directories(o.out_dir);
-  auto meter = make_memory_meter(dev);
 
   std::cerr << "gpt2bench: " << records.size() << " rung(s) of profile '" << prof.name << "' on " << dev.name
-            << " (" << (dev.cuda() ? "cuda" : "cpu") << ", torch " << torch_version() << ")\n";
+            << " (" << (dev.cuda() ? "cuda" : "cpu") << ", torch " << torch_version()
+            << (dist ? ", " + std::to_string(dist->world_size()) + " processes, " + dist->backend() : std::string())
+            << ")\n";
 
   // 2. The peak the MFU is taken against: measured once per precision used in this run.
   std::map<MathMode, double> measured;
@@ -139,11 +342,11 @@ int run_ladder(const LadderOptions& o) {
     if (reporter) write_file_atomic(results_path, reporter->json_so_far());
   };
 
+  Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}};
   // 3. The parity reference: the baseline's losses over K steps from the seed's weights and data.
-  std::vector<double> baseline_losses;
   if (prof.parity_steps > 0) {
     std::cerr << "gpt2bench: parity reference, " << prof.parity_steps << " baseline steps...\n";
-    baseline_losses =
+    ladder.baseline_losses =
         loss_trajectory(records[0].rung.spec, dev, data.train, prof.seed, static_cast<int>(prof.parity_steps)).losses;
   }
 
@@ -153,86 +356,67 @@ int run_ladder(const LadderOptions& o) {
   benchmark::AddCustomContext("torch_version", torch_version());
   benchmark::AddCustomContext("git_sha", rungs_doc["build"]["git_sha"].get<std::string>());
   benchmark::AddCustomContext("profile", prof.name);
-  benchmark::AddCustomContext("world_size", "1");
+  benchmark::AddCustomContext("world_size", std::to_string(dev.world_size));
   const size_t n_rungs = records.size();
-  std::unique_ptr<TrainStep> live;  // the rung being timed; kept across its repetitions
   for (size_t i = 0; i < n_rungs; ++i) {
     RungRecord* rec = &records[i];
-    // A rung whose variants are all skipped here is the previous rung again: say so, time nothing.
-    if (i > 0 && rec->rung.spec == records[i - 1].rung.spec && !rec->rung.skipped.empty()) {
-      rec->status = "skipped";
-      rec->error = "the same step as " + records[i - 1].rung.name + " here (" + rec->rung.skipped.back().variant +
-                   ": " + rec->rung.skipped.back().reason + ")";
-      continue;
-    }
-    auto fn = [rec, i, n_rungs, &dev, &data, &prof, &meter, &baseline_losses, &ts = live](benchmark::State& st) {
+    if (rec->status != "pending") continue;
+    auto fn = [rec, i, n_rungs, &ladder, &records](benchmark::State& st) {
       const int64_t rep = static_cast<int64_t>(rec->rep_step_ms.size());
       NvtxRange rung_range(rec->benchmark_name.c_str());  // nsys shows the ladder's structure
+      if (!ladder.abort_reason.empty() || g_signal) {
+        rec->status = g_signal ? "interrupted" : "error";
+        rec->error = g_signal ? "not run: interrupted" : "not run: " + ladder.abort_reason;
+        st.SkipWithError(rec->error.c_str());
+        for (auto _ : st) {
+        }
+        return;
+      }
       try {
         if (rep == 0) {
-          std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec->rung.name << ": build + " << prof.warmup_steps
-                    << " warm-up steps\n";
-          ts.reset();
-          if (rec->rung.spec.search_batch) {
-            rec->rung.spec.batch = find_batch(rec->rung.spec, dev, data.train, prof.seed, *meter, rec->batch_search);
-            rec->rung.spec.search_batch = false;
-            rec->tokens_per_step = rec->rung.spec.batch * rec->rung.spec.model.context * rec->rung.spec.dist.world_size;
-            std::cerr << "    batch_scaling chose batch " << rec->rung.spec.batch << "\n";
-          }
-          empty_cache(dev);
-          meter->reset_peak();
-          ts = std::make_unique<TrainStep>(rec->rung.spec, dev, data.train, prof.seed);
-          rec->sdpa_backend_used = ts->sdpa_backend_used();
-          for (int64_t w = 0; w < prof.warmup_steps; ++w) ts->step();
-          synchronize(dev);
+          std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec->rung.name << ": build + "
+                    << ladder.prof.warmup_steps << " warm-up steps\n";
+          ladder.build(*rec);
         }
-        auto timer = make_timer(dev);
-        at::Tensor loss;
-        double total = 0;
-        for (auto _ : st) {
-          timer->start();
-          loss = ts->step();
-          timer->stop();
-          const double s = timer->seconds();
-          st.SetIterationTime(s);
-          total += s;
+        // The range-for by hand (end() starts the clock, once), so a signal can stop it between steps.
+        auto it = st.begin();
+        const auto end = st.end();
+        bool interrupted = false;
+        const double step_s = ladder.repetition(
+            *rec, st.max_iterations,
+            [&] {
+              if (g_signal) interrupted = true;
+              return !interrupted && it != end;
+            },
+            [&](double s) {
+              st.SetIterationTime(s);
+              ++it;
+            });
+        if (interrupted) {
+          ladder.live.reset();
+          rec->status = "interrupted";
+          rec->error = "interrupted during repetition " + std::to_string(rep + 1);
+          st.SkipWithError(rec->error.c_str());
+          return;
         }
-        const double step_s = total / static_cast<double>(st.iterations());
-        const MemoryStats mem = meter->read();
-        rec->rep_step_ms.push_back(1e3 * step_s);
-        rec->rep_tokens_per_sec.push_back(static_cast<double>(rec->tokens_per_step) / step_s);
-        rec->peak_alloc_bytes = mem.peak_allocated;
-        rec->peak_reserved_bytes = mem.peak_reserved;
-        rec->final_loss = loss.item<double>();  // read after timing
-        const double tps = rec->rep_tokens_per_sec.back();
+        const double tps = static_cast<double>(rec->tokens_per_step) / step_s;
         st.counters["tokens_per_sec"] = tps;
         st.counters["step_ms"] = 1e3 * step_s;
-        st.counters["peak_alloc_bytes"] = static_cast<double>(mem.peak_allocated);
-        st.counters["peak_reserved_bytes"] = static_cast<double>(mem.peak_reserved);
+        st.counters["peak_alloc_bytes"] = static_cast<double>(rec->peak_alloc_bytes);
+        st.counters["peak_reserved_bytes"] = static_cast<double>(rec->peak_reserved_bytes);
         st.counters["loss"] = rec->final_loss;
         st.counters["flops_per_token"] = rec->flops_per_token;
         st.counters["mfu"] = rec->flops_per_token * tps / rec->peak_flops();
-        if (rep + 1 == prof.repetitions) {
-          ts.reset();
-          rec->status = "ok";
-          if (i > 0 && !baseline_losses.empty()) {
-            const Trajectory t =
-                loss_trajectory(rec->rung.spec, dev, data.train, prof.seed, static_cast<int>(baseline_losses.size()));
-            rec->parity = judge_parity(rec->rung.parity, t, baseline_losses);
-          } else {
-            rec->parity.rule = i == 0 ? "the reference" : "no parity steps";
-            rec->parity.losses = baseline_losses;
+        if (ranks(rec->rung.spec) > 1) {
+          st.counters["world_size"] = ranks(rec->rung.spec);
+          if (auto single = single_process_twin(records, *rec)) {
+            rec->scaling_efficiency = tps / (ranks(rec->rung.spec) * single->median_tokens_per_sec());
+            st.counters["scaling_efficiency"] = *rec->scaling_efficiency;
           }
         }
-      } catch (const c10::Error& e) {
-        ts.reset();
-        rec->status = "error";
-        rec->error = e.what_without_backtrace();
-        st.SkipWithError(rec->error.c_str());
+        if (rep + 1 == ladder.prof.repetitions) ladder.finish(*rec, i == 0);
       } catch (const std::exception& e) {
-        ts.reset();
-        rec->status = "error";
-        rec->error = e.what();
+        ladder.fail(*rec, e);
         st.SkipWithError(rec->error.c_str());
       }
     };
@@ -251,13 +435,19 @@ int run_ladder(const LadderOptions& o) {
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
   benchmark::Initialize(&argc, argv.data());
+  // Ctrl-C / SIGTERM: the rung in flight stops at its next step, the rest are not started, and the
+  // results of the finished rungs stay valid on disk.
+  auto old_int = std::signal(SIGINT, on_signal), old_term = std::signal(SIGTERM, on_signal);
   benchmark::RunSpecifiedBenchmarks(reporter.get());
+  std::signal(SIGINT, old_int), std::signal(SIGTERM, old_term);
   benchmark::ClearRegisteredBenchmarks();
+  if (dist) dist->post("done");
   // Rungs the filter left out stay "pending" in rungs.json and out of the summary.
   std::vector<RungRecord> ran;
   for (const auto& r : records)
     if (r.status != "pending") ran.push_back(r);
-  flush("complete");
+  const std::string status = g_signal ? "interrupted" : !ladder.abort_reason.empty() ? "aborted" : "complete";
+  flush(status);
   benchmark::Shutdown();
 
   std::cout << "\n" << summary_table(ran, dev.cuda()) << "\nresults: " << results_path << "\n         " << rungs_path
@@ -268,7 +458,13 @@ int run_ladder(const LadderOptions& o) {
     errored = errored || r.status == "error";
   }
   if (parity_failed) std::cout << "\n!! PARITY FAILED on at least one rung: see the parity column and rungs.json\n";
-  return errored ? 1 : 0;
+  if (g_signal) {
+    std::cout << "\ninterrupted: the finished rungs are saved; gpt2bench ladder --resume " << o.out_dir
+              << " runs the rest\n";
+    return 130;
+  }
+  if (!ladder.abort_reason.empty()) std::cout << "\naborted: " << ladder.abort_reason << "\n";
+  return errored || !ladder.abort_reason.empty() ? 1 : 0;
 }
 
 }  // namespace gpt2

@@ -27,6 +27,7 @@ struct Profile {
   int64_t repetitions = 3;
   int64_t parity_steps = 5;  // K steps compared with the baseline's losses
   uint64_t seed = 1337;
+  int64_t dist_timeout_s = 300;  // a collective waiting longer fails, naming the lost rank
   // plan: ladder (cumulative: each rung = the previous + one variant), add_one (baseline + each),
   // leave_one_out (all − each), recipes (named rungs as written).
   std::string plan = "ladder";

@@ -56,6 +56,13 @@ nlohmann::json to_json(const RungRecord& r) {
   };
   if (!r.error.empty()) j["error"] = r.error;
   j["sdpa_backend_used"] = r.sdpa_backend_used;
+  if (r.diverged_at) j["diverged_at_step"] = r.diverged_at;
+  if (ranks(r.rung.spec) > 1) {
+    j["world_size"] = ranks(r.rung.spec);
+    j["rank_step_ms"] = r.rank_step_ms;
+    j["rank_peak_alloc_bytes"] = r.rank_peak_alloc_bytes;
+    j["scaling_efficiency"] = r.scaling_efficiency ? nlohmann::json(*r.scaling_efficiency) : nlohmann::json();
+  }
   if (!r.batch_search.empty()) j["batch_search"] = r.batch_search;
   if (r.status == "ok") {
     j["median"] = {{"tokens_per_sec", r.median_tokens_per_sec()}, {"step_ms", r.median_step_ms()},

@@ -30,7 +30,8 @@ struct ParityResult {
 struct RungRecord {
   ResolvedRung rung;
   std::string benchmark_name;
-  std::string status = "pending";  // pending | ok | skipped (same step as the previous rung here) | error
+  // pending | ok | skipped (an earlier rung's step here) | diverged | oom | interrupted | error
+  std::string status = "pending";
   std::string error;
   int64_t tokens_per_step = 0;
   double flops_per_token = 0;
@@ -42,6 +43,9 @@ struct RungRecord {
   double final_loss = 0;
   ParityResult parity;
   std::string sdpa_backend_used = "n/a";
+  int64_t diverged_at = 0;  // the first step with a non-finite loss (1-based, warm-up included), 0 if none
+  std::vector<double> rank_step_ms, rank_peak_alloc_bytes;  // data-parallel rungs: per rank, last repetition
+  std::optional<double> scaling_efficiency;                 // tok/s(N) / (N × tok/s of the same step on 1)
   nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
 
   double median_tokens_per_sec() const;

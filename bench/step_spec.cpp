@@ -9,8 +9,12 @@ StepSpec baseline_spec(const ModelOptions& model, int64_t batch, const DeviceInf
   s.model = model;
   s.batch = batch;
   s.optimizer.kind = dev.cuda() ? OptimizerKind::kAdamwForeach : OptimizerKind::kAdamwLoop;
+  s.dist.world_size = dev.world_size;
   return s;
 }
+
+int ranks(const StepSpec& s) { return s.dist.backend == "none" ? 1 : s.dist.world_size; }
+int64_t tokens_per_step(const StepSpec& s) { return s.batch * s.model.context * ranks(s); }
 
 std::string to_string(Precision p) {
   switch (p) {
@@ -91,7 +95,7 @@ void to_json(nlohmann::json& j, const DeviceInfo& d) {
        {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
        {"sm_count", d.sm_count}, {"total_memory", d.total_memory}, {"driver_version", d.driver_version},
        {"runtime_version", d.runtime_version}, {"bf16", d.bf16}, {"tf32", d.tf32},
-       {"flash_attention", d.flash_attention}};
+       {"flash_attention", d.flash_attention}, {"world_size", d.world_size}};
 }
 
 }  // namespace gpt2

@@ -25,6 +25,7 @@ struct DeviceInfo {
   bool bf16 = true;                // bf16 arithmetic supported
   bool tf32 = false;               // TF32 tensor cores (sm80+)
   bool flash_attention = false;    // the flash SDPA kernel can run here
+  int world_size = 1;              // processes in this run (--nproc N / torchrun)
   bool cuda() const { return type == DeviceType::kCuda; }
 };
 
@@ -46,8 +47,8 @@ struct LoaderOptions {
 };
 
 struct DistOptions {
-  int world_size = 1;
-  std::string backend = "none";  // none | gloo | nccl
+  int world_size = 1;            // processes in this run (--nproc / torchrun)
+  std::string backend = "none";  // none: this process alone | c10d: DDP over all of them (Gloo on CPU, NCCL on CUDA)
   bool operator==(const DistOptions&) const = default;
 };
 
@@ -87,6 +88,9 @@ struct StepSpec {
 StepSpec baseline_spec(const ModelOptions& model, int64_t batch, const DeviceInfo& dev);
 
 MathMode math_mode(const StepSpec& s);
+// Ranks that share one step (1 unless the step is data-parallel) and the tokens one step trains on.
+int ranks(const StepSpec& s);
+int64_t tokens_per_step(const StepSpec& s);
 std::string to_string(Precision p);
 std::string to_string(MathMode m);
 std::string to_string(OptimizerKind k);

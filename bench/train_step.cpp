@@ -27,19 +27,32 @@ TrainStep::SdpaBackendGuard::~SdpaBackendGuard() {
   ctx.setSDPUseCuDNN(cudnn);
 }
 
-TrainStep::TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tokens, uint64_t seed, int rank)
+namespace {
+int dist_rank(const StepSpec& spec, Dist* dist) {
+  if (spec.dist.backend == "none") return 0;
+  TORCH_CHECK(dist && dist->world_size() == spec.dist.world_size && spec.dist.world_size > 1, "a DDP step of world size ",
+              spec.dist.world_size, " needs a process group of that size (run with --nproc N or torchrun)");
+  return dist->rank();
+}
+}  // namespace
+
+TrainStep::TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tokens, uint64_t seed, Dist* dist)
     : spec_(spec),
       dev_(dev),
       device_(torch_device(dev)),
       matmul_precision_(spec.tf32),  // TF32 is process-wide in ATen: set for this step's lifetime
       sdpa_backend_(spec.sdpa_backend),
-      loader_(std::move(tokens), spec.batch, spec.model.context, rank, spec.dist.world_size) {
+      loader_(std::move(tokens), spec.batch, spec.model.context, dist_rank(spec, dist), ranks(spec)) {
   at::manual_seed(seed);
   model_ = GPT2(spec_.model);
   init_weights(*model_, seed);
   model_->to(device_);
   if (spec_.precision == Precision::kBf16Cast) model_->to(at::kBFloat16);  // weights, grads, optimizer state
   model_->train();
+  if (spec_.dist.backend != "none") {
+    dist->broadcast_from_rank0(model_->parameters());  // identical weights everywhere, as DDP does
+    grad_sync_ = dist->grad_sync(model_->parameters());
+  }
   opt_ = std::make_unique<AdamW>(model_->parameters(), spec_.optimizer);
   if (spec_.precision == Precision::kFp16Autocast) {
     auto f = at::TensorOptions().device(device_).dtype(at::kFloat);
@@ -119,7 +132,9 @@ at::Tensor TrainStep::forward_loss(const at::Tensor& x, const at::Tensor& y) {
 }
 
 at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {
+  if (grad_sync_) grad_sync_->prepare_for_forward();
   at::Tensor loss = forward_loss(x, y);
+  if (grad_sync_) grad_sync_->prepare_for_backward();  // buckets all-reduce as backward fills them
   {
     NvtxRange r("backward");
     (scale_.defined() ? loss * scale_ : loss).backward();
@@ -148,12 +163,22 @@ at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {
   return loss.detach();
 }
 
-Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps) {
+Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps,
+                           Dist* dist) {
   spec.model.dropout = 0.0;  // dropout masks depend on the kernels' RNG use, not on the math
-  TrainStep ts(spec, dev, tokens, seed);
+  TrainStep ts(spec, dev, tokens, seed, dist);
   Trajectory t;
-  for (int i = 0; i < steps; ++i) t.losses.push_back(ts.step().item<double>());
-  auto [x0, y0] = Loader(tokens, spec.batch, spec.model.context).next();
+  for (int i = 0; i < steps; ++i) {
+    const double local = ts.step().item<double>();
+    if (ranks(spec) == 1) {
+      t.losses.push_back(local);
+    } else {  // the global batch's loss: the mean over ranks
+      double sum = 0;
+      for (double l : dist->allgather({local})) sum += l;
+      t.losses.push_back(sum / ranks(spec));
+    }
+  }
+  auto [x0, y0] = Loader(tokens, spec.batch, spec.model.context, dist_rank(spec, dist), ranks(spec)).next();
   t.first_batch_after = ts.eval_loss(x0, y0);
   return t;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/device.h"
+#include "bench/dist.h"
 #include "bench/optim.h"
 #include "bench/step_spec.h"
 #include "model/data.h"
@@ -20,7 +21,10 @@ class TrainStep {
   // `tokens`: the training stream (int32, CPU). Weights come from init_weights(seed); dropout's
   // RNG (ATen's global generator) is seeded from `seed` too, so two TrainSteps of one spec, run
   // one after the other, take identical steps.
-  TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tokens, uint64_t seed, int rank = 0);
+  // With spec.dist.backend != "none", `dist` is the process group: the parameters are broadcast
+  // from rank 0, this rank reads its slice of each global batch, and c10d's Reducer averages the
+  // gradients during backward.
+  TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tokens, uint64_t seed, Dist* dist = nullptr);
   ~TrainStep();
   TrainStep(const TrainStep&) = delete;
   TrainStep& operator=(const TrainStep&) = delete;
@@ -32,7 +36,7 @@ class TrainStep {
   const StepSpec& spec() const { return spec_; }
   GPT2Impl& model() { return *model_; }
   const AdamW& optimizer() const { return *opt_; }
-  int64_t tokens_per_step() const { return spec_.batch * spec_.model.context * spec_.dist.world_size; }
+  int64_t tokens_per_step() const { return gpt2::tokens_per_step(spec_); }
   int64_t parameter_bytes() const;
   // The loss on (x, y) with the step's model, precision and autocast, no gradients.
   double eval_loss(const at::Tensor& x, const at::Tensor& y);
@@ -57,17 +61,20 @@ class TrainStep {
   Loader loader_;
   std::unique_ptr<BatchMover> mover_;
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<GradSync> grad_sync_;
   at::Tensor scale_, growth_tracker_, found_inf_;  // fp16 gradient scaler state (device)
 };
 
 // K steps of `spec` from the seed's weights and data, dropout off, loss read after each step:
-// the trajectory the parity check compares across rungs (never timed). `first_batch_after` is
+// the trajectory the parity check compares across rungs (never timed); data-parallel, the losses
+// are the means over ranks, i.e. the global batch's. `first_batch_after` is
 // the first batch's loss measured again after the K steps: whether training lowers it is the
 // check for variants that change the problem, where per-step losses on new batches are noise.
 struct Trajectory {
   std::vector<double> losses;
   double first_batch_after = 0;
 };
-Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps);
+Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps,
+                           Dist* dist = nullptr);
 
 }  // namespace gpt2

@@ -50,15 +50,20 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs the built gpt2bench with `args` (a shell-quoted string).
-inline CommandResult run_gpt2bench(const std::string& args) {
-  const std::string cmd = std::string(GPT2BENCH_BINARY) + " " + args + " 2>&1";
+// Runs a shell command line, stdout and stderr together.
+inline CommandResult run_command(const std::string& command_line) {
+  const std::string cmd = command_line + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
   while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
   const int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// Runs the built gpt2bench with `args` (a shell-quoted string), `env` ("K=V ...") set for it.
+inline CommandResult run_gpt2bench(const std::string& args, const std::string& env = "") {
+  return run_command((env.empty() ? "" : "env " + env + " ") + GPT2BENCH_BINARY + " " + args);
 }
 
 // A profile directory with models/tiny.yaml beside the profile, for fast end-to-end runs.

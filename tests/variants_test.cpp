@@ -42,7 +42,7 @@ const std::map<std::string, std::function<bool(const StepSpec&)>>& expected_edit
       {"cuda_graph", [](const StepSpec& s) { return s.executor == ExecutorKind::kCudaGraph; }},
       {"vocab_padding", [](const StepSpec& s) { return s.model.padded_vocab() == 50304; }},
       {"batch_scaling", [](const StepSpec& s) { return s.search_batch; }},
-      {"ddp", [](const StepSpec& s) { return s.dist.backend == "auto"; }},
+      {"ddp", [](const StepSpec& s) { return s.dist.backend == "c10d"; }},
       {"bf16_autocast", [](const StepSpec& s) { return s.precision == Precision::kBf16Autocast; }},
       {"fp16_autocast", [](const StepSpec& s) { return s.precision == Precision::kFp16Autocast; }},
       {"weight_tying", [](const StepSpec& s) { return s.model.tie_weights; }},
@@ -83,7 +83,7 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
       {"cuda_graph", {false, true, true}},     {"bf16_cast", {true, false, true}},
       {"bf16_autocast", {true, false, true}},  {"ddp", {false, false, false}},
   };
-  const DeviceInfo devs[3] = {cpu(), fake_gpu(7), fake_gpu(8)};
+  const DeviceInfo devs[3] = {cpu(), fake_gpu(7), fake_gpu(8)};  // one process each: ddp is skipped
   for (const auto& v : registry()) {
     auto it = want.find(std::string(v->name()));
     for (int i = 0; i < 3; ++i) {
@@ -93,6 +93,9 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
       if (!s.ok) EXPECT_FALSE(s.why_not.empty()) << v->name() << " must say why not";
     }
   }
+  DeviceInfo two = cpu();
+  two.world_size = 2;
+  EXPECT_TRUE(find_variant("ddp")->supports(two).ok);
 }
 
 // The parity check itself, per variant, on the CPU: K steps of baseline + variant against the

@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <torch/csrc/cuda/nccl.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 #include <sstream>
 
@@ -180,6 +181,13 @@ std::unique_ptr<Executor> make_graph_executor(StepBody body, std::vector<at::Ten
 
 std::unique_ptr<DeviceTimer> make_timer() { return std::make_unique<CudaEventTimer>(); }
 std::unique_ptr<MemoryMeter> make_memory_meter(int index) { return std::make_unique<CachingAllocatorMeter>(index); }
+c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                    std::chrono::milliseconds timeout) {
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
+}
+
 void synchronize() { c10::cuda::device_synchronize(); }
 void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
