@@ -40,8 +40,10 @@ cuda-check:
 	@$(MAKE) --no-print-directory build TORCH=cuda
 	build-cuda/gpt2bench doctor
 	build-cuda/gpt2bench_tests --gtest_filter='*_CUDA'
-	@grep -q 'bench/cuda/cuda_backend.cpp' build-cuda/compile_commands.json \
-	  && echo "cuda-check: CUDA-only sources compiled (bench/cuda/cuda_backend.cpp: timer, allocator stats)"
+	@for f in bench/cuda/cuda_backend.cpp bench/cuda/cupti_collector.cpp; do \
+	  grep -q "$$f" build-cuda/compile_commands.json || { echo "cuda-check: $$f was not compiled"; exit 1; }; done
+	@echo "cuda-check: CUDA-only sources compiled: bench/cuda/cuda_backend.cpp (CUDA-event timer, caching-allocator stats, \
+	device info, pinned prefetch, CUDA graph, NCCL), bench/cuda/cupti_collector.cpp (CUPTI activities)"
 
 test: test-cpu cuda-check
 

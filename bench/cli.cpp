@@ -40,6 +40,7 @@ commands:
   prepare        turn a text file into llm.c token shards (byte-level, or GPT-2 BPE)
   list-variants  print every variant: what it does, its published rung, support on this device
   doctor         print what this build and this device support
+  profile        the profiling pass alone: where each rung's time and memory go
   ddp-check      train K data-parallel steps; each rank writes its losses and a parameter checksum
   help           this text; `gpt2bench <command> --help` for a command's options
 
@@ -74,6 +75,19 @@ losses, the mean loss over ranks per step, and checksums of the parameters after
 Equal checksums on every rank mean DDP kept the replicas identical; N ranks × batch B should give
 the mean losses of 1 rank × batch N·B. Fault injection for tests: GPT2BENCH_FAULT_RANK=R and
 GPT2BENCH_FAULT_STEP=S make rank R kill itself (SIGKILL) before step S.
+)";
+
+constexpr const char* kProfileHelp = R"(usage: gpt2bench profile --profile FILE --out DIR [--rung NAME] [--device D]
+
+For each rung (or the one named, e.g. 07_sdpa or sdpa): builds its step, takes the warm-up steps, times
+profile_steps steps unprofiled and then profile_steps profiled, and writes
+  DIR/profile/<rung>.json        per step: ops (CPU, ATen RecordFunction) or kernel launches (CUDA, CUPTI),
+                                 time per phase (data, forward, loss, backward, optimizer) and per category,
+                                 top ops/kernels, bytes copied, busy fraction, the profiler's overhead,
+                                 and the memory breakdown (parameters, gradients, optimizer state, buffers,
+                                 activations and other at the peak)
+  DIR/profile/<rung>.trace.json  Chrome trace format (open in https://ui.perfetto.dev)
+`gpt2bench ladder` runs the same pass after each rung's timed repetitions (profile_steps: 0 turns it off).
 )";
 
 constexpr const char* kPrepareHelp = R"(usage: gpt2bench prepare --input TEXT --out DIR [--encoder encoder.json --bpe vocab.bpe]
@@ -192,6 +206,11 @@ int cmd_ddp_check(int argc, char** argv) {
   return 0;
 }
 
+int cmd_profile(int argc, char** argv) {
+  auto f = parse_flags(argc, argv, 2, {"profile", "out", "rung", "device"}, kProfileHelp);
+  return run_profile({need(f, "profile", kProfileHelp), need(f, "out", kProfileHelp), get(f, "device"), get(f, "rung")});
+}
+
 int cmd_prepare(int argc, char** argv) {
   auto f = parse_flags(argc, argv, 2, {"input", "out", "encoder", "bpe", "val-fraction", "shard-tokens"}, kPrepareHelp);
   PrepareOptions o;
@@ -287,6 +306,7 @@ int cli_main(int argc, char** argv) {
     if (cmd == "ladder") return cmd_ladder(argc, argv);
     if (cmd == "ddp-check") return cmd_ddp_check(argc, argv);
     if (cmd == "prepare") return cmd_prepare(argc, argv);
+    if (cmd == "profile") return cmd_profile(argc, argv);
     if (cmd == "list-variants") return cmd_list_variants(argc, argv);
     if (cmd == "doctor") return cmd_doctor(argc, argv);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {

@@ -23,6 +23,7 @@
 #include "bench/nvtx.h"
 #include "bench/parity.h"
 #include "bench/profile.h"
+#include "bench/profile_pass.h"
 #include "bench/results.h"
 #include "bench/train_step.h"
 
@@ -97,6 +98,36 @@ const RungRecord* single_process_twin(const std::vector<RungRecord>& records, co
     if (a == b) return &o;
   }
   return nullptr;
+}
+
+// The profile's rungs resolved for this device: specs, skipped variants, the FLOPs and peaks of
+// each. A rung whose variants are all skipped here is an earlier rung again: marked, never timed.
+std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
+  StepSpec base = baseline_spec(prof.model, prof.batch, dev);
+  base.settings = prof.settings;
+  std::vector<RungRecord> records;
+  for (const auto& plan : expand_plan(prof)) {
+    RungRecord r;
+    r.rung = resolve(plan.name, plan.variants, base, dev);
+    r.benchmark_name = prof.model.preset + "/" + plan.name;
+    r.tokens_per_step = tokens_per_step(r.rung.spec);
+    r.flops_per_token = flops_per_token(r.rung.spec.model);
+    r.datasheet_peak = datasheet_peak_flops(dev, math_mode(r.rung.spec));
+    records.push_back(std::move(r));
+  }
+  for (size_t i = 1; i < records.size(); ++i) {
+    auto& r = records[i];
+    if (r.rung.skipped.empty()) continue;
+    for (size_t j = 0; j < i; ++j)
+      if (records[j].rung.spec == r.rung.spec && records[j].status == "pending") {
+        r.status = "skipped";
+        std::string names;
+        for (const auto& k : r.rung.skipped) names += (names.empty() ? "" : ", ") + k.variant;
+        r.error = "the same step as " + records[j].rung.name + " here (skipped here: " + names + ")";
+        break;
+      }
+  }
+  return records;
 }
 
 std::atomic<int> g_signal{0};
@@ -267,30 +298,7 @@ int run_ladder(const LadderOptions& o) {
     // Each rank's own GPU, as torchrun's LOCAL_RANK says.
     if (dev.cuda() && o.device.empty() && prof.device != "cpu") dev = detect_device("cuda:" + std::to_string(env->local_rank)), dev.world_size = env->world_size;
   }
-  StepSpec base = baseline_spec(prof.model, prof.batch, dev);
-  base.settings = prof.settings;
-  std::vector<RungRecord> records;
-  for (const auto& plan : expand_plan(prof)) {
-    RungRecord r;
-    r.rung = resolve(plan.name, plan.variants, base, dev);
-    r.benchmark_name = prof.model.preset + "/" + plan.name;
-    r.tokens_per_step = tokens_per_step(r.rung.spec);
-    r.flops_per_token = flops_per_token(r.rung.spec.model);
-    r.datasheet_peak = datasheet_peak_flops(dev, math_mode(r.rung.spec));
-    records.push_back(std::move(r));
-  }
-  // A rung whose variants are all skipped here is an earlier rung again: say so, time nothing.
-  for (size_t i = 1; i < records.size(); ++i) {
-    auto& r = records[i];
-    if (r.rung.skipped.empty()) continue;
-    for (size_t j = 0; j < i; ++j)
-      if (records[j].rung.spec == r.rung.spec && records[j].status == "pending") {
-        r.status = "skipped";
-        r.error = "the same step as " + records[j].rung.name + " here (" + r.rung.skipped.back().variant + ": " +
-                  r.rung.skipped.back().reason + ")";
-        break;
-      }
-  }
+  std::vector<RungRecord> records = plan_rungs(prof, dev);
   const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
   if (env && env->world_size > 1) dist = std::make_unique<Dist>(*env, dev, std::chrono::seconds(prof.dist_timeout_s));
   auto meter = make_memory_meter(dev);
@@ -361,7 +369,7 @@ int run_ladder(const LadderOptions& o) {
   for (size_t i = 0; i < n_rungs; ++i) {
     RungRecord* rec = &records[i];
     if (rec->status != "pending") continue;
-    auto fn = [rec, i, n_rungs, &ladder, &records](benchmark::State& st) {
+    auto fn = [rec, i, n_rungs, &ladder, &records, out_dir = o.out_dir](benchmark::State& st) {
       const int64_t rep = static_cast<int64_t>(rec->rep_step_ms.size());
       NvtxRange rung_range(rec->benchmark_name.c_str());  // nsys shows the ladder's structure
       if (!ladder.abort_reason.empty() || g_signal) {
@@ -414,7 +422,22 @@ int run_ladder(const LadderOptions& o) {
             st.counters["scaling_efficiency"] = *rec->scaling_efficiency;
           }
         }
-        if (rep + 1 == ladder.prof.repetitions) ladder.finish(*rec, i == 0);
+        if (rep + 1 == ladder.prof.repetitions) {
+          ladder.live.reset();
+          if (ladder.prof.profile_steps > 0 && ranks(rec->rung.spec) == 1 && !rec->diverged_at) {
+            std::cerr << "    profiling pass: " << ladder.prof.profile_steps << " steps\n";
+            const RungProfile p = profile_rung(rec->rung.spec, ladder.dev, ladder.data.train, ladder.prof.seed,
+                                               static_cast<int>(ladder.prof.warmup_steps),
+                                               static_cast<int>(ladder.prof.profile_steps), ladder.meter);
+            write_rung_profile(out_dir, rec->rung.name, p);
+            rec->profile = to_json(p.summary);
+            rec->profile["memory"] = to_json(p.memory);
+            st.counters["events_per_step"] = p.summary.events_per_step;
+            st.counters["busy_fraction"] = p.summary.busy_fraction;
+            st.counters["profile_overhead"] = p.summary.overhead;
+          }
+          ladder.finish(*rec, i == 0);
+        }
       } catch (const std::exception& e) {
         ladder.fail(*rec, e);
         st.SkipWithError(rec->error.c_str());
@@ -465,6 +488,41 @@ int run_ladder(const LadderOptions& o) {
   }
   if (!ladder.abort_reason.empty()) std::cout << "\naborted: " << ladder.abort_reason << "\n";
   return errored || !ladder.abort_reason.empty() ? 1 : 0;
+}
+
+int run_profile(const ProfileOptions& o) {
+  Profile prof = load_profile(o.profile_path);
+  DeviceInfo dev = detect_device(o.device.empty() ? prof.device : o.device);
+  std::vector<RungRecord> records = plan_rungs(prof, dev);
+  const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
+  std::vector<RungRecord*> chosen;
+  for (auto& r : records)
+    if ((o.rung.empty() || r.rung.name == o.rung || r.rung.name.substr(3) == o.rung) && r.status == "pending" &&
+        ranks(r.rung.spec) == 1)
+      chosen.push_back(&r);
+  if (chosen.empty()) {
+    std::string names;
+    for (const auto& r : records) names += (names.empty() ? "" : ", ") + r.rung.name;
+    throw std::runtime_error("no rung named '" + o.rung + "' to profile (rungs: " + names + ")");
+  }
+  const int steps = static_cast<int>(std::max<int64_t>(1, prof.profile_steps));
+  auto meter = make_memory_meter(dev);
+  std::printf("%-28s %10s %10s %9s %9s %9s %9s %9s %9s\n", "rung", "events", "step ms", "data", "forward", "loss",
+              "backward", "optim", "overhead");
+  for (RungRecord* r : chosen) {
+    if (r->rung.spec.search_batch) r->rung.spec.batch = find_batch(r->rung.spec, dev, data.train, prof.seed, *meter, r->batch_search);
+    r->rung.spec.search_batch = false;
+    const RungProfile p = profile_rung(r->rung.spec, dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
+                                       steps, *meter);
+    write_rung_profile(o.out_dir, r->rung.name, p);
+    auto ph = [&](const char* k) { return p.summary.phase_ms.count(k) ? p.summary.phase_ms.at(k) : 0.0; };
+    std::printf("%-28s %10.0f %10.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8.1f%%\n", r->rung.name.c_str(),
+                p.summary.events_per_step, p.summary.step_ms, ph("data"), ph("forward"), ph("loss"), ph("backward"),
+                ph("optimizer"), 100 * p.summary.overhead);
+  }
+  std::printf("(events per step: %s; phase times in ms per step; written to %s/profile/)\n",
+              dev.cuda() ? "kernel launches" : "ATen ops", o.out_dir.c_str());
+  return 0;
 }
 
 }  // namespace gpt2

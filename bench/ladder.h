@@ -15,4 +15,11 @@ struct LadderOptions {
 // is checked before DIR is touched; results are rewritten atomically after every rung.
 int run_ladder(const LadderOptions& o);
 
+struct ProfileOptions {
+  std::string profile_path, out_dir, device;
+  std::string rung;  // a rung's name ("07_sdpa" or "sdpa"); empty = every rung
+};
+// `gpt2bench profile`: the profiling pass alone, per rung: DIR/profile/<rung>.json and .trace.json.
+int run_profile(const ProfileOptions& o);
+
 }  // namespace gpt2

@@ -72,6 +72,7 @@ Profile load_profile(const std::string& path) {
   p.steps = r.get_int("steps", p.steps, 1, 1'000'000);
   p.repetitions = r.get_int("repetitions", p.repetitions, 1, 10'000);
   p.parity_steps = r.get_int("parity_steps", p.parity_steps, 0, 10'000);
+  p.profile_steps = r.get_int("profile_steps", p.profile_steps, 0, 10'000);
   p.seed = static_cast<uint64_t>(r.get_int("seed", static_cast<int64_t>(p.seed), 0, INT64_MAX));
   p.dist_timeout_s = r.get_int("dist_timeout_s", p.dist_timeout_s, 1, 7 * 24 * 3600);
   p.plan = r.get_choice("plan", p.plan, {"ladder", "add_one", "leave_one_out", "recipes"});

@@ -57,6 +57,7 @@ nlohmann::json to_json(const RungRecord& r) {
   if (!r.error.empty()) j["error"] = r.error;
   j["sdpa_backend_used"] = r.sdpa_backend_used;
   if (r.diverged_at) j["diverged_at_step"] = r.diverged_at;
+  if (!r.profile.is_null()) j["profile"] = r.profile;
   if (ranks(r.rung.spec) > 1) {
     j["world_size"] = ranks(r.rung.spec);
     j["rank_step_ms"] = r.rank_step_ms;

@@ -45,7 +45,8 @@ struct RungRecord {
   std::string sdpa_backend_used = "n/a";
   int64_t diverged_at = 0;  // the first step with a non-finite loss (1-based, warm-up included), 0 if none
   std::vector<double> rank_step_ms, rank_peak_alloc_bytes;  // data-parallel rungs: per rank, last repetition
-  std::optional<double> scaling_efficiency;                 // tok/s(N) / (N × tok/s of the same step on 1)
+  std::optional<double> scaling_efficiency;
+  nlohmann::json profile;  // the profiling pass's summary and memory breakdown, when it ran                 // tok/s(N) / (N × tok/s of the same step on 1)
   nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
 
   double median_tokens_per_sec() const;

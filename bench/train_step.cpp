@@ -5,6 +5,7 @@
 #include <ATen/Context.h>
 
 #include "bench/nvtx.h"
+#include "bench/phase.h"
 
 namespace gpt2 {
 
@@ -95,7 +96,7 @@ at::Tensor TrainStep::step() {
   NvtxRange step_range("step");
   at::Tensor x, y;  // (B, T) int64 each, on the device
   {
-    NvtxRange r("data");
+    PhaseRange r("data");
     std::tie(x, y) = mover_->next();
   }
   at::Tensor loss = executor_->run(x, y);
@@ -112,7 +113,7 @@ at::Tensor TrainStep::forward_loss(const at::Tensor& x, const at::Tensor& y) {
   const bool autocast = spec_.precision == Precision::kBf16Autocast || spec_.precision == Precision::kFp16Autocast;
   at::Tensor logits, loss;
   {
-    NvtxRange r("forward");
+    PhaseRange r("forward");
     if (autocast) {
       at::autocast::set_autocast_enabled(device_.type(), true);
       at::autocast::set_autocast_dtype(device_.type(), compute_dtype(math_mode(spec_)));
@@ -121,7 +122,7 @@ at::Tensor TrainStep::forward_loss(const at::Tensor& x, const at::Tensor& y) {
     logits = model_->forward(x);  // (B, T, Vp)
   }
   {
-    NvtxRange r("loss");
+    PhaseRange r("loss");
     loss = at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), y.view({-1}));
     if (autocast) {
       at::autocast::set_autocast_enabled(device_.type(), false);
@@ -136,11 +137,11 @@ at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {
   at::Tensor loss = forward_loss(x, y);
   if (grad_sync_) grad_sync_->prepare_for_backward();  // buckets all-reduce as backward fills them
   {
-    NvtxRange r("backward");
+    PhaseRange r("backward");
     (scale_.defined() ? loss * scale_ : loss).backward();
   }
   {
-    NvtxRange r("optimizer");
+    PhaseRange r("optimizer");
     if (!scale_.defined()) {
       opt_->step();
     } else {

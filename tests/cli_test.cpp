@@ -49,6 +49,8 @@ TEST(Cli, LadderWritesResultsWithTheCounters) {
   EXPECT_EQ(rung["tokens_per_step"], 2 * 16);
   EXPECT_GT(rung["peak_flops"]["measured_matmul"].get<double>(), 0);
   EXPECT_EQ(rung["parity"]["losses"].size(), 2u);
+  EXPECT_GT(rung["profile"]["events_per_step"].get<double>(), 0);  // the profiling pass ran, apart
+  EXPECT_TRUE(std::filesystem::exists(d / "run/profile/00_baseline.trace.json"));
 }
 
 TEST(Cli, MisspelledKeyFailsAndWritesNothing) {
@@ -134,6 +136,34 @@ TEST(Cli, ConflictingRecipeIsRefusedBeforeAnythingRuns) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("'bf16_cast' conflicts with 'fp16_autocast'"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(d / "run"));
+}
+
+TEST(Cli, ProfileWritesASummaryAndATracePerRung) {
+  test::TempDir d;
+  std::string body = kTinyProfile;
+  body.replace(body.find("variants: []"), 12, "variants: [mask_on_the_fly, sdpa]\nprofile_steps: 1");
+  const auto profile = test::write_tiny_profile(d, body);
+  auto r = test::run_gpt2bench("profile --profile " + profile + " --out " + (d / "prof"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* rung : {"00_baseline", "01_mask_on_the_fly", "02_sdpa"}) {
+    auto summary = nlohmann::json::parse(test::read_text(d / (std::string("prof/profile/") + rung + ".json")));
+    EXPECT_EQ(summary["rung"], rung);
+    EXPECT_GT(summary["events_per_step"].get<double>(), 0);
+    EXPECT_TRUE(summary["memory"].contains("activations_and_other"));
+    auto trace = nlohmann::json::parse(test::read_text(d / (std::string("prof/profile/") + rung + ".trace.json")));
+    EXPECT_FALSE(trace["traceEvents"].empty());
+  }
+  auto base = nlohmann::json::parse(test::read_text(d / "prof/profile/00_baseline.json"));
+  auto otf = nlohmann::json::parse(test::read_text(d / "prof/profile/01_mask_on_the_fly.json"));
+  EXPECT_GT(base["memory"]["buffers"].get<int64_t>(), 0);
+  EXPECT_EQ(otf["memory"]["buffers"].get<int64_t>(), 0);  // the mask buffer is gone
+  r = test::run_gpt2bench("profile --profile " + profile + " --out " + (d / "p2") + " --rung sdpa");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(d / "p2/profile/02_sdpa.json"));
+  EXPECT_FALSE(std::filesystem::exists(d / "p2/profile/00_baseline.json"));
+  r = test::run_gpt2bench("profile --profile " + profile + " --out " + (d / "p3") + " --rung nonesuch");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("no rung named 'nonesuch'"), std::string::npos) << r.output;
 }
 
 TEST(Cli, DoctorAndListVariantsRunWithoutAGpu) {

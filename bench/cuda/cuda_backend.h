@@ -9,6 +9,7 @@
 
 #include "bench/device.h"
 #include "bench/memory.h"
+#include "bench/profiler.h"
 
 namespace c10d {
 class Store;
@@ -26,6 +27,8 @@ std::unique_ptr<Executor> make_graph_executor(StepBody body, std::vector<at::Ten
 // c10d's NCCL backend for CUDA tensors, for Dist (bench/dist.cpp).
 c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                     std::chrono::milliseconds timeout);
+// The CUPTI activity collector (bench/cuda/cupti_collector.cpp).
+std::unique_ptr<Collector> make_cupti_collector();
 void synchronize();
 void empty_cache();
 // Facts for `gpt2bench doctor` that need the CUDA libraries: cuDNN, NCCL, CUPTI availability.

@@ -1,0 +1,73 @@
+#include "bench/profile_pass.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "bench/device.h"
+#include "bench/results.h"
+#include "bench/train_step.h"
+
+namespace gpt2 {
+
+nlohmann::json to_json(const MemoryBreakdown& m) {
+  return {{"parameters", m.parameters},           {"gradients", m.gradients},
+          {"optimizer_state", m.optimizer_state}, {"buffers", m.buffers},
+          {"activations_and_other", m.activations_and_other},
+          {"peak_allocated", m.peak_allocated},   {"peak_reserved", m.peak_reserved}};
+}
+
+RungProfile profile_rung(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed,
+                         int warmup, int steps, MemoryMeter& meter) {
+  empty_cache(dev);
+  meter.reset_peak();
+  TrainStep ts(spec, dev, tokens, seed);
+  for (int i = 0; i < warmup; ++i) ts.step();
+  synchronize(dev);
+  auto wall = [&](auto&& body) {
+    const auto t0 = std::chrono::steady_clock::now();
+    body();
+    synchronize(dev);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const double plain = wall([&] {
+    for (int i = 0; i < steps; ++i) ts.step();
+  });
+  auto collector = make_collector(dev);
+  collector->start();
+  const double profiled = wall([&] {
+    for (int i = 0; i < steps; ++i) ts.step();
+  });
+  collector->stop();
+
+  RungProfile p;
+  const auto events = collector->events();
+  p.summary = summarize(events, steps, profiled, collector->source());
+  p.summary.overhead = plain > 0 ? profiled / plain - 1.0 : 0.0;
+  p.trace = chrome_trace(events, collector->phases());
+
+  const MemoryStats mem = meter.read();
+  auto& m = p.memory;
+  for (const auto& t : ts.model().parameters()) {
+    m.parameters += t.nbytes();
+    if (t.requires_grad()) m.gradients += t.nbytes();  // each gradient has its parameter's shape and dtype
+  }
+  for (const auto& t : ts.model().buffers()) m.buffers += t.nbytes();
+  m.optimizer_state = ts.optimizer().state_bytes();
+  m.peak_allocated = mem.peak_allocated;
+  m.peak_reserved = mem.peak_reserved;
+  m.activations_and_other =
+      std::max<int64_t>(0, mem.peak_allocated - m.parameters - m.gradients - m.optimizer_state - m.buffers);
+  return p;
+}
+
+void write_rung_profile(const std::string& dir, const std::string& rung, const RungProfile& p) {
+  const auto base = std::filesystem::path(dir) / "profile";
+  std::filesystem::create_directories(base);
+  nlohmann::json summary = to_json(p.summary);
+  summary["rung"] = rung;
+  summary["memory"] = to_json(p.memory);
+  write_file_atomic((base / (rung + ".json")).string(), summary.dump(2) + "\n");
+  write_file_atomic((base / (rung + ".trace.json")).string(), p.trace.dump() + "\n");
+}
+
+}  // namespace gpt2

@@ -1,0 +1,238 @@
+#include "bench/profiler.h"
+
+#include <ATen/record_function.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "bench/phase.h"
+
+#ifdef GPT2BENCH_WITH_CUDA
+#include "bench/cuda/cuda_backend.h"
+#endif
+
+namespace gpt2 {
+
+// ---- phases -------------------------------------------------------------------------------
+namespace {
+std::atomic<const char*> g_phase{""};
+std::atomic<PhaseListener> g_listener{nullptr};
+}  // namespace
+
+void set_phase_listener(PhaseListener listener) { g_listener = listener; }
+const char* current_phase() { return g_phase.load(); }
+
+PhaseRange::PhaseRange(const char* phase) : nvtx_(phase), phase_(phase), outer_(g_phase.exchange(phase)) {
+  if (auto l = g_listener.load()) l(phase_, true);
+}
+
+PhaseRange::~PhaseRange() {
+  if (auto l = g_listener.load()) l(phase_, false);
+  g_phase = outer_;
+}
+
+// ---- the CPU collector: ATen's RecordFunction callbacks -------------------------------------
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct OpContext : at::ObserverContext {
+  int64_t start;
+  int depth;
+  const char* phase;
+};
+
+thread_local int t_depth = 0;
+std::mutex g_mu;
+std::vector<TraceEvent>* g_sink = nullptr;  // the active collector's events
+std::vector<PhaseInterval>* g_phase_sink = nullptr;
+int64_t g_phase_start = 0;
+
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction&) {
+  auto c = std::make_unique<OpContext>();
+  c->depth = t_depth++;
+  c->phase = current_phase();
+  c->start = now_ns();
+  return c;
+}
+
+void on_op_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+  const int64_t end = now_ns();
+  auto* c = static_cast<OpContext*>(ctx);
+  --t_depth;
+  TraceEvent e{fn.name(), "op", c->phase, c->start, end - c->start, c->depth, 0,
+               static_cast<int64_t>(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000)};
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_sink) g_sink->push_back(std::move(e));
+}
+
+void on_phase(const char* phase, bool enter) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_phase_sink) return;
+  if (enter) g_phase_start = now_ns();
+  else g_phase_sink->push_back({phase, g_phase_start, now_ns()});
+}
+
+class CpuOpCollector : public Collector {
+ public:
+  std::string source() const override { return "aten_record_function"; }
+  void start() override {
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      events_.clear(), phases_.clear();
+      g_sink = &events_, g_phase_sink = &phases_;
+    }
+    set_phase_listener(&on_phase);
+    handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&on_op_start, &on_op_end)
+                                        .needsInputs(false)
+                                        .scopes({at::RecordScope::FUNCTION}));
+  }
+  void stop() override {
+    at::removeCallback(handle_);
+    set_phase_listener(nullptr);
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_sink = nullptr, g_phase_sink = nullptr;
+  }
+  std::vector<TraceEvent> events() override { return events_; }
+  std::vector<PhaseInterval> phases() override { return phases_; }
+
+ private:
+  at::CallbackHandle handle_ = 0;
+  std::vector<TraceEvent> events_;
+  std::vector<PhaseInterval> phases_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> make_collector(const DeviceInfo& d) {
+#ifdef GPT2BENCH_WITH_CUDA
+  if (d.cuda()) return cuda::make_cupti_collector();
+#endif
+  return std::make_unique<CpuOpCollector>();
+}
+
+void attribute_phases(std::vector<TraceEvent>& device, const std::unordered_map<int64_t, int64_t>& launch_at,
+                      const std::vector<PhaseInterval>& phases) {
+  for (auto& e : device) {
+    auto it = launch_at.find(e.correlation);
+    if (it == launch_at.end()) continue;
+    for (const auto& p : phases)
+      if (it->second >= p.start_ns && it->second <= p.end_ns) {
+        e.phase = p.name;
+        break;
+      }
+  }
+}
+
+// ---- summaries ---------------------------------------------------------------------------------
+std::string category(const std::string& raw, const std::string& kind) {
+  if (kind == "memcpy" || kind == "memset") return "memcpy";
+  std::string n = raw;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+  auto has = [&](std::initializer_list<const char*> keys) {
+    for (const char* k : keys)
+      if (n.find(k) != std::string::npos) return true;
+    return false;
+  };
+  if (has({"cross_entropy", "nll_loss", "log_softmax"})) return "loss";
+  if (has({"scaled_dot_product", "flash", "attention", "fmha", "softmax", "masked_fill", "triu"})) return "attention";
+  // Batched matmuls (scores, weighted values) only occur in attention in this model; on the GPU
+  // they are GEMM kernels like any other and count as matmul.
+  if (kind == "op" && has({"bmm", "aten::matmul"})) return "attention";
+  if (has({"adam", "_foreach", "lerp", "addcdiv", "addcmul", "_amp_"})) return "optimizer";
+  if (has({"layer_norm", "layernorm", "aten::mean", "aten::var", "reduce"})) return "normalization";
+  if (has({"mm", "matmul", "linear", "gemm", "cutlass", "xmma", "nvjet", "cublas", "ampere_sgemm", "_addmm"}))
+    return "matmul";
+  if (has({"copy_", "aten::to", "_to_copy", "memcpy"})) return "memcpy";
+  if (has({"embedding"})) return "embedding";
+  if (kind == "op" && n.rfind("aten::", 0) == 0) return "elementwise";
+  if (kind == "kernel" && has({"elementwise", "vectorized", "unrolled", "gelu", "dropout", "tanh", "pow"}))
+    return "elementwise";
+  return "other";
+}
+
+ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, double wall_s, const std::string& source) {
+  ProfileSummary s;
+  s.source = source;
+  s.steps = steps;
+  const double per = steps > 0 ? 1.0 / steps : 0.0;
+  s.step_ms = 1e3 * wall_s * per;
+  std::map<std::string, NameStat> by_name;
+  double busy_ns = 0;
+  std::vector<std::pair<int64_t, int64_t>> device_spans;
+  for (const auto& e : events) {
+    const std::string cat = category(e.name, e.kind);
+    const bool counted_time = e.kind != "op" || e.depth == 0;  // nested ops' time is inside their caller's
+    const double ms = counted_time ? e.dur_ns / 1e6 : 0.0;
+    if (e.kind != "memcpy" && e.kind != "memset") s.events_per_step += per;
+    s.phase_events[e.phase.empty() ? "other" : e.phase] += per;
+    s.category_events[cat] += per;
+    if (counted_time) {
+      s.phase_ms[e.phase.empty() ? "other" : e.phase] += ms * per;
+      s.category_ms[cat] += ms * per;
+      auto& n = by_name[e.name];
+      n.name = e.name;
+      n.total_ms += ms * per;
+    }
+    by_name[e.name].count += per;
+    by_name[e.name].name = e.name;
+    if (e.kind == "memcpy") s.bytes_copied_per_step += e.bytes * per;
+    if (e.kind == "op" && e.depth == 0) busy_ns += e.dur_ns;
+    if (e.kind != "op") device_spans.emplace_back(e.start_ns, e.start_ns + e.dur_ns);
+  }
+  // GPU: the union of kernel/copy intervals (concurrent streams overlap); CPU: time in ops.
+  std::sort(device_spans.begin(), device_spans.end());
+  int64_t covered = 0, until = INT64_MIN;
+  for (const auto& [a, b] : device_spans) {
+    if (b <= until) continue;
+    covered += b - std::max(a, until);
+    until = b;
+  }
+  busy_ns += covered;
+  s.busy_fraction = wall_s > 0 ? std::min(1.0, busy_ns / (wall_s * 1e9)) : 0.0;
+  for (auto& [_, n] : by_name) s.top.push_back(n);
+  std::sort(s.top.begin(), s.top.end(), [](const NameStat& a, const NameStat& b) { return a.total_ms > b.total_ms; });
+  if (s.top.size() > 10) s.top.resize(10);
+  return s;
+}
+
+nlohmann::json to_json(const ProfileSummary& s) {
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& n : s.top) top.push_back({{"name", n.name}, {"count_per_step", n.count}, {"ms_per_step", n.total_ms}});
+  return {{"source", s.source},
+          {"steps", s.steps},
+          {"step_ms", s.step_ms},
+          {"events_per_step", s.events_per_step},
+          {"phase_ms", s.phase_ms},
+          {"phase_events", s.phase_events},
+          {"category_ms", s.category_ms},
+          {"category_events", s.category_events},
+          {"top", top},
+          {"bytes_copied_per_step", s.bytes_copied_per_step},
+          {"busy_fraction", s.busy_fraction},
+          {"overhead", s.overhead}};
+}
+
+nlohmann::json chrome_trace(const std::vector<TraceEvent>& events, const std::vector<PhaseInterval>& phases) {
+  int64_t t0 = INT64_MAX;
+  for (const auto& e : events) t0 = std::min(t0, e.start_ns);
+  for (const auto& p : phases) t0 = std::min(t0, p.start_ns);
+  if (t0 == INT64_MAX) t0 = 0;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& p : phases)
+    list.push_back({{"name", p.name}, {"cat", "phase"}, {"ph", "X"}, {"pid", 0}, {"tid", 0},
+                    {"ts", (p.start_ns - t0) / 1e3}, {"dur", (p.end_ns - p.start_ns) / 1e3}});
+  for (const auto& e : events) {
+    nlohmann::json args = {{"phase", e.phase}, {"category", category(e.name, e.kind)}, {"depth", e.depth}};
+    if (e.bytes) args["bytes"] = e.bytes;
+    list.push_back({{"name", e.name}, {"cat", e.kind}, {"ph", "X"}, {"pid", e.kind == "op" ? 1 : 2}, {"tid", e.tid},
+                    {"ts", (e.start_ns - t0) / 1e3}, {"dur", e.dur_ns / 1e3}, {"args", args}});
+  }
+  return {{"traceEvents", list}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace gpt2

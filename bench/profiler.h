@@ -1,0 +1,80 @@
+// defines: TraceEvent, PhaseInterval, Collector/make_collector (ATen RecordFunction on the CPU,
+//          CUPTI activities on CUDA), ProfileSummary/summarize, category, chrome_trace
+// What a rung's profiled steps did, and where the time went, in one shape for CPU and GPU.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bench/step_spec.h"
+
+namespace gpt2 {
+
+struct TraceEvent {
+  std::string name;
+  std::string kind;   // "op" (ATen op, CPU) | "kernel" | "memcpy" | "memset" (CUDA)
+  std::string phase;  // data | forward | loss | backward | optimizer | "" (outside the step's phases)
+  int64_t start_ns = 0, dur_ns = 0;
+  int depth = 0;      // ATen ops: 0 = called by our code, >0 = called by another op
+  int64_t bytes = 0;  // memcpy/memset
+  int64_t tid = 0;    // CPU thread, or CUDA stream
+  int64_t correlation = 0;  // CUDA: the id CUPTI gives the launch and the work it queued
+};
+
+struct PhaseInterval {
+  std::string name;
+  int64_t start_ns = 0, end_ns = 0;
+};
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  virtual std::string source() const = 0;  // "aten_record_function" | "cupti"
+  virtual void start() = 0;
+  virtual void stop() = 0;
+  virtual std::vector<TraceEvent> events() = 0;  // after stop()
+  virtual std::vector<PhaseInterval> phases() = 0;
+};
+std::unique_ptr<Collector> make_collector(const DeviceInfo& d);
+
+// GPU work runs later than the launch that queued it: each device event's phase is the phase open
+// when the runtime call with the same correlation id started (`launch_at`: correlation -> start,
+// on the clock of `phases`). Events whose launch is unknown keep an empty phase.
+void attribute_phases(std::vector<TraceEvent>& device, const std::unordered_map<int64_t, int64_t>& launch_at,
+                      const std::vector<PhaseInterval>& phases);
+
+// matmul | attention | normalization | elementwise | embedding | loss | optimizer | memcpy | other
+std::string category(const std::string& name, const std::string& kind = "op");
+
+struct NameStat {
+  std::string name;
+  double count = 0, total_ms = 0;  // per step
+};
+
+struct ProfileSummary {
+  std::string source;
+  int steps = 0;
+  double step_ms = 0;                          // wall time per profiled step
+  double events_per_step = 0;                  // ATen ops (all depths) or kernel launches
+  std::map<std::string, double> phase_ms;      // per step: top-level ops (CPU) or device time (GPU)
+  std::map<std::string, double> phase_events;  // per step
+  std::map<std::string, double> category_ms, category_events;  // per step
+  std::vector<NameStat> top;                   // by time, the 10 largest
+  double bytes_copied_per_step = 0;            // memcpy (GPU)
+  double busy_fraction = 0;                    // device busy (GPU) or in ops (CPU) over wall time
+  double overhead = 0;                         // (profiled step time / unprofiled) - 1, set by the caller
+};
+
+// `wall_s`: the wall time of the `steps` profiled steps. CPU times count top-level ops only, so
+// nested ops are not counted twice; counts include every op.
+ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, double wall_s, const std::string& source);
+nlohmann::json to_json(const ProfileSummary& s);
+// Chrome trace format (opens in Perfetto): one complete ("X") event per op or kernel, and the phases.
+nlohmann::json chrome_trace(const std::vector<TraceEvent>& events, const std::vector<PhaseInterval>& phases);
+
+}  // namespace gpt2

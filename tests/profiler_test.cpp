@@ -1,0 +1,135 @@
+// The profiling pass: the CPU collector on a real step, the CUPTI aggregation on synthetic records,
+// the Chrome trace, and the memory breakdown.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include "bench/device.h"
+#include "bench/profile_pass.h"
+#include "bench/profiler.h"
+#include "helpers.h"
+#include "model/gpt2.h"
+
+namespace gpt2 {
+namespace {
+
+DeviceInfo cpu() { return detect_device("cpu"); }
+
+at::Tensor corpus(int64_t vocab) {
+  auto t = synthetic_corpus(vocab, 20000, 4);
+  return at::tensor(std::vector<int32_t>(t.begin(), t.end()), at::kInt);
+}
+
+RungProfile profile(const StepSpec& s, int steps = 2) {
+  auto meter = make_memory_meter(cpu());
+  return profile_rung(s, cpu(), corpus(s.model.vocab_size), 1, 1, steps, *meter);
+}
+
+StepSpec tiny(int64_t batch = 2) { return baseline_spec(test::tiny_model(), batch, cpu()); }
+
+TEST(CpuProfiler, PhasesPresentStableAndWithinTheStep) {
+  const RungProfile a = profile(tiny()), b = profile(tiny());
+  for (const char* phase : {"data", "forward", "loss", "backward", "optimizer"}) {
+    EXPECT_GT(a.summary.phase_events.count(phase) ? a.summary.phase_events.at(phase) : 0.0, 0.0) << phase;
+    EXPECT_GT(a.summary.phase_ms.at(phase), 0.0) << phase;
+  }
+  EXPECT_EQ(a.summary.events_per_step, b.summary.events_per_step);  // the same ops every time
+  EXPECT_EQ(a.summary.phase_events, b.summary.phase_events);
+  double phases = 0;
+  for (const auto& [_, ms] : a.summary.phase_ms) phases += ms;
+  EXPECT_LE(phases, a.summary.step_ms * 1.001);
+  EXPECT_EQ(a.summary.source, "aten_record_function");
+  EXPECT_GT(a.summary.busy_fraction, 0.0);
+  EXPECT_LE(a.summary.busy_fraction, 1.0);
+  EXPECT_FALSE(a.summary.top.empty());
+}
+
+TEST(CpuProfiler, TraceHasOneEventPerRecordedOp) {
+  const RungProfile p = profile(tiny(), 1);
+  const auto parsed = nlohmann::json::parse(p.trace.dump());  // it round-trips as JSON
+  size_t ops = 0, phases = 0;
+  for (const auto& e : parsed["traceEvents"]) {
+    EXPECT_EQ(e["ph"], "X");
+    (e["cat"] == "phase" ? phases : ops)++;
+  }
+  EXPECT_EQ(static_cast<double>(ops), p.summary.events_per_step);  // one step profiled
+  EXPECT_EQ(phases, 5u);
+}
+
+TEST(CpuProfiler, SdpaHasFewerAttentionOpsThanTheBaseline) {
+  StepSpec base = tiny();  // dropout 0: ATen's fused CPU attention kernel can run
+  StepSpec sdpa = base;
+  sdpa.model.attention = AttentionImpl::kSdpa;
+  const auto attention = [](const RungProfile& p) { return p.summary.category_events.at("attention"); };
+  EXPECT_LT(attention(profile(sdpa)), attention(profile(base)));
+}
+
+TEST(MemoryBreakdown, MatchesParameterCountAndDtypes) {
+  StepSpec s = tiny();
+  const int64_t n = parameter_count(s.model);
+  RungProfile p = profile(s);
+  EXPECT_EQ(p.memory.parameters, 4 * n);
+  EXPECT_EQ(p.memory.gradients, 4 * n);
+  EXPECT_EQ(p.memory.optimizer_state, 2 * 4 * n);  // exp_avg + exp_avg_sq
+  EXPECT_EQ(p.memory.buffers, s.model.n_layer * s.model.context * s.model.context * 4);  // the T×T masks
+  EXPECT_GE(p.memory.peak_allocated, p.memory.parameters + p.memory.gradients + p.memory.optimizer_state);
+  s.precision = Precision::kBf16Cast;
+  s.optimizer.kind = OptimizerKind::kAdamwFused;
+  s.model.attention = AttentionImpl::kManualOnTheFly;
+  p = profile(s);
+  const int64_t tensors = static_cast<int64_t>(GPT2(s.model)->parameters().size());
+  EXPECT_EQ(p.memory.parameters, 2 * n);
+  EXPECT_EQ(p.memory.gradients, 2 * n);
+  EXPECT_EQ(p.memory.optimizer_state, 2 * 2 * n + 4 * tensors);  // + one fp32 step counter per tensor
+  EXPECT_EQ(p.memory.buffers, 0);  // mask on the fly: no buffer
+}
+
+// CUPTI's aggregation, fed synthetic activity records: no GPU needed.
+TEST(CuptiAggregation, PhasesByCorrelationCategoriesAndLaunches) {
+  const std::vector<PhaseInterval> phases = {{"forward", 100, 200}, {"backward", 200, 400}, {"optimizer", 400, 500}};
+  std::unordered_map<int64_t, int64_t> launch_at = {{1, 110}, {2, 150}, {3, 250}, {4, 410}, {5, 120}};
+  std::vector<TraceEvent> device = {
+      // Kernels run after their launch, on the GPU's clock: only the correlation id ties them to a phase.
+      {"ampere_sgemm_128x64_tn", "kernel", "", 1000, 300, 0, 0, 7, 1},
+      {"void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>", "kernel", "", 1300, 100,
+       0, 0, 7, 2},
+      {"pytorch_flash::flash_bwd_kernel", "kernel", "", 1450, 200, 0, 0, 7, 3},
+      {"void at::native::multi_tensor_apply_kernel<FusedAdamMathFunctor>", "kernel", "", 1700, 100, 0, 0, 7, 4},
+      {"memcpy", "memcpy", "", 1050, 100, 0, 4096, 8, 5},  // overlaps the gemm on another stream
+      {"orphan_kernel", "kernel", "", 1900, 50, 0, 0, 7, 99},
+  };
+  attribute_phases(device, launch_at, phases);
+  EXPECT_EQ(device[0].phase, "forward");
+  EXPECT_EQ(device[2].phase, "backward");
+  EXPECT_EQ(device[3].phase, "optimizer");
+  EXPECT_EQ(device[4].phase, "forward");
+  EXPECT_EQ(device[5].phase, "");
+  const ProfileSummary s = summarize(device, 2, 2e-6, "cupti");  // 2 steps over 2 µs of wall time
+  EXPECT_DOUBLE_EQ(s.events_per_step, 2.5);  // 5 kernel launches (copies are not launches) / 2 steps
+  EXPECT_DOUBLE_EQ(s.category_events.at("matmul"), 0.5);
+  EXPECT_DOUBLE_EQ(s.category_events.at("elementwise"), 0.5);
+  EXPECT_DOUBLE_EQ(s.category_events.at("attention"), 0.5);
+  EXPECT_DOUBLE_EQ(s.category_events.at("optimizer"), 0.5);
+  EXPECT_DOUBLE_EQ(s.category_events.at("memcpy"), 0.5);
+  EXPECT_DOUBLE_EQ(s.phase_ms.at("forward"), (300 + 100 + 100) / 1e6 / 2);
+  EXPECT_DOUBLE_EQ(s.phase_ms.at("other"), 50 / 1e6 / 2);
+  EXPECT_DOUBLE_EQ(s.bytes_copied_per_step, 2048);
+  // Busy: the union of [1000,1400) [1450,1650) [1700,1800) [1900,1950) = 750 ns of 2000.
+  EXPECT_DOUBLE_EQ(s.busy_fraction, 750.0 / 2000.0);
+  EXPECT_EQ(s.top.front().name, "ampere_sgemm_128x64_tn");
+}
+
+TEST(CuptiAggregation, Categories) {
+  EXPECT_EQ(category("sm90_xmma_gemm_bf16bf16_bf16f32", "kernel"), "matmul");
+  EXPECT_EQ(category("void cutlass::Kernel<cutlass_80_tensorop_gemm>", "kernel"), "matmul");
+  EXPECT_EQ(category("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4>", "kernel"), "attention");
+  EXPECT_EQ(category("void at::native::vectorized_layer_norm_kernel<float>", "kernel"), "normalization");
+  EXPECT_EQ(category("void at::native::nll_loss_forward_reduce_cuda_kernel_2d", "kernel"), "loss");
+  EXPECT_EQ(category("memset", "memset"), "memcpy");
+  EXPECT_EQ(category("aten::addmm"), "matmul");
+  EXPECT_EQ(category("aten::bmm"), "attention");
+  EXPECT_EQ(category("aten::add"), "elementwise");
+}
+
+}  // namespace
+}  // namespace gpt2
