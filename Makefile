@@ -29,10 +29,12 @@ build: setup
 
 ladder: build
 	$(BUILD)/gpt2bench ladder --profile $(PROFILE) --out $(OUT)
+	$(BUILD)/gpt2bench report $(OUT) --out $(OUT)/report
 
 test-cpu:
 	@$(MAKE) --no-print-directory build TORCH=cpu
 	cd build && ctest --output-on-failure -j $(JOBS)
+	.venv/bin/python -m pytest -q reports/tests
 
 # The GPU path never rots: the CUDA build (against the CUDA libtorch) compiles and links every
 # target; its doctor runs here without a GPU, and its _CUDA tests report themselves skipped.

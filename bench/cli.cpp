@@ -6,7 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -40,6 +43,7 @@ commands:
   prepare        turn a text file into llm.c token shards (byte-level, or GPT-2 BPE)
   list-variants  print every variant: what it does, its published rung, support on this device
   doctor         print what this build and this device support
+  report         tables and charts (Markdown, HTML, PNG/SVG) from one or more run directories
   profile        the profiling pass alone: where each rung's time and memory go
   ddp-check      train K data-parallel steps; each rank writes its losses and a parameter checksum
   help           this text; `gpt2bench <command> --help` for a command's options
@@ -88,6 +92,16 @@ profile_steps steps unprofiled and then profile_steps profiled, and writes
                                  activations and other at the peak)
   DIR/profile/<rung>.trace.json  Chrome trace format (open in https://ui.perfetto.dev)
 `gpt2bench ladder` runs the same pass after each rung's timed repetitions (profile_steps: 0 turns it off).
+)";
+
+constexpr const char* kReportHelp = R"(usage: gpt2bench report RUN_DIR... --out DIR
+
+Reads each run directory (results.json, rungs.json, profile/) and writes DIR/report.md, a self-contained
+DIR/report.html (charts embedded) and each chart as PNG and SVG: the ladder (tok/s, speedups over the previous
+rung and the baseline, parity and noise marks, the published seed-000 speedups labelled "published"), memory,
+MFU, per-phase time, add-one/leave-one-out ablations, and with several runs (e.g. GPU generations) the same
+rungs side by side, absolute and normalised to each run's baseline, with a table of device facts.
+Runs the Python package in reports/ with the project's venv (GPT2BENCH_PYTHON overrides the interpreter).
 )";
 
 constexpr const char* kPrepareHelp = R"(usage: gpt2bench prepare --input TEXT --out DIR [--encoder encoder.json --bpe vocab.bpe]
@@ -211,6 +225,37 @@ int cmd_profile(int argc, char** argv) {
   return run_profile({need(f, "profile", kProfileHelp), need(f, "out", kProfileHelp), get(f, "device"), get(f, "rung")});
 }
 
+int cmd_report(int argc, char** argv) {
+  std::vector<std::string> args;
+  std::string out;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << kReportHelp;
+      return 0;
+    }
+    if (a == "--out" && i + 1 < argc) out = argv[++i];
+    else if (a.rfind("--out=", 0) == 0) out = a.substr(6);
+    else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown option '" + a + "'\n\n" + kReportHelp);
+    else args.push_back(a);
+  }
+  if (args.empty()) throw std::invalid_argument(std::string("name at least one run directory\n\n") + kReportHelp);
+  if (out.empty()) throw std::invalid_argument(std::string("missing --out\n\n") + kReportHelp);
+  const char* py_env = std::getenv("GPT2BENCH_PYTHON");
+  const std::string python = py_env && *py_env ? py_env : GPT2BENCH_PYTHON;
+  const std::string reports = std::string(GPT2BENCH_SOURCE_DIR) + "/reports";
+  const char* old = std::getenv("PYTHONPATH");
+  ::setenv("PYTHONPATH", (reports + (old && *old ? ":" + std::string(old) : "")).c_str(), 1);
+  std::vector<std::string> cmd = {python, "-m", "gpt2bench_report"};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  cmd.insert(cmd.end(), {"--out", out});
+  std::vector<char*> cargv;
+  for (auto& c : cmd) cargv.push_back(c.data());
+  cargv.push_back(nullptr);
+  ::execvp(cargv[0], cargv.data());
+  throw std::runtime_error("cannot run " + python + ": " + std::strerror(errno) + " (set GPT2BENCH_PYTHON)");
+}
+
 int cmd_prepare(int argc, char** argv) {
   auto f = parse_flags(argc, argv, 2, {"input", "out", "encoder", "bpe", "val-fraction", "shard-tokens"}, kPrepareHelp);
   PrepareOptions o;
@@ -307,6 +352,7 @@ int cli_main(int argc, char** argv) {
     if (cmd == "ddp-check") return cmd_ddp_check(argc, argv);
     if (cmd == "prepare") return cmd_prepare(argc, argv);
     if (cmd == "profile") return cmd_profile(argc, argv);
+    if (cmd == "report") return cmd_report(argc, argv);
     if (cmd == "list-variants") return cmd_list_variants(argc, argv);
     if (cmd == "doctor") return cmd_doctor(argc, argv);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {

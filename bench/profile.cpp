@@ -118,6 +118,7 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
       else if (p.plan == "ladder") extras.emplace_back(v->name());
     }
   std::vector<std::string> acc;
+  if (p.plan == "leave_one_out") out.push_back({number(out.size(), "all"), vs});  // what each drop_ is measured against
   for (const auto& v : vs) {
     if (p.plan == "ladder") {
       acc.push_back(v);

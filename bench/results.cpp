@@ -34,6 +34,18 @@ double median(std::vector<double> v) {
 double RungRecord::median_tokens_per_sec() const { return median(rep_tokens_per_sec); }
 double RungRecord::median_step_ms() const { return median(rep_step_ms); }
 
+// The seed-000 rung a rung reproduces: its highest-numbered variant's (-1 if none, 0 for the baseline).
+// Rungs with an extra (not a seed-000 rung) have none.
+int published_rung(const ResolvedRung& r) {
+  int best = 0;
+  for (const auto& v : r.variants) {
+    const Variant* var = find_variant(v);
+    if (!var || var->extra()) return -1;
+    best = std::max(best, var->published_rung());
+  }
+  return best;
+}
+
 nlohmann::json to_json(const RungRecord& r) {
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& s : r.rung.skipped) skipped.push_back({{"variant", s.variant}, {"reason", s.reason}});
@@ -42,6 +54,7 @@ nlohmann::json to_json(const RungRecord& r) {
       {"benchmark", r.benchmark_name},
       {"status", r.status},
       {"variants", r.rung.variants},
+      {"published_rung", published_rung(r.rung)},
       {"applied", r.rung.applied},
       {"skipped", skipped},
       {"spec", r.rung.spec},

@@ -17,7 +17,8 @@ esac
 say() { echo "[setup] $*"; }
 
 # --- Debian packages --------------------------------------------------------------------------
-pkgs=(g++ make libbenchmark-dev libyaml-cpp-dev libgtest-dev nlohmann-json3-dev libgloo-dev)
+# chromium: the report tests open the HTML report headless and check it renders.
+pkgs=(g++ make libbenchmark-dev libyaml-cpp-dev libgtest-dev nlohmann-json3-dev libgloo-dev chromium)
 command -v cmake >/dev/null || pkgs+=(cmake)
 command -v ninja >/dev/null || pkgs+=(ninja-build)
 python3 -c 'import venv, ensurepip' 2>/dev/null || pkgs+=(python3-venv)

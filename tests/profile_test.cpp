@@ -114,9 +114,11 @@ TEST(Plan, LadderAddOneLeaveOneOut) {
   EXPECT_EQ(a[2].variants, (std::vector<std::string>{"native_layers"}));
   p.plan = "leave_one_out";
   auto o = expand_plan(p);
-  ASSERT_EQ(o.size(), 4u);
-  EXPECT_EQ(o[1].name, "01_drop_mask_on_the_fly");
-  EXPECT_EQ(o[1].variants, (std::vector<std::string>{"native_layers", "sdpa"}));
+  ASSERT_EQ(o.size(), 5u);
+  EXPECT_EQ(o[1].name, "01_all");
+  EXPECT_EQ(o[1].variants.size(), 3u);
+  EXPECT_EQ(o[2].name, "02_drop_mask_on_the_fly");
+  EXPECT_EQ(o[2].variants, (std::vector<std::string>{"native_layers", "sdpa"}));
 }
 
 }  // namespace

@@ -1,0 +1,118 @@
+"""Reading gpt2bench run directories. Every error names the directory or file at fault."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class ReportError(Exception):
+    """Bad input: a missing or malformed run directory."""
+
+
+@dataclass
+class Rung:
+    name: str
+    status: str  # ok | skipped | diverged | oom | interrupted | error | pending
+    published_rung: int
+    variants: list[str]
+    skipped: list[dict]
+    error: str = ""
+    tokens_per_sec: float | None = None
+    step_ms: float | None = None
+    mfu: float | None = None
+    peak_alloc_bytes: float | None = None
+    peak_reserved_bytes: float | None = None
+    rep_tokens_per_sec: list[float] = field(default_factory=list)
+    parity_verdict: str = "n/a"
+    parity_dev: float = 0.0
+    batch: int = 0
+    profile: dict | None = None
+    scaling_efficiency: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class Run:
+    path: Path
+    profile: str
+    plan: str
+    device: dict
+    build: dict
+    context: dict
+    status: str
+    rungs: list[Rung]
+
+    @property
+    def label(self) -> str:
+        return f"{self.device.get('name', '?')} [{self.path.name}]"
+
+    def rung(self, name: str) -> Rung | None:
+        return next((r for r in self.rungs if r.name == name), None)
+
+    def previous(self, rung: Rung) -> Rung | None:
+        """The ok rung a rung is measured against: the one before it, or for an extra run on top of
+        the ladder ("NN_top+x"), the ladder's top rung."""
+        i = self.rungs.index(rung)
+        for r in reversed(self.rungs[:i]):
+            if r.ok and "_top+" not in r.name:
+                return r
+        return None
+
+
+def _read_json(path: Path) -> dict:
+    if not path.is_file():
+        raise ReportError(f"{path}: missing (is {path.parent} a gpt2bench run directory?)")
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ReportError(f"{path}: not valid JSON ({e})") from e
+
+
+def load_run(path: str | Path) -> Run:
+    d = Path(path)
+    if not d.is_dir():
+        raise ReportError(f"{d}: no such run directory")
+    rungs_doc = _read_json(d / "rungs.json")
+    results = _read_json(d / "results.json")
+    try:
+        rungs = []
+        for r in rungs_doc["rungs"]:
+            med = r.get("median", {})
+            rungs.append(
+                Rung(
+                    name=r["name"],
+                    status=r["status"],
+                    published_rung=r.get("published_rung", -1),
+                    variants=list(r.get("variants", [])),
+                    skipped=list(r.get("skipped", [])),
+                    error=r.get("error", ""),
+                    tokens_per_sec=med.get("tokens_per_sec"),
+                    step_ms=med.get("step_ms"),
+                    mfu=med.get("mfu"),
+                    peak_alloc_bytes=med.get("peak_alloc_bytes"),
+                    peak_reserved_bytes=med.get("peak_reserved_bytes"),
+                    rep_tokens_per_sec=list(r.get("repetitions", {}).get("tokens_per_sec", [])),
+                    parity_verdict=r.get("parity", {}).get("verdict", "n/a"),
+                    parity_dev=r.get("parity", {}).get("max_abs_dev", 0.0),
+                    batch=r.get("spec", {}).get("batch", 0),
+                    profile=r.get("profile"),
+                    scaling_efficiency=r.get("scaling_efficiency"),
+                )
+            )
+        return Run(
+            path=d,
+            profile=rungs_doc["profile"]["name"],
+            plan=rungs_doc["profile"].get("plan", "ladder"),
+            device=rungs_doc["device"],
+            build=rungs_doc.get("build", {}),
+            context=results.get("context", {}),
+            status=rungs_doc.get("status", "?"),
+            rungs=rungs,
+        )
+    except (KeyError, TypeError) as e:
+        raise ReportError(f"{d / 'rungs.json'}: unexpected layout (missing {e})") from e

@@ -1,0 +1,137 @@
+"""Run directories -> DIR/report.md, a self-contained DIR/report.html (charts embedded), and each chart
+as PNG and SVG."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+
+from . import charts
+from .load import Run
+from .stats import differs
+
+
+def _fmt(v, spec=",.0f"):
+    return "-" if v is None else format(v, spec)
+
+
+def ladder_table(run: Run) -> list[list[str]]:
+    """Rows of the per-run table: every rung, skipped and failed ones included, with why."""
+    rows = [["rung", "status", "tok/s", "vs prev", "vs base", "step ms", "peak alloc GB", "MFU", "parity", "noise"]]
+    base = None
+    for r in run.rungs:
+        prev = run.previous(r)
+        if not r.ok:
+            why = "; ".join([r.error] * bool(r.error) + [f"{s['variant']}: {s['reason']}" for s in r.skipped])
+            rows.append([r.name, r.status, "-", "-", "-", "-", "-", "-", "-", why])
+            continue
+        noise = ""
+        if prev:
+            real, how = differs(prev.rep_tokens_per_sec, r.rep_tokens_per_sec)
+            noise = ("real" if real else "within noise") + f" ({how})"
+        rows.append([
+            r.name, "ok", _fmt(r.tokens_per_sec),
+            f"{r.tokens_per_sec / prev.tokens_per_sec:.2f}x" if prev else "-",
+            f"{r.tokens_per_sec / base.tokens_per_sec:.2f}x" if base else "-",
+            _fmt(r.step_ms, ".2f"), _fmt((r.peak_alloc_bytes or 0) / 1e9, ".3f"), _fmt(100 * (r.mfu or 0), ".1f") + "%",
+            r.parity_verdict + (f" ({r.parity_dev:.1e})" if r.parity_verdict != "n/a" else ""), noise,
+        ])
+        base = base or r
+    return rows
+
+
+def device_table(runs: list[Run]) -> list[list[str]]:
+    rows = [["run", "device", "type", "SMs / threads", "memory GB", "torch", "git", "world size", "status"]]
+    for run in runs:
+        d = run.device
+        rows.append([run.path.name, d.get("name", "?"), d.get("type", "?"), str(d.get("sm_count", "?")),
+                     f"{d.get('total_memory', 0) / 1e9:.1f}", run.build.get("torch", run.context.get("torch_version", "?")),
+                     run.build.get("git_sha", "?"), str(d.get("world_size", 1)), run.status])
+    return rows
+
+
+def published_table() -> list[list[str]]:
+    pub = charts.PUBLISHED["seed000_a100"]
+    rows = [["#", "rung (published, seed 000, 1x A100)", "B", "tok/s", "reserved GB"]]
+    for p in pub["rungs"]:
+        rows.append([str(p["rung"]), p["name"], str(p["batch"]), f"{p['tokens_per_sec']:,}", f"{p['reserved_gb']}"])
+    return rows
+
+
+def _md(rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    out += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in rows[1:]]
+    return "\n".join(out)
+
+
+def _html_table(rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows[1:])
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def build_figures(runs: list[Run]) -> dict:
+    """name -> Figure, in report order (charts that have no data are left out)."""
+    figs = {}
+    for i, run in enumerate(runs):
+        tag = f"run{i}_" if len(runs) > 1 else ""
+        if any(r.ok for r in run.rungs):
+            figs[tag + "ladder"] = charts.ladder_chart(run)
+            figs[tag + "memory"] = charts.memory_chart(run)
+            figs[tag + "mfu"] = charts.mfu_chart(run)
+        if (f := charts.phase_chart(run)) is not None:
+            figs[tag + "phases"] = f
+    if (f := charts.ablation_chart(runs)) is not None:
+        figs["ablations"] = f
+    if len(runs) > 1:
+        figs["side_by_side"] = charts.generations_chart(runs, normalised=False)
+        figs["side_by_side_normalised"] = charts.generations_chart(runs, normalised=True)
+    return figs
+
+
+def write_report(runs: list[Run], out: str | Path) -> Path:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    figs = build_figures(runs)
+    embedded = {}
+    for name, fig in figs.items():
+        fig.savefig(out / f"{name}.png", dpi=110)
+        fig.savefig(out / f"{name}.svg")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110)
+        embedded[name] = base64.b64encode(buf.getvalue()).decode()
+        charts.plt.close(fig)
+
+    title = "gpt2bench report: " + ", ".join(r.label for r in runs)
+    md = [f"# {title}", "", "## Devices", "", _md(device_table(runs)), ""]
+    parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Devices</h2>", _html_table(device_table(runs))]
+    for i, run in enumerate(runs):
+        tag = f"run{i}_" if len(runs) > 1 else ""
+        md += [f"## {run.label}: profile {run.profile}, plan {run.plan}", "", _md(ladder_table(run)), ""]
+        parts += [f"<h2>{html.escape(run.label)}: profile {html.escape(run.profile)}, plan {html.escape(run.plan)}</h2>",
+                  _html_table(ladder_table(run))]
+        for kind in ("ladder", "memory", "mfu", "phases"):
+            if tag + kind in embedded:
+                md.append(f"![{kind}]({tag + kind}.png)")
+                parts.append(f'<img alt="{kind}" src="data:image/png;base64,{embedded[tag + kind]}">')
+        md.append("")
+    for name in ("ablations", "side_by_side", "side_by_side_normalised"):
+        if name in embedded:
+            md += [f"## {name.replace('_', ' ')}", "", f"![{name}]({name}.png)", ""]
+            parts += [f"<h2>{html.escape(name.replace('_', ' '))}</h2>",
+                      f'<img alt="{name}" src="data:image/png;base64,{embedded[name]}">']
+    note = ("Published numbers (seed 000, one A100, PyTorch 2.6) are the source's, not measurements of this "
+            "project; they appear only where labelled \"published\".")
+    md += ["## Published reference", "", note, "", _md(published_table()), ""]
+    parts += ["<h2>Published reference</h2>", f"<p>{html.escape(note)}</p>", _html_table(published_table())]
+
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    style = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0;"
+             "font-size:0.85em}td,th{border:1px solid #ccc;padding:3px 6px}img{max-width:100%;display:block;"
+             "margin:1em 0}")
+    (out / "report.html").write_text(
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
+    return out

@@ -1,0 +1,168 @@
+"""The report from committed fixture runs: tables hold the fixture's numbers, charts' data are checked on
+the figure objects, the HTML is self-contained and renders in headless Chromium, bad input is named."""
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import matplotlib.image
+import pytest
+
+from conftest import FIXTURES
+from gpt2bench_report import ReportError, load_run, write_report
+from gpt2bench_report import charts
+from gpt2bench_report.__main__ import main
+from gpt2bench_report.render import build_figures, ladder_table
+from gpt2bench_report.stats import differs, mann_whitney_p
+
+ROOT = FIXTURES.parents[2]
+
+
+def rungs_json(name):
+    return json.loads((FIXTURES / name / "rungs.json").read_text())["rungs"]
+
+
+def test_tables_hold_the_fixture_numbers_and_skipped_rungs():
+    run = load_run(FIXTURES / "cpu_2threads")
+    rows = {r[0]: r for r in ladder_table(run)[1:]}
+    for r in rungs_json("cpu_2threads"):
+        if r["status"] == "ok":
+            assert rows[r["name"]][2] == format(r["median"]["tokens_per_sec"], ",.0f")
+            assert rows[r["name"]][8].startswith(r["parity"]["verdict"])
+    assert rows["02_tf32"][1] == "skipped"
+    assert "tf32" in rows["02_tf32"][9] and "CUDA" in rows["02_tf32"][9]
+    base = run.rungs[0].tokens_per_sec
+    sdpa = run.rung("05_sdpa")
+    assert rows["05_sdpa"][4] == f"{sdpa.tokens_per_sec / base:.2f}x"
+    # vs prev skips the skipped rung: 03 is compared with 01
+    assert rows["03_fused_adamw"][3] == f"{run.rung('03_fused_adamw').tokens_per_sec / run.rung('01_mask_on_the_fly').tokens_per_sec:.2f}x"
+
+
+def test_ladder_chart_data():
+    run = load_run(FIXTURES / "cpu_2threads")
+    fig = charts.ladder_chart(run)
+    ax = fig.axes[0]
+    ok = [r for r in rungs_json("cpu_2threads") if r["status"] == "ok"]
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == pytest.approx([r["median"]["tokens_per_sec"] for r in ok])
+    assert [t.get_text() for t in ax.get_xticklabels()] == [r["name"] for r in ok]
+    notes = [t.get_text() for t in ax.texts]
+    assert notes[0].startswith("1.00x base")
+    assert all("✓" in n for n in notes[1:])  # parity passes are marked
+    # The published seed-000 speedups, on the second axis, labelled as published.
+    ax2 = fig.axes[1]
+    published = next(l for l in ax2.get_lines() if "published" in l.get_label())
+    pub = {p["rung"]: p["tokens_per_sec"] for p in charts.PUBLISHED["seed000_a100"]["rungs"]}
+    want = [pub[r["published_rung"]] / pub[0] for r in ok if r["published_rung"] in pub]
+    assert list(published.get_ydata()) == pytest.approx(want)
+    charts.plt.close(fig)
+
+
+def test_memory_mfu_and_phase_charts():
+    run = load_run(FIXTURES / "cpu_2threads")
+    ok = [r for r in rungs_json("cpu_2threads") if r["status"] == "ok"]
+    fig = charts.memory_chart(run)
+    alloc = [p.get_height() for p in fig.axes[0].containers[0]]
+    assert alloc == pytest.approx([r["median"]["peak_alloc_bytes"] / 1e9 for r in ok])
+    fig = charts.mfu_chart(run)
+    assert [p.get_height() for p in fig.axes[0].patches] == pytest.approx([100 * r["median"]["mfu"] for r in ok])
+    fig = charts.phase_chart(run)
+    stacks = fig.axes[0].containers
+    assert [c.get_label() for c in stacks] == charts.PHASES
+    assert stacks[3][0].get_height() == pytest.approx(ok[0]["profile"]["phase_ms"]["backward"])
+    charts.plt.close("all")
+
+
+def test_two_devices_side_by_side_absolute_and_normalised():
+    runs = [load_run(FIXTURES / "cpu_2threads"), load_run(FIXTURES / "cpu_1thread")]
+    fig = charts.generations_chart(runs, normalised=False)
+    assert len(fig.axes[0].containers) == 2
+    assert [p.get_height() for p in fig.axes[0].containers[1]][0] == pytest.approx(runs[1].rungs[0].tokens_per_sec)
+    fig = charts.generations_chart(runs, normalised=True)
+    for c in fig.axes[0].containers:
+        assert c[0].get_height() == pytest.approx(1.0)  # each run's own baseline
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == [r.label for r in runs] and labels[0] != labels[1]
+    charts.plt.close("all")
+
+
+def test_ablations_from_add_one_and_leave_one_out():
+    runs = [load_run(FIXTURES / "add_one"), load_run(FIXTURES / "leave_one_out")]
+    fig = charts.ablation_chart(runs)
+    ax = fig.axes[0]
+    assert [c.get_label() for c in ax.containers] == ["alone (add one)", "removed (leave one out)"]
+    names = [t.get_text() for t in ax.get_xticklabels()]
+    assert names == ["fused_adamw", "native_layers", "sdpa"]
+    add = runs[0]
+    want = add.rung("03_add_sdpa").tokens_per_sec / add.rungs[0].tokens_per_sec
+    assert ax.containers[0][2].get_height() == pytest.approx(want)
+    loo = runs[1]
+    want = loo.rung("01_all").tokens_per_sec / loo.rung("04_drop_sdpa").tokens_per_sec
+    assert ax.containers[1][2].get_height() == pytest.approx(want)
+    charts.plt.close("all")
+
+
+def test_noise_marks():
+    assert mann_whitney_p([1, 2, 3], [4, 5, 6]) == pytest.approx(0.1)
+    assert mann_whitney_p([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(2 / 252)
+    assert differs([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])[0]
+    assert not differs([1, 3, 5, 7, 9], [2, 4, 6, 8, 10])[0]
+    assert not differs([1.0, 2.0], [1.5, 3.0])[0]  # too few for a U test: overlapping ranges
+    assert differs([1.0, 2.0], [3.0, 4.0]) == (True, "repetition ranges apart")
+
+
+def test_report_files_and_self_contained_html(tmp_path):
+    runs = [load_run(FIXTURES / "cpu_2threads"), load_run(FIXTURES / "cpu_1thread")]
+    out = write_report(runs, tmp_path / "rep")
+    html = (out / "report.html").read_text()
+    md = (out / "report.md").read_text()
+    for name in ("run0_ladder", "run1_memory", "side_by_side", "side_by_side_normalised"):
+        assert (out / f"{name}.png").stat().st_size > 0 and (out / f"{name}.svg").stat().st_size > 0
+        assert f"![{name.split('_', 1)[-1] if name.startswith('run') else name}]" in md
+    assert not re.search(r"""(src|href)\s*=\s*["'](?!data:)""", html)  # nothing fetched from anywhere
+    assert "http://" not in html and "https://" not in html
+    assert html.count("data:image/png;base64,") == len(build_figures(runs))
+    assert "Published reference" in html and "419,259" in html
+    assert "skipped" in md
+
+
+@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")), reason="no chromium")
+def test_html_renders_in_headless_chromium(tmp_path):
+    out = write_report([load_run(FIXTURES / "cpu_2threads")], tmp_path / "rep")
+    shot = tmp_path / "shot.png"
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    f"--screenshot={shot}", "--window-size=1200,1600", (out / "report.html").as_uri()],
+                   check=True, capture_output=True, timeout=120)
+    img = matplotlib.image.imread(shot)
+    assert img.shape[0] >= 1000 and img.std() > 0.05  # not blank: text, tables and charts drawn
+
+
+def test_bad_input_is_named(tmp_path, capsys):
+    with pytest.raises(ReportError, match="nope: no such run directory"):
+        load_run(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ReportError, match=r"empty/rungs\.json: missing"):
+        load_run(tmp_path / "empty")
+    bad = tmp_path / "bad"
+    shutil.copytree(FIXTURES / "cpu_2threads", bad)
+    (bad / "rungs.json").write_text("{not json")
+    with pytest.raises(ReportError, match=r"bad/rungs\.json: not valid JSON"):
+        load_run(bad)
+    assert main([str(FIXTURES / "cpu_2threads"), str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 1
+    assert "nope: no such run directory" in capsys.readouterr().err
+
+
+def test_gpt2bench_report_front(tmp_path):
+    binary = ROOT / "build" / "gpt2bench"
+    if not binary.exists():
+        pytest.skip("no build/gpt2bench")
+    r = subprocess.run([str(binary), "report", str(FIXTURES / "cpu_2threads"), str(FIXTURES / "cpu_1thread"),
+                        "--out", str(tmp_path / "cmp")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "cmp" / "report.html").exists() and "report:" in r.stdout
+    r = subprocess.run([str(binary), "report", str(tmp_path / "missing"), "--out", str(tmp_path / "x")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and "missing: no such run directory" in r.stderr
