@@ -53,6 +53,7 @@ under torchrun --no-python they join the group torchrun set up instead.
 )";
 
 constexpr const char* kLadderHelp = R"(usage: gpt2bench ladder --profile FILE --out DIR [--device D] [--rung REGEX] [--nproc N]
+       gpt2bench ladder --resume DIR [--profile FILE]
 
 Runs the rungs of FILE's plan (rung 0 = baseline) on the device, each timed by Google Benchmark with
 the device timer (CUDA events / steady clock), warm-up steps excluded, and checks each rung's losses
@@ -67,6 +68,9 @@ against the baseline's (parity).
                                        settings, peaks used for MFU, parity verdict, medians
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
   --rung REGEX     run only the rungs whose benchmark name matches (Google Benchmark's filter)
+  --resume DIR     finish an interrupted run in DIR: rungs already complete there (ok, skipped, diverged,
+                   oom) are kept, the rest run; refused if the profile resolves differently or the build
+                   differs. Ctrl-C (SIGINT) or SIGTERM stops a ladder cleanly, keeping the finished rungs.
   --nproc N        N local processes: rungs with the ddp variant run data-parallel on all of them
                    (c10d: Gloo on the CPU, NCCL on GPUs); the others on rank 0 alone. Rank 0 writes.
 )";
@@ -161,8 +165,26 @@ std::string get(const std::map<std::string, std::string>& f, const std::string& 
 }
 
 int cmd_ladder(int argc, char** argv) {
-  auto f = parse_flags(argc, argv, 2, {"profile", "out", "device", "rung"}, kLadderHelp);
-  LadderOptions o{need(f, "profile", kLadderHelp), need(f, "out", kLadderHelp), get(f, "device"), get(f, "rung")};
+  auto f = parse_flags(argc, argv, 2, {"profile", "out", "device", "rung", "resume"}, kLadderHelp);
+  LadderOptions o{get(f, "profile"), get(f, "out"), get(f, "device"), get(f, "rung")};
+  if (f.count("resume")) {
+    // The profile the run was made with, unless named again.
+    o.resume = true;
+    if (!o.out_dir.empty() && o.out_dir != f["resume"])
+      throw std::invalid_argument("--resume DIR writes into DIR; drop --out or give the same directory");
+    o.out_dir = f["resume"];
+    if (o.profile_path.empty()) {
+      std::ifstream in(std::filesystem::path(o.out_dir) / "rungs.json");
+      if (!in) throw std::invalid_argument(o.out_dir + ": nothing to resume (no rungs.json)");
+      try {
+        o.profile_path = nlohmann::json::parse(in).at("profile").at("path").get<std::string>();
+      } catch (const std::exception&) {
+        throw std::invalid_argument(o.out_dir + "/rungs.json: unreadable; name the profile with --profile");
+      }
+    }
+  }
+  if (o.profile_path.empty()) throw std::invalid_argument(std::string("missing --profile\n\n") + kLadderHelp);
+  if (o.out_dir.empty()) throw std::invalid_argument(std::string("missing --out\n\n") + kLadderHelp);
   return run_ladder(o);
 }
 

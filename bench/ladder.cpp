@@ -14,6 +14,7 @@
 #include <functional>
 #include <sstream>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -33,6 +34,16 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string torch_version() { return TORCH_VERSION; }
+
+nlohmann::json read_json_file(const std::string& path, const std::string& what_if_missing) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error(path + ": " + what_if_missing + " (no such file)");
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": not valid JSON (" + e.what() + ")");
+  }
+}
 
 // The source tree's commit at run time ("-dirty" with uncommitted changes); the configure-time
 // sha where the tree is not a git checkout any more.
@@ -105,6 +116,7 @@ const RungRecord* single_process_twin(const std::vector<RungRecord>& records, co
 std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
   StepSpec base = baseline_spec(prof.model, prof.batch, dev);
   base.settings = prof.settings;
+  base.optimizer.lr = prof.lr;
   std::vector<RungRecord> records;
   for (const auto& plan : expand_plan(prof)) {
     RungRecord r;
@@ -128,6 +140,24 @@ std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
       }
   }
   return records;
+}
+
+// What must match for --resume: the resolved rungs and the measurement settings, and the build.
+std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& records) {
+  nlohmann::json j = {{"seed", prof.seed}, {"batch", prof.batch}, {"warmup_steps", prof.warmup_steps},
+                      {"steps", prof.steps}, {"repetitions", prof.repetitions}, {"parity_steps", prof.parity_steps},
+                      {"profile_steps", prof.profile_steps},
+                      {"data", prof.data.synthetic ? "synthetic" : prof.data.train_glob + "|" + prof.data.val_glob}};
+  for (const auto& r : records) j["rungs"].push_back({r.rung.name, r.rung.spec});
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : j.dump()) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+bool complete(const std::string& status) {
+  return status == "ok" || status == "skipped" || status == "diverged" || status == "oom";
 }
 
 std::atomic<int> g_signal{0};
@@ -310,9 +340,39 @@ int run_ladder(const LadderOptions& o) {
     return follower.follow(records);
   }
 
-  if (fs::exists(fs::path(o.out_dir) / "results.json"))
-    throw std::runtime_error(o.out_dir + " already holds results.json; choose another --out");
+  // --resume: the earlier run's finished rungs are kept (their rungs.json entries and Google
+  // Benchmark results), provided the profile resolves to the same rungs and the build is the same.
+  const std::string build_id = git_sha() + " torch " + torch_version() + (build_has_cuda() ? " cuda" : " cpu");
+  std::vector<nlohmann::json> kept_benchmarks;
+  nlohmann::json kept_context;
+  if (o.resume) {
+    const auto old = read_json_file((fs::path(o.out_dir) / "rungs.json").string(), "nothing to resume");
+    const auto old_results = read_json_file((fs::path(o.out_dir) / "results.json").string(), "nothing to resume");
+    if (old.value("fingerprint", "") != fingerprint(prof, records))
+      throw std::runtime_error("cannot resume " + o.out_dir + ": it was run with another profile or settings (" +
+                               old["profile"].value("path", "?") + "); start a new --out");
+    if (old.value("build_id", "") != build_id)
+      throw std::runtime_error("cannot resume " + o.out_dir + ": it was run by another build (" +
+                               old.value("build_id", "?") + ", this is " + build_id + "); start a new --out");
+    size_t kept = 0;
+    for (auto& r : records)
+      for (const auto& j : old["rungs"])
+        if (j["name"] == r.rung.name && complete(j["status"].get<std::string>())) {
+          restore(r, j);
+          ++kept;
+          for (const auto& b : old_results["benchmarks"])
+            if (b["run_name"].get<std::string>().rfind(r.benchmark_name + "/", 0) == 0) kept_benchmarks.push_back(b);
+        }
+    kept_context = old_results["context"];
+    std::cerr << "gpt2bench: resuming " << o.out_dir << ": " << kept << " of " << records.size()
+              << " rungs already complete\n";
+  } else if (fs::exists(fs::path(o.out_dir) / "results.json")) {
+    throw std::runtime_error(o.out_dir + " already holds results.json; choose another --out, or --resume it");
+  }
   fs::create_directories(o.out_dir);
+  // From here on Ctrl-C / SIGTERM stop the ladder cleanly: the rung in flight stops at its next
+  // step, the rest are not started, and the finished rungs' results stay valid on disk.
+  auto old_int = std::signal(SIGINT, on_signal), old_term = std::signal(SIGTERM, on_signal);
 
   std::cerr << "gpt2bench: " << records.size() << " rung(s) of profile '" << prof.name << "' on " << dev.name
             << " (" << (dev.cuda() ? "cuda" : "cpu") << ", torch " << torch_version()
@@ -341,17 +401,26 @@ int run_ladder(const LadderOptions& o) {
   const std::string results_path = (fs::path(o.out_dir) / "results.json").string();
   const std::string rungs_path = (fs::path(o.out_dir) / "rungs.json").string();
   std::unique_ptr<TeeReporter> reporter;
+  rungs_doc["fingerprint"] = fingerprint(prof, records);
+  rungs_doc["build_id"] = build_id;
   auto flush = [&](const std::string& status) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& r : records) list.push_back(to_json(r));
     rungs_doc["rungs"] = list;
     rungs_doc["status"] = status;
     write_file_atomic(rungs_path, rungs_doc.dump(2) + "\n");
-    if (reporter) write_file_atomic(results_path, reporter->json_so_far());
+    if (!reporter && kept_benchmarks.empty()) return;
+    nlohmann::json results = reporter ? nlohmann::json::parse(reporter->json_so_far())
+                                      : nlohmann::json{{"context", kept_context}, {"benchmarks", nlohmann::json::array()}};
+    nlohmann::json all = kept_benchmarks;
+    for (const auto& b : results["benchmarks"]) all.push_back(b);
+    results["benchmarks"] = all;
+    write_file_atomic(results_path, results.dump(2) + "\n");
   };
 
   Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}};
   // 3. The parity reference: the baseline's losses over K steps from the seed's weights and data.
+  flush("running");
   if (prof.parity_steps > 0) {
     std::cerr << "gpt2bench: parity reference, " << prof.parity_steps << " baseline steps...\n";
     ladder.baseline_losses =
@@ -375,9 +444,9 @@ int run_ladder(const LadderOptions& o) {
       if (!ladder.abort_reason.empty() || g_signal) {
         rec->status = g_signal ? "interrupted" : "error";
         rec->error = g_signal ? "not run: interrupted" : "not run: " + ladder.abort_reason;
+      }
+      if (rec->status != "pending") {  // ended in an earlier repetition (diverged, oom, error) or not run
         st.SkipWithError(rec->error.c_str());
-        for (auto _ : st) {
-        }
         return;
       }
       try {
@@ -404,6 +473,11 @@ int run_ladder(const LadderOptions& o) {
           ladder.live.reset();
           rec->status = "interrupted";
           rec->error = "interrupted during repetition " + std::to_string(rep + 1);
+          st.SkipWithError(rec->error.c_str());
+          return;
+        }
+        if (rec->diverged_at) {  // no counters: a non-finite one would not be JSON
+          ladder.finish(*rec, i == 0);
           st.SkipWithError(rec->error.c_str());
           return;
         }
@@ -458,10 +532,7 @@ int run_ladder(const LadderOptions& o) {
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
   benchmark::Initialize(&argc, argv.data());
-  // Ctrl-C / SIGTERM: the rung in flight stops at its next step, the rest are not started, and the
-  // results of the finished rungs stay valid on disk.
-  auto old_int = std::signal(SIGINT, on_signal), old_term = std::signal(SIGTERM, on_signal);
-  benchmark::RunSpecifiedBenchmarks(reporter.get());
+  if (!g_signal) benchmark::RunSpecifiedBenchmarks(reporter.get());
   std::signal(SIGINT, old_int), std::signal(SIGTERM, old_term);
   benchmark::ClearRegisteredBenchmarks();
   if (dist) dist->post("done");

@@ -9,10 +9,13 @@ struct LadderOptions {
   std::string out_dir;
   std::string device;        // overrides the profile's device when set
   std::string rung_filter;   // Google Benchmark --benchmark_filter regex over rung names
+  bool resume = false;       // out_dir holds an earlier run of the same profile and build: run the rest
 };
 
 // Returns the process exit code. Everything that can be checked (profile, recipes, device, data)
-// is checked before DIR is touched; results are rewritten atomically after every rung.
+// is checked before DIR is touched; results are rewritten atomically after every rung. SIGINT or
+// SIGTERM stops the rung in flight at its next step and leaves valid results (exit code 130);
+// `resume` then runs what is not complete (ok, skipped, diverged and oom rungs are).
 int run_ladder(const LadderOptions& o);
 
 struct ProfileOptions {

@@ -63,7 +63,7 @@ Profile load_profile(const std::string& path) {
     p.settings.vocab_multiple = sr.get_int("vocab_multiple", p.settings.vocab_multiple, 1, 1 << 16);
     p.settings.max_batch = sr.get_int("max_batch", p.settings.max_batch, 1, 1 << 20);
     p.settings.cpu_memory_budget = static_cast<int64_t>(
-        sr.get_double("cpu_memory_budget_gb", p.settings.cpu_memory_budget / double(1 << 30), 0.001, 1 << 20) * (1 << 30));
+        sr.get_double("cpu_memory_budget_gb", p.settings.cpu_memory_budget / double(1 << 30), 1e-9, 1 << 20) * (1 << 30));
     sr.finish();
   }
   p.device = r.get_string("device", p.device);
@@ -74,6 +74,7 @@ Profile load_profile(const std::string& path) {
   p.parity_steps = r.get_int("parity_steps", p.parity_steps, 0, 10'000);
   p.profile_steps = r.get_int("profile_steps", p.profile_steps, 0, 10'000);
   p.seed = static_cast<uint64_t>(r.get_int("seed", static_cast<int64_t>(p.seed), 0, INT64_MAX));
+  p.lr = r.get_double("lr", p.lr, 0.0, 1e9);
   p.dist_timeout_s = r.get_int("dist_timeout_s", p.dist_timeout_s, 1, 7 * 24 * 3600);
   p.plan = r.get_choice("plan", p.plan, {"ladder", "add_one", "leave_one_out", "recipes"});
   if (r.has("variants")) p.variants = r.get_string_list("variants");

@@ -7,7 +7,7 @@
 
 #include "bench/step_spec.h"
 #include "model/config.h"
-#include "model/data.h"
+#include "model/shard.h"
 
 namespace gpt2 {
 
@@ -28,6 +28,7 @@ struct Profile {
   int64_t parity_steps = 5;  // K steps compared with the baseline's losses
   int64_t profile_steps = 2; // steps of each rung's profiling pass (0 = none)
   uint64_t seed = 1337;
+  double lr = 5e-4;              // AdamW's learning rate (the seed's)
   int64_t dist_timeout_s = 300;  // a collective waiting longer fails, naming the lost rank
   // plan: ladder (cumulative: each rung = the previous + one variant), add_one (baseline + each),
   // leave_one_out (all − each), recipes (named rungs as written).

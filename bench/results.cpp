@@ -87,6 +87,41 @@ nlohmann::json to_json(const RungRecord& r) {
   return j;
 }
 
+void restore(RungRecord& r, const nlohmann::json& j) {
+  r.status = j.at("status").get<std::string>();
+  r.error = j.value("error", "");
+  r.rung.spec.batch = j.at("spec").at("batch").get<int64_t>();
+  r.rung.spec.search_batch = false;
+  r.tokens_per_step = j.at("tokens_per_step").get<int64_t>();
+  r.measured_peak = j.at("peak_flops").at("measured_matmul").get<double>();
+  const auto& ds = j.at("peak_flops").at("datasheet");
+  r.datasheet_peak = ds.is_null() ? std::nullopt : std::optional<double>(ds.get<double>());
+  const auto& p = j.at("parity");
+  r.parity.verdict = p.at("verdict").get<std::string>();
+  r.parity.rule = p.at("rule").get<std::string>();
+  r.parity.max_abs_dev = p.at("max_abs_dev").get<double>();
+  r.parity.losses = p.at("losses").get<std::vector<double>>();
+  r.parity.baseline_losses = p.at("baseline_losses").get<std::vector<double>>();
+  r.sdpa_backend_used = j.value("sdpa_backend_used", "n/a");
+  r.diverged_at = j.value("diverged_at_step", int64_t{0});
+  if (j.contains("batch_search")) r.batch_search = j["batch_search"];
+  if (j.contains("profile")) r.profile = j["profile"];
+  if (j.contains("rank_step_ms")) r.rank_step_ms = j["rank_step_ms"].get<std::vector<double>>();
+  if (j.contains("rank_peak_alloc_bytes")) r.rank_peak_alloc_bytes = j["rank_peak_alloc_bytes"].get<std::vector<double>>();
+  if (j.contains("scaling_efficiency") && !j["scaling_efficiency"].is_null())
+    r.scaling_efficiency = j["scaling_efficiency"].get<double>();
+  if (j.contains("repetitions")) {
+    r.rep_tokens_per_sec = j["repetitions"].at("tokens_per_sec").get<std::vector<double>>();
+    r.rep_step_ms = j["repetitions"].at("step_ms").get<std::vector<double>>();
+  }
+  if (j.contains("median")) {
+    const auto& m = j["median"];
+    r.peak_alloc_bytes = m.at("peak_alloc_bytes").get<int64_t>();
+    r.peak_reserved_bytes = m.at("peak_reserved_bytes").get<int64_t>();
+    r.final_loss = m.at("loss").get<double>();
+  }
+}
+
 TeeReporter::TeeReporter(std::function<void(const std::string&)> on_rung) : on_rung_(std::move(on_rung)) {
   json_.SetOutputStream(&json_out_);
   json_.SetErrorStream(&json_err_);

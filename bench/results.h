@@ -55,6 +55,9 @@ struct RungRecord {
   double mfu() const { return flops_per_token * median_tokens_per_sec() / peak_flops(); }
 };
 nlohmann::json to_json(const RungRecord& r);
+// The measured part of a rung back from rungs.json (for --resume); the planned part (name, spec
+// as resolved now) stays as it is, except the batch a batch search chose.
+void restore(RungRecord& r, const nlohmann::json& j);
 
 // Display reporter for RunSpecifiedBenchmarks: shows the console output and keeps Google
 // Benchmark's own JSON document in memory; after each benchmark's runs it calls `on_rung(name)`.

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/data.h"
+#include "model/shard.h"
 
 namespace gpt2 {
 namespace {

@@ -1,5 +1,5 @@
-// defines: token shards in llm.c's format (read/write with validation), the synthetic corpus,
-//          TokenData (train/val token streams), Loader (B×T batches with stride T), prepare_text
+// defines: the synthetic corpus, TokenData (train/val token streams), Loader (B×T batches with
+//          stride T), prepare_text. Shards and DataOptions: model/shard.h (no libtorch).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -9,31 +9,15 @@
 #include <utility>
 #include <vector>
 
+#include "model/shard.h"
+
 namespace gpt2 {
-
-struct DataError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// llm.c shard: 256 int32 header — [0] magic, [1] version, [2] token count — then uint16 tokens.
-constexpr int32_t kShardMagic = 20240520;
-constexpr int32_t kShardVersion = 1;
-constexpr int64_t kShardHeaderBytes = 256 * 4;
-
-std::vector<uint16_t> read_shard(const std::string& path);  // DataError names the file and the fault
-void write_shard(const std::string& path, const std::vector<uint16_t>& tokens);
 
 // A deterministic corpus with learnable structure: a Markov chain over a fixed set of `active`
 // tokens spread across the vocabulary, each token followed by one of four successors with
 // probabilities .55/.25/.15/.05. Entropy ≈ 1.1 nats/token, far below ln(vocab), so a model's
 // loss visibly falls within a few hundred steps.
 std::vector<uint16_t> synthetic_corpus(int64_t vocab, int64_t n_tokens, uint64_t seed, int64_t active = 512);
-
-struct DataOptions {
-  bool synthetic = true;
-  int64_t synthetic_tokens = 1 << 20;  // per split
-  std::string train_glob, val_glob;    // shard patterns when not synthetic
-};
 
 struct TokenData {
   at::Tensor train, val;  // (N,) int32 on the CPU

@@ -1,0 +1,199 @@
+// Runs on real hardware take hours: nothing is lost on Ctrl-C, a run resumes where it stopped, a
+// diverging or out-of-memory rung is recorded and the ladder goes on, the same run gives the same
+// losses, and hostile inputs give clear errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "helpers.h"
+
+namespace gpt2 {
+namespace {
+
+const std::string kBody =
+    "name: rel\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cpu\nbatch: 4\nwarmup_steps: 1\n"
+    "steps: 300\nrepetitions: 2\nparity_steps: 3\nprofile_steps: 0\nseed: 5\n"
+    "variants: [mask_on_the_fly, native_layers, fused_adamw, sdpa]\n";
+
+nlohmann::json load(const std::string& path) { return nlohmann::json::parse(test::read_text(path)); }
+
+// Starts gpt2bench; sends `sig` once a line containing `marker` appears (plus `delay`); returns the
+// exit status and the output.
+test::CommandResult run_and_signal(const std::string& args, const std::string& marker, int sig, double delay) {
+  int fds[2];
+  EXPECT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1), dup2(fds[1], 2), close(fds[0]);
+    execl("/bin/sh", "sh", "-c", (std::string("exec ") + GPT2BENCH_BINARY + " " + args).c_str(), nullptr);
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  bool sent = false;
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) {
+    out.append(buf, n);
+    if (!sent && out.find(marker) != std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+      kill(pid, sig);
+      sent = true;
+    }
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+int iterations_of(const nlohmann::json& results, const std::string& rung) {
+  int n = 0;
+  for (const auto& b : results["benchmarks"])
+    n += b["run_name"].get<std::string>().find(rung) != std::string::npos && b["run_type"] == "iteration";
+  return n;
+}
+
+TEST(Reliability, SigintDuringRung2ThenResumeEqualsAnUninterruptedRun) {
+  test::TempDir d;
+  const auto profile = test::write_tiny_profile(d, kBody);
+  auto r = run_and_signal("ladder --profile " + profile + " --out " + (d / "run"), "[3/5] 02_native_layers", SIGINT, 0.05);
+  ASSERT_EQ(r.exit_code, 130) << r.output;
+  EXPECT_NE(r.output.find("--resume"), std::string::npos) << r.output;
+  auto rungs = load(d / "run/rungs.json");  // valid JSON, written atomically
+  EXPECT_EQ(rungs["status"], "interrupted");
+  EXPECT_EQ(rungs["rungs"][0]["status"], "ok");
+  EXPECT_EQ(rungs["rungs"][1]["status"], "ok");
+  EXPECT_EQ(rungs["rungs"][2]["status"], "interrupted");
+  EXPECT_EQ(rungs["rungs"][3]["status"], "interrupted");
+  const auto partial = load(d / "run/results.json");
+  EXPECT_EQ(iterations_of(partial, "01_mask_on_the_fly"), 2);
+
+  r = test::run_gpt2bench("ladder --resume " + (d / "run"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 of 5 rungs already complete"), std::string::npos) << r.output;
+  const auto resumed = load(d / "run/rungs.json");
+  const auto results = load(d / "run/results.json");
+
+  r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "straight"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto straight = load(d / "straight/rungs.json");
+  EXPECT_EQ(resumed["status"], "complete");
+  ASSERT_EQ(resumed["rungs"].size(), straight["rungs"].size());
+  for (size_t i = 0; i < straight["rungs"].size(); ++i) {
+    const auto &a = resumed["rungs"][i], &b = straight["rungs"][i];
+    EXPECT_EQ(a["name"], b["name"]);
+    EXPECT_EQ(a["status"], "ok");
+    EXPECT_TRUE(std::isfinite(a["median"]["tokens_per_sec"].get<double>()));
+    EXPECT_EQ(a["parity"]["losses"], b["parity"]["losses"]) << a["name"];  // the same math, bit for bit
+    // No rung ran twice: exactly `repetitions` timed entries each.
+    EXPECT_EQ(iterations_of(results, a["name"].get<std::string>()), 2) << a["name"];
+  }
+}
+
+TEST(Reliability, ResumeRefusesAnotherProfileOrNothingToResume) {
+  test::TempDir d;
+  std::string body = kBody;
+  body.replace(body.find("steps: 300"), 10, "steps: 2");
+  const auto profile = test::write_tiny_profile(d, body);
+  ASSERT_EQ(test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run")).exit_code, 0);
+  const auto before = test::read_text(d / "run/rungs.json");
+  test::write_text(d / "profile.yaml", body + "lr: 0.001\n");
+  auto r = test::run_gpt2bench("ladder --resume " + (d / "run"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("cannot resume"), std::string::npos) << r.output;
+  EXPECT_EQ(test::read_text(d / "run/rungs.json"), before);  // untouched
+  r = test::run_gpt2bench("ladder --resume " + (d / "nothing"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("nothing to resume"), std::string::npos) << r.output;
+  r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
+  EXPECT_NE(r.output.find("or --resume it"), std::string::npos) << r.output;
+}
+
+TEST(Reliability, DivergenceIsRecordedWithItsStepAndTheLadderGoesOn) {
+  test::TempDir d;
+  std::string body = kBody;
+  body.replace(body.find("steps: 300"), 10, "steps: 5");
+  const auto profile = test::write_tiny_profile(d, body + "lr: 1.0e+8\n");
+  auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const auto rungs = load(d / "run/rungs.json");
+  EXPECT_EQ(rungs["status"], "complete");
+  for (const auto& rung : rungs["rungs"]) {
+    EXPECT_EQ(rung["status"], "diverged") << rung["name"];
+    EXPECT_GE(rung["diverged_at_step"].get<int>(), 1);
+    EXPECT_NE(rung["error"].get<std::string>().find("non-finite loss at step"), std::string::npos);
+  }
+}
+
+TEST(Reliability, OutOfTheCpuMemoryBudgetIsOomAndTheLadderGoesOn) {
+  test::TempDir d;
+  std::string body = kBody;
+  body.replace(body.find("steps: 300"), 10, "steps: 2");
+  const auto profile = test::write_tiny_profile(d, body + "settings: {cpu_memory_budget_gb: 0.000001}\n");
+  auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const auto rungs = load(d / "run/rungs.json");
+  ASSERT_EQ(rungs["rungs"].size(), 5u);
+  for (const auto& rung : rungs["rungs"]) {
+    EXPECT_EQ(rung["status"], "oom") << rung["name"];
+    EXPECT_NE(rung["error"].get<std::string>().find("over the CPU budget at batch 4"), std::string::npos);
+  }
+}
+
+TEST(Reliability, SameProfileSameSeedSameLosses) {
+  test::TempDir d;
+  std::string body = kBody;
+  body.replace(body.find("steps: 300"), 10, "steps: 3");
+  const auto profile = test::write_tiny_profile(d, body);
+  ASSERT_EQ(test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "a")).exit_code, 0);
+  ASSERT_EQ(test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "b")).exit_code, 0);
+  const auto a = load(d / "a/rungs.json"), b = load(d / "b/rungs.json");
+  for (size_t i = 0; i < a["rungs"].size(); ++i) {
+    EXPECT_EQ(a["rungs"][i]["parity"]["losses"], b["rungs"][i]["parity"]["losses"]);
+    EXPECT_EQ(a["rungs"][i]["median"]["loss"], b["rungs"][i]["median"]["loss"]);  // dropout included
+  }
+}
+
+TEST(Reliability, HostileInputsGiveClearErrorsAndNoOutput) {
+  test::TempDir d;
+  const auto profile_for = [&](const std::string& data) {
+    return test::write_tiny_profile(d, "model: tiny\ndevice: cpu\nvariants: []\ndata: " + data + "\n");
+  };
+  auto expect_error = [&](const std::string& profile, const std::string& needle) {
+    const auto out = d / "out";
+    auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + out);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(out)) << needle;
+  };
+  // A shard cut short, one that declares far more tokens than it holds, an empty one.
+  std::string good = std::string(1024, '\0');
+  int32_t header[3] = {20240520, 1, 1000};
+  std::memcpy(good.data(), header, sizeof(header));
+  test::write_text(d / "s/truncated_0.bin", good + std::string(100, 'x'));
+  test::write_text(d / "s/val_0.bin", good + std::string(2000, 'x'));
+  expect_error(profile_for("{train: s/truncated_*.bin, val: s/val_*.bin}"),
+               "truncated_0.bin: header declares 1000 tokens (2000 bytes) but the file holds 100");
+  header[2] = 2'000'000'000;
+  std::memcpy(good.data(), header, sizeof(header));
+  test::write_text(d / "s/huge_0.bin", good);
+  expect_error(profile_for("{train: s/huge_*.bin, val: s/val_*.bin}"), "header declares 2000000000 tokens");
+  test::write_text(d / "s/empty_0.bin", "");
+  expect_error(profile_for("{train: s/empty_*.bin, val: s/val_*.bin}"), "empty_0.bin: 0 bytes is too short");
+  expect_error(profile_for("{train: s/missing_*.bin, val: s/val_*.bin}"), "no shard matches");
+  expect_error(test::write_tiny_profile(d, "model: nowhere\n"), "model preset 'nowhere' not found");
+  expect_error(test::write_tiny_profile(d, ""), "must be a YAML mapping");
+  // Non-UTF-8 text is still text to tokenize: its bytes.
+  test::write_text(d / "latin1.txt", std::string("caf\xe9 na\xefve \xff\xfe ", 14) + std::string(200, 'a'));
+  auto r = test::run_gpt2bench("prepare --input " + (d / "latin1.txt") + " --out " + (d / "p"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+}  // namespace
+}  // namespace gpt2
