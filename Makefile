@@ -1,8 +1,10 @@
 # gpt2bench — the two commands:
 #   make ladder   set up what is missing, build, run the ladder on the detected device, write the report
-#   make test     set up what is missing, build, run every test (then the CUDA compile-and-link check)
+#   make test     set up what is missing, build, run every test: the CPU build's GoogleTest + pytest suites, the
+#                 CUDA compile-and-link check, the unit tests under ASan/UBSan, and a bounded fuzzing run
 # TORCH=cpu|cuda picks the libtorch build (default: cuda when nvidia-smi finds a GPU, else cpu).
 
+SHELL := /bin/bash
 TORCH ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo cuda || echo cpu)
 JOBS ?= $(shell nproc)
 
@@ -17,7 +19,7 @@ else
 endif
 OUT ?= runs/$(shell date +%Y%m%d-%H%M%S)-$(notdir $(basename $(PROFILE)))
 
-.PHONY: setup build ladder test test-cpu cuda-check clean help
+.PHONY: setup build ladder test test-cpu cuda-check fuzz asan clean help
 help:
 	@sed -n '2,5p' Makefile
 
@@ -47,7 +49,34 @@ cuda-check:
 	@echo "cuda-check: CUDA-only sources compiled: bench/cuda/cuda_backend.cpp (CUDA-event timer, caching-allocator stats, \
 	device info, pinned prefetch, CUDA graph, NCCL), bench/cuda/cupti_collector.cpp (CUPTI activities)"
 
-test: test-cpu cuda-check
+# Every test again, built with AddressSanitizer and UndefinedBehaviorSanitizer (gcc): our code is
+# instrumented, libtorch is not; the end-to-end tests run the sanitized gpt2bench. Leak checking is off
+# (libtorch keeps process-lifetime singletons).
+asan:
+	@scripts/setup.sh asan
+	@cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ./gpt2bench_tests --gtest_brief=1
+
+test: test-cpu cuda-check asan fuzz
 
 clean:
-	rm -rf build build-cuda runs
+	rm -rf build build-cuda build-asan build-fuzz runs
+
+# Fuzzing (libFuzzer, clang): the YAML profile parser, the token-shard reader, the pre-tokenizer.
+# `make fuzz` runs each target FUZZ_SECONDS (default 30) from fuzz/corpus/, after replaying every
+# crash ever found (fuzz/regressions/<target>/, each a regression test). Longer: FUZZ_SECONDS=3600.
+FUZZ_SECONDS ?= 30
+fuzz:
+	@scripts/setup.sh fuzz
+	@cmake --build build-fuzz -j $(JOBS)
+	@for t in profile shard pretokenize; do \
+	  corpus=fuzz/corpus/$$t; [ $$t = pretokenize ] && corpus=fuzz/corpus/text; \
+	  work=build-fuzz/corpus-$$t; mkdir -p $$work; \
+	  echo "fuzz: $$t: replaying fuzz/regressions/$$t, then $(FUZZ_SECONDS) s from $$corpus"; \
+	  build-fuzz/$${t}_fuzz $$(ls -d fuzz/regressions/$$t/* 2>/dev/null) >/dev/null 2>&1 \
+	    || { echo "fuzz: $$t: a regression input fails again"; exit 1; }; \
+	  build-fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+	    -artifact_prefix=build-fuzz/$$t- $$work $$corpus 2>&1 | grep -E "^(stat::number_of_executed_units|==|SUMMARY)" \
+	    ; test $${PIPESTATUS[0]} -eq 0 || { echo "fuzz: $$t: crash, input saved under build-fuzz/"; exit 1; }; \
+	done

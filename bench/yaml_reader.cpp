@@ -14,7 +14,8 @@ void config_error(const std::string& file, const YAML::Node& at, const std::stri
 }
 
 YAML::Node load_yaml_file(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) throw ConfigError(path + ": no such file");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw ConfigError(path + ": no such file");
   try {
     return YAML::LoadFile(path);
   } catch (const YAML::Exception& e) {

@@ -42,8 +42,9 @@ ModelOptions load_model_preset(const std::string& name_or_path, const std::strin
     candidates.push_back(fs::path(GPT2BENCH_SOURCE_DIR) / "profiles" / "models" / (name_or_path + ".yaml"));
   }
   fs::path file;
+  std::error_code ec;  // e.g. "file name too long": not found, not a crash
   for (const auto& c : candidates)
-    if (fs::is_regular_file(c)) { file = c; break; }
+    if (fs::is_regular_file(c, ec)) { file = c; break; }
   if (file.empty()) {
     std::string tried;
     for (const auto& c : candidates) tried += (tried.empty() ? "" : ", ") + c.string();

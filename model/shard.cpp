@@ -7,9 +7,12 @@ namespace gpt2 {
 namespace fs = std::filesystem;
 
 std::vector<uint16_t> read_shard(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw DataError(path + ": cannot open token shard (no such file)");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw DataError(path + ": cannot open token shard");
-  const auto size = static_cast<int64_t>(fs::file_size(path));
+  const auto size = static_cast<int64_t>(fs::file_size(path, ec));
+  if (ec) throw DataError(path + ": cannot read its size (" + ec.message() + ")");
   if (size < kShardHeaderBytes)
     throw DataError(path + ": " + std::to_string(size) + " bytes is too short for the " +
                     std::to_string(kShardHeaderBytes) + "-byte llm.c shard header");

@@ -3,15 +3,21 @@
 # environment with the PyTorch wheel, and a configured CMake build. A second run installs nothing.
 #   scripts/setup.sh cpu    -> .venv       (torch==2.13.0, CPU)   + build/
 #   scripts/setup.sh cuda   -> .venv-cuda  (torch==2.14.1, CUDA 13) + build-cuda/
+#   scripts/setup.sh asan   -> .venv                                 + build-asan/ (ASan + UBSan)
+#   scripts/setup.sh fuzz   -> clang, libFuzzer                      + build-fuzz/ (no libtorch)
 set -euo pipefail
 flavor=${1:-cpu}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
+extra_cmake=()
 case "$flavor" in
   cpu)  venv=.venv;      build=build;      torch_req=${TORCH_CPU_REQ:-torch==2.13.0}; cuda=OFF ;;
   cuda) venv=.venv-cuda; build=build-cuda; torch_req=${TORCH_CUDA_REQ:-torch==2.14.1}; cuda=ON ;;
-  *) echo "setup.sh: unknown flavour '$flavor' (expected cpu or cuda)" >&2; exit 2 ;;
+  asan) venv=.venv;      build=build-asan; torch_req=${TORCH_CPU_REQ:-torch==2.13.0}; cuda=OFF
+        extra_cmake=(-DGPT2BENCH_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+  fuzz) venv="";         build=build-fuzz ;;
+  *) echo "setup.sh: unknown flavour '$flavor' (expected cpu, cuda, asan or fuzz)" >&2; exit 2 ;;
 esac
 
 say() { echo "[setup] $*"; }
@@ -21,6 +27,7 @@ say() { echo "[setup] $*"; }
 pkgs=(g++ make libbenchmark-dev libyaml-cpp-dev libgtest-dev nlohmann-json3-dev libgloo-dev chromium)
 command -v cmake >/dev/null || pkgs+=(cmake)
 command -v ninja >/dev/null || pkgs+=(ninja-build)
+[ "$flavor" = fuzz ] && pkgs+=(clang libclang-rt-14-dev)
 python3 -c 'import venv, ensurepip' 2>/dev/null || pkgs+=(python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -31,6 +38,14 @@ if ((${#missing[@]})); then
   sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
   $sudo_ apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "$flavor" = fuzz ]; then
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    say "configuring $build (clang, libFuzzer; no libtorch)"
+    cmake -S fuzz -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null || { rm -rf "$build"; exit 1; }
+  fi
+  exit 0
 fi
 
 # --- Python virtual environment with the torch wheel -------------------------------------------
@@ -56,6 +71,6 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
   cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$prefix" -DGPT2BENCH_CUDA="$cuda" \
-    -DPython3_EXECUTABLE="$root/$venv/bin/python" >"$venv/cmake-configure.log" 2>&1 \
-    || { cat "$venv/cmake-configure.log" >&2; rm -rf "$build"; exit 1; }
+    -DPython3_EXECUTABLE="$root/$venv/bin/python" "${extra_cmake[@]}" >"$venv/cmake-configure-$flavor.log" 2>&1 \
+    || { cat "$venv/cmake-configure-$flavor.log" >&2; rm -rf "$build"; exit 1; }
 fi
