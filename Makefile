@@ -74,8 +74,9 @@ fuzz:
 	  corpus=fuzz/corpus/$$t; [ $$t = pretokenize ] && corpus=fuzz/corpus/text; \
 	  work=build-fuzz/corpus-$$t; mkdir -p $$work; \
 	  echo "fuzz: $$t: replaying fuzz/regressions/$$t, then $(FUZZ_SECONDS) s from $$corpus"; \
-	  build-fuzz/$${t}_fuzz $$(ls -d fuzz/regressions/$$t/* 2>/dev/null) >/dev/null 2>&1 \
-	    || { echo "fuzz: $$t: a regression input fails again"; exit 1; }; \
+	  inputs=$$(find fuzz/regressions/$$t -type f 2>/dev/null); \
+	  if [ -n "$$inputs" ]; then build-fuzz/$${t}_fuzz $$inputs >/dev/null 2>&1 \
+	    || { echo "fuzz: $$t: a regression input fails again"; exit 1; }; fi; \
 	  build-fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
 	    -artifact_prefix=build-fuzz/$$t- $$work $$corpus 2>&1 | grep -E "^(stat::number_of_executed_units|==|SUMMARY)" \
 	    ; test $${PIPESTATUS[0]} -eq 0 || { echo "fuzz: $$t: crash, input saved under build-fuzz/"; exit 1; }; \
