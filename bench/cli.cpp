@@ -197,6 +197,7 @@ int cmd_ddp_check(int argc, char** argv) {
   const auto env = dist_env_from_environment();
   std::unique_ptr<Dist> dist;
   if (env && env->world_size > 1) {
+    if (dev.cuda()) dev = detect_device("cuda:" + std::to_string(env->local_rank));  // each rank its own GPU
     dev.world_size = env->world_size;
     dist = std::make_unique<Dist>(*env, dev, std::chrono::seconds(prof.dist_timeout_s));
   }

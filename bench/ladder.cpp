@@ -325,8 +325,11 @@ int run_ladder(const LadderOptions& o) {
   std::unique_ptr<Dist> dist;
   if (env && env->world_size > 1) {
     dev.world_size = env->world_size;
-    // Each rank's own GPU, as torchrun's LOCAL_RANK says.
-    if (dev.cuda() && o.device.empty() && prof.device != "cpu") dev = detect_device("cuda:" + std::to_string(env->local_rank)), dev.world_size = env->world_size;
+    // Each rank its own GPU, as torchrun's LOCAL_RANK says (unless --device names one).
+    if (dev.cuda() && o.device.empty()) {
+      dev = detect_device("cuda:" + std::to_string(env->local_rank));
+      dev.world_size = env->world_size;
+    }
   }
   std::vector<RungRecord> records = plan_rungs(prof, dev);
   const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);

@@ -77,15 +77,16 @@ at::Tensor load_split(const std::string& pattern, int64_t vocab, const char* spl
   return at::tensor(all, at::kInt);
 }
 
-at::Tensor to_tensor(const std::vector<uint16_t>& t) {
+}  // namespace
+
+at::Tensor to_token_tensor(const std::vector<uint16_t>& t) {
   return at::tensor(std::vector<int32_t>(t.begin(), t.end()), at::kInt);
 }
-}  // namespace
 
 TokenData load_token_data(const DataOptions& o, int64_t vocab, uint64_t seed) {
   if (o.synthetic)
-    return {to_tensor(synthetic_corpus(vocab, o.synthetic_tokens, seed)),
-            to_tensor(synthetic_corpus(vocab, o.synthetic_tokens / 10 + 1, seed + 1))};
+    return {to_token_tensor(synthetic_corpus(vocab, o.synthetic_tokens, seed)),
+            to_token_tensor(synthetic_corpus(vocab, o.synthetic_tokens / 10 + 1, seed + 1))};
   return {load_split(o.train_glob, vocab, "train"), load_split(o.val_glob, vocab, "val")};
 }
 

@@ -19,6 +19,9 @@ namespace gpt2 {
 // loss visibly falls within a few hundred steps.
 std::vector<uint16_t> synthetic_corpus(int64_t vocab, int64_t n_tokens, uint64_t seed, int64_t active = 512);
 
+// Tokens as the int32 CPU tensor the loaders read.
+at::Tensor to_token_tensor(const std::vector<uint16_t>& tokens);
+
 struct TokenData {
   at::Tensor train, val;  // (N,) int32 on the CPU
 };

@@ -97,8 +97,7 @@ TEST_F(CudaTest, CachingAllocatorPeaksResetPerRung_CUDA) {
 
 TEST_F(CudaTest, TrainStepMatchesTheCpu_CUDA) {
   StepSpec s = baseline_spec(test::tiny_model(), 4, dev_);
-  auto t = synthetic_corpus(97, 20000, 1);
-  auto tokens = at::tensor(std::vector<int32_t>(t.begin(), t.end()), at::kInt);
+  const auto tokens = to_token_tensor(synthetic_corpus(97, 20000, 1));
   auto gpu = loss_trajectory(s, dev_, tokens, 3, 3).losses;
   s.optimizer.kind = OptimizerKind::kAdamwLoop;
   auto cpu = loss_trajectory(s, detect_device("cpu"), tokens, 3, 3).losses;

@@ -15,10 +15,7 @@ namespace {
 
 DeviceInfo cpu() { return detect_device("cpu"); }
 
-at::Tensor corpus(int64_t vocab) {
-  auto t = synthetic_corpus(vocab, 20000, 4);
-  return at::tensor(std::vector<int32_t>(t.begin(), t.end()), at::kInt);
-}
+at::Tensor corpus(int64_t vocab) { return to_token_tensor(synthetic_corpus(vocab, 20000, 4)); }
 
 RungProfile profile(const StepSpec& s, int steps = 2) {
   auto meter = make_memory_meter(cpu());

@@ -16,10 +16,7 @@ namespace {
 
 DeviceInfo cpu() { return detect_device("cpu"); }
 
-at::Tensor corpus(int64_t vocab, int64_t n = 50000) {
-  auto t = synthetic_corpus(vocab, n, 11);
-  return at::tensor(std::vector<int32_t>(t.begin(), t.end()), at::kInt);
-}
+at::Tensor corpus(int64_t vocab, int64_t n = 50000) { return to_token_tensor(synthetic_corpus(vocab, n, 11)); }
 
 StepSpec tiny_spec(int64_t batch = 4) { return baseline_spec(test::tiny_model(), batch, cpu()); }
 

@@ -107,8 +107,7 @@ TEST(Variants, ParityOnTheCpu) {
   m.context = 32;
   StepSpec base = baseline_spec(m, 2, cpu());
   base.settings.max_batch = 4;
-  auto t = synthetic_corpus(m.vocab_size, 20000, 2);
-  const auto tokens = at::tensor(std::vector<int32_t>(t.begin(), t.end()), at::kInt);
+  const auto tokens = to_token_tensor(synthetic_corpus(m.vocab_size, 20000, 2));
   const auto reference = loss_trajectory(base, cpu(), tokens, 1, 4).losses;
   for (const auto& v : registry()) {
     if (!v->supports(cpu()).ok) continue;
