@@ -167,6 +167,20 @@ TEST(Cli, ProfileWritesASummaryAndATracePerRung) {
   EXPECT_NE(r.output.find("no rung named 'nonesuch'"), std::string::npos) << r.output;
 }
 
+// The small CPU preset, as `make ladder` runs it: SDPA replaces the attention's ops (mask, softmax,
+// batched matmuls and their backward) with a few fused ones.
+TEST(Cli, SmallPresetSdpaRungHasFewerAttentionOpsThanTheBaseline) {
+  test::TempDir d;
+  const std::string profile = GPT2BENCH_SOURCE_DIR "/profiles/cpu-mini.yaml";
+  for (const char* rung : {"baseline", "sdpa"}) {
+    auto r = test::run_gpt2bench("profile --profile " + profile + " --out " + (d / "p") + " --rung " + rung);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  auto base = nlohmann::json::parse(test::read_text(d / "p/profile/00_baseline.json"));
+  auto sdpa = nlohmann::json::parse(test::read_text(d / "p/profile/07_sdpa.json"));
+  EXPECT_LT(sdpa["category_events"]["attention"].get<double>(), base["category_events"]["attention"].get<double>());
+}
+
 TEST(Cli, DoctorAndListVariantsRunWithoutAGpu) {
   auto r = test::run_gpt2bench("doctor");
   EXPECT_EQ(r.exit_code, 0) << r.output;
