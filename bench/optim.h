@@ -17,7 +17,6 @@ class AdamW {
   // only, device tensors) the kernel unscales the gradients and skips the update on inf/nan.
   void step(const at::Tensor& grad_scale = {}, const at::Tensor& found_inf = {});
   void zero_grad();  // grads set to undefined (set_to_none=True, PyTorch's default)
-  int64_t steps_taken() const { return step_; }
   // Bytes of optimizer state (exp_avg + exp_avg_sq + step counters), for the memory breakdown.
   int64_t state_bytes() const;
   std::vector<at::Tensor> state_tensors() const;  // exp_avg, exp_avg_sq, device step counters

@@ -71,12 +71,6 @@ TrainStep::TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tok
 
 TrainStep::~TrainStep() = default;
 
-int64_t TrainStep::parameter_bytes() const {
-  int64_t b = 0;
-  for (const auto& p : model_->parameters()) b += p.nbytes();
-  return b;
-}
-
 std::string TrainStep::sdpa_backend_used() const {
   if (spec_.model.attention != AttentionImpl::kSdpa) return "n/a";
   const auto& m = spec_.model;

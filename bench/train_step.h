@@ -37,7 +37,6 @@ class TrainStep {
   GPT2Impl& model() { return *model_; }
   const AdamW& optimizer() const { return *opt_; }
   int64_t tokens_per_step() const { return gpt2::tokens_per_step(spec_); }
-  int64_t parameter_bytes() const;
   // The loss on (x, y) with the step's model, precision and autocast, no gradients.
   double eval_loss(const at::Tensor& x, const at::Tensor& y);
   // The SDPA kernel ATen picks for this step's attention shapes ("math", "flash", ...), or "n/a".
