@@ -10,7 +10,6 @@
 
 #include <csignal>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -24,6 +23,7 @@
 #include "bench/profile.h"
 #include "bench/train_step.h"
 #include "bench/yaml_reader.h"
+#include "common/files.h"
 #include "model/data.h"
 #include "variants/registry.h"
 
@@ -174,7 +174,7 @@ int cmd_ladder(int argc, char** argv) {
       throw std::invalid_argument("--resume DIR writes into DIR; drop --out or give the same directory");
     o.out_dir = f["resume"];
     if (o.profile_path.empty()) {
-      std::ifstream in(std::filesystem::path(o.out_dir) / "rungs.json");
+      std::ifstream in(files::join(o.out_dir, "rungs.json"));
       if (!in) throw std::invalid_argument(o.out_dir + ": nothing to resume (no rungs.json)");
       try {
         o.profile_path = nlohmann::json::parse(in).at("profile").at("path").get<std::string>();
@@ -234,10 +234,10 @@ int cmd_ddp_check(int argc, char** argv) {
     sum += d.sum().item<double>();
     sum_sq += d.pow(2).sum().item<double>();
   }
-  std::filesystem::create_directories(out);
+  files::create_dirs(out);
   const nlohmann::json j = {{"rank", rank}, {"world_size", dist ? dist->world_size() : 1}, {"batch", spec.batch},
                             {"losses", losses}, {"mean_losses", mean}, {"param_sum", sum}, {"param_sum_sq", sum_sq}};
-  std::ofstream(std::filesystem::path(out) / ("rank" + std::to_string(rank) + ".json")) << j.dump(2) << "\n";
+  std::ofstream(files::join(out, "rank" + std::to_string(rank) + ".json")) << j.dump(2) << "\n";
   if (dist) dist->barrier();
   std::cout << "rank " << rank << ": " << steps << " steps, mean losses written to " << out << "\n";
   return 0;

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "bench/datasheet.h"
+
 #ifdef GPT2BENCH_WITH_CUDA
 #include "bench/cuda/cuda_backend.h"
 #endif
@@ -40,14 +42,18 @@ DeviceInfo describe_cpu() {
   return d;
 }
 
-class SteadyTimer : public DeviceTimer {
+class SteadyStepTimer : public StepTimer {
  public:
-  void start() override { t0_ = std::chrono::steady_clock::now(); }
-  void stop() override { t1_ = std::chrono::steady_clock::now(); }
-  double seconds() override { return std::chrono::duration<double>(t1_ - t0_).count(); }
+  void mark() override { marks_.push_back(std::chrono::steady_clock::now()); }
+  std::vector<double> intervals() override {
+    std::vector<double> out;
+    for (size_t i = 1; i < marks_.size(); ++i) out.push_back(std::chrono::duration<double>(marks_[i] - marks_[i - 1]).count());
+    marks_.clear();
+    return out;
+  }
 
  private:
-  std::chrono::steady_clock::time_point t0_, t1_;
+  std::vector<std::chrono::steady_clock::time_point> marks_;
 };
 }  // namespace
 
@@ -63,6 +69,7 @@ DeviceInfo detect_device(const std::string& want) {
     if (want.size() > 5) index = std::stoi(want.substr(5));
     if (index < 0 || index >= n)
       throw std::runtime_error("device '" + want + "': only " + std::to_string(n) + " CUDA device(s)");
+    cuda::activate(index);  // current device + CUDA state, before anything touches the allocator
     return cuda::describe(index);
   }
   if (asked_cuda) throw std::runtime_error("device '" + want + "': this CUDA build finds no CUDA device");
@@ -77,11 +84,11 @@ c10::Device torch_device(const DeviceInfo& d) {
   return d.cuda() ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(d.index)) : c10::Device(c10::kCPU);
 }
 
-std::unique_ptr<DeviceTimer> make_timer(const DeviceInfo& d) {
+std::unique_ptr<StepTimer> make_step_timer(const DeviceInfo& d) {
 #ifdef GPT2BENCH_WITH_CUDA
-  if (d.cuda()) return cuda::make_timer();
+  if (d.cuda()) return cuda::make_step_timer(d.index);
 #endif
-  return std::make_unique<SteadyTimer>();
+  return std::make_unique<SteadyStepTimer>();
 }
 
 namespace {
@@ -154,21 +161,17 @@ MatmulPrecisionGuard::~MatmulPrecisionGuard() { at::globalContext().setFloat32Ma
 
 std::optional<double> datasheet_peak_flops(const DeviceInfo& d, MathMode m) {
   if (!d.cuda()) return std::nullopt;
-  // Dense TFLOP/s, NVIDIA datasheets: {fp32 (no tensor cores), tf32, bf16/fp16}.
-  struct Row { const char* match; const char* also; double fp32, tf32, half; };
-  static const Row rows[] = {
-      {"H100", "PCIe", 51.2, 378, 756},
-      {"H100", "", 66.9, 494, 989},
-      {"H200", "", 66.9, 494, 989},
-      {"A100", "", 19.5, 156, 312},
-  };
-  for (const auto& r : rows) {
-    if (d.name.find(r.match) == std::string::npos) continue;
-    if (*r.also && d.name.find(r.also) == std::string::npos) continue;
-    const double tf = m == MathMode::kFp32 ? r.fp32 : m == MathMode::kTf32 ? r.tf32 : r.half;
-    return tf * 1e12;
+  const auto row = find_datasheet(d.name);
+  if (!row) return std::nullopt;
+  double tf = 0;
+  switch (m) {
+    case MathMode::kFp32: tf = row->fp32_tflops; break;
+    case MathMode::kTf32: tf = row->tf32_tflops > 0 ? row->tf32_tflops : row->fp32_tflops; break;
+    case MathMode::kBf16: tf = row->bf16_tflops; break;
+    case MathMode::kFp16: tf = row->fp16_tflops; break;
   }
-  return std::nullopt;
+  if (tf <= 0) return std::nullopt;  // no such tensor cores: no datasheet figure to compare with
+  return tf * 1e12;
 }
 
 double measure_matmul_peak(const DeviceInfo& d, MathMode m) {
@@ -177,15 +180,15 @@ double measure_matmul_peak(const DeviceInfo& d, MathMode m) {
   const int64_t n = d.cuda() ? 8192 : 1024;
   auto opts = at::TensorOptions().device(torch_device(d)).dtype(compute_dtype(m));
   auto a = at::randn({n, n}, opts), b = at::randn({n, n}, opts);
-  auto timer = make_timer(d);
+  auto timer = make_step_timer(d);
   at::matmul(a, b);  // warm-up (library init, kernel selection)
   synchronize(d);
   double best = 0, total = 0;
   for (int i = 0; i < 20 && (i < 3 || total < 0.5); ++i) {
-    timer->start();
+    timer->mark();
     auto c = at::matmul(a, b);
-    timer->stop();
-    const double s = timer->seconds();
+    timer->mark();
+    const double s = timer->intervals().at(0);
     total += s;
     best = std::max(best, 2.0 * n * n * n / s);
   }

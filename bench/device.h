@@ -1,4 +1,4 @@
-// defines: detect_device, torch_device, DeviceTimer/make_timer, synchronize, empty_cache,
+// defines: detect_device, torch_device, StepTimer/make_step_timer, synchronize, empty_cache,
 //          datasheet_peak_flops, measure_matmul_peak — everything that differs between CPU and CUDA
 //          besides memory (bench/memory.h). CUDA code lives in bench/cuda/, compiled in the CUDA build.
 #pragma once
@@ -20,21 +20,24 @@
 namespace gpt2 {
 
 // `want`: "auto" (CUDA if this build has it and a device is present, else CPU), "cpu", "cuda", "cuda:N".
-// Throws std::runtime_error when the device asked for is not there, saying why.
+// Throws std::runtime_error when the device asked for is not there, saying why. A CUDA device found
+// is made current and its CUDA state (context, caching allocator) initialised before this returns,
+// so nothing later (allocator statistics, events, streams) meets a device that is not set up.
 DeviceInfo detect_device(const std::string& want = "auto");
 c10::Device torch_device(const DeviceInfo& d);
 bool build_has_cuda();
 
-// Times work queued on the device: CUDA events on a GPU, a steady clock on the CPU (where ATen
-// ops run synchronously). stop() queues the end mark; seconds() waits for it.
-class DeviceTimer {
+// Times work queued on the device without waiting for it: mark() at each step boundary queues a
+// CUDA event on the device's current stream (on the CPU, where ATen ops run synchronously, it reads
+// a steady clock); intervals() waits once, for the last mark, and returns the seconds between
+// consecutive marks, then starts over. So a timed repetition synchronizes the host once, at its end.
+class StepTimer {
  public:
-  virtual ~DeviceTimer() = default;
-  virtual void start() = 0;
-  virtual void stop() = 0;
-  virtual double seconds() = 0;
+  virtual ~StepTimer() = default;
+  virtual void mark() = 0;
+  virtual std::vector<double> intervals() = 0;
 };
-std::unique_ptr<DeviceTimer> make_timer(const DeviceInfo& d);
+std::unique_ptr<StepTimer> make_step_timer(const DeviceInfo& d);
 
 // Brings the loader's batches to the device. Plain: .to(device) on the current stream. Pinned
 // (CUDA): staged through pinned host buffers and copied non_blocking on a side stream one batch
@@ -61,8 +64,8 @@ std::unique_ptr<Executor> make_executor(ExecutorKind k, const DeviceInfo& d, Ste
 void synchronize(const DeviceInfo& d);
 void empty_cache(const DeviceInfo& d);  // return cached device memory between rungs
 
-// Dense peak FLOP/s from the datasheet for known GPUs (A100, H100 SXM/PCIe, H200) at the precision
-// the rung computes in; nullopt for any other device, the CPU included.
+// Dense peak FLOP/s from the datasheet (bench/datasheet.h) for known GPUs at the precision the rung
+// computes in; nullopt for any other device, the CPU included, and for a precision without tensor cores.
 std::optional<double> datasheet_peak_flops(const DeviceInfo& d, MathMode m);
 // The best FLOP/s of a large square GEMM in that math mode, measured here and now.
 double measure_matmul_peak(const DeviceInfo& d, MathMode m);

@@ -13,12 +13,13 @@
 #include <csignal>
 #include <functional>
 #include <sstream>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 
+#include "bench/backoff.h"
 #include "bench/device.h"
+#include "bench/graph_capture.h"
 #include "bench/dist.h"
 #include "bench/memory.h"
 #include "bench/nvtx.h"
@@ -27,9 +28,9 @@
 #include "bench/profile_pass.h"
 #include "bench/results.h"
 #include "bench/train_step.h"
+#include "common/files.h"
 
 namespace gpt2 {
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -66,8 +67,9 @@ std::string git_sha() {
 }
 
 // batch_scaling: the largest power-of-two batch that fits, trying upwards from the profile's (as a
-// power of two) to settings.max_batch. On CUDA "fits" means no out-of-memory error over two steps;
-// on the CPU, peak tensor bytes within settings.cpu_memory_budget. Each try is recorded.
+// power of two) to settings.max_batch. "Fits" means no out-of-memory error over two steps of the
+// rung's own step (a CUDA-graph step captures and replays): on the CPU, within
+// settings.cpu_memory_budget. Each try is recorded; the rung then checks the answer (backoff.h).
 int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed,
                    MemoryMeter& meter, nlohmann::json& trace) {
   int64_t b = 1, best = 0;
@@ -85,13 +87,13 @@ int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor
       ts.step();
       synchronize(dev);
     } catch (const c10::OutOfMemoryError& e) {  // the same path a rung's OOM takes: caught, cache freed
-      trace.push_back({{"batch", b}, {"fits", false}, {"why", "out of memory"}});
+      empty_cache(dev);
+      trace.push_back({{"batch", b}, {"fits", false}, {"stage", "search"}, {"why", first_line(e.what_without_backtrace())}});
       break;
     }
-    const int64_t peak = meter.read().peak_allocated;
-    const bool fits = dev.cuda() || peak <= spec.settings.cpu_memory_budget;
-    trace.push_back({{"batch", b}, {"fits", fits}, {"peak_alloc_bytes", peak}});
-    if (!fits) break;
+    const MemoryStats mem = meter.read();
+    trace.push_back({{"batch", b}, {"fits", true}, {"stage", "search"}, {"peak_alloc_bytes", mem.peak_allocated},
+                     {"peak_reserved_bytes", mem.peak_reserved}});
     best = b;
   }
   empty_cache(dev);
@@ -163,6 +165,11 @@ bool complete(const std::string& status) {
 std::atomic<int> g_signal{0};
 extern "C" void on_signal(int sig) { g_signal = sig; }
 
+std::string error_text(const std::exception& e) {
+  const auto* c = dynamic_cast<const c10::Error*>(&e);
+  return c ? c->what_without_backtrace() : e.what();
+}
+
 // Everything the rungs share, and the steps each rung takes. A data-parallel rung takes exactly
 // the same steps on every rank, in the same order (their collectives pair up): rank 0 under
 // Google Benchmark, the other ranks in follow(), told the rung and its batch by rank 0.
@@ -175,51 +182,73 @@ struct Ladder {
   std::vector<double> baseline_losses;
   std::unique_ptr<TrainStep> live;  // the rung being timed, kept across its repetitions
   std::string abort_reason;         // set once the run cannot go on (a lost rank)
+  std::string reference_error;      // why there is no parity reference (it ran out of memory)
 
   bool rank0() const { return !dist || dist->rank() == 0; }
 
-  // Batch search (rank 0), the TrainStep, warm-up. Followers are told the batch.
+  // Batch search (rank 0), the TrainStep, warm-up. Followers are told the batch. A searched batch
+  // is checked by the rung itself: out of memory in its build or warm-up halves it (one process).
   void build(RungRecord& r) {
     live.reset();
-    if (r.rung.spec.search_batch) {
+    const bool searched = r.rung.spec.search_batch;
+    if (searched) {
       r.rung.spec.batch = find_batch(r.rung.spec, dev, data.train, prof.seed, meter, r.batch_search);
       r.rung.spec.search_batch = false;
-      r.tokens_per_step = tokens_per_step(r.rung.spec);
       std::cerr << "    batch_scaling chose batch " << r.rung.spec.batch << "\n";
     }
+    r.tokens_per_step = tokens_per_step(r.rung.spec);
     if (dist && rank0() && ranks(r.rung.spec) > 1) dist->post(r.rung.name + " " + std::to_string(r.rung.spec.batch));
-    empty_cache(dev);
-    meter.reset_peak();
-    live = std::make_unique<TrainStep>(r.rung.spec, dev, data.train, prof.seed, dist);
+    auto attempt = [&](int64_t batch) {
+      r.rung.spec.batch = batch;
+      r.tokens_per_step = tokens_per_step(r.rung.spec);
+      release();
+      meter.reset_peak();
+      live = std::make_unique<TrainStep>(r.rung.spec, dev, data.train, prof.seed, dist);
+      for (int64_t w = 0; w < prof.warmup_steps; ++w) live->step();
+      synchronize(dev);
+    };
+    if (searched && ranks(r.rung.spec) == 1) {
+      const int64_t chosen = r.rung.spec.batch;
+      backoff_on_oom(chosen, r.batch_search, attempt, [&] { release(); });
+      if (r.rung.spec.batch != chosen)
+        std::cerr << "    out of memory at batch " << chosen << " in the rung: backed off to " << r.rung.spec.batch << "\n";
+    } else {
+      attempt(r.rung.spec.batch);
+    }
     r.sdpa_backend_used = live->sdpa_backend_used();
-    for (int64_t w = 0; w < prof.warmup_steps; ++w) live->step();
-    synchronize(dev);
   }
 
-  // One repetition's timed steps; `timed(seconds)` receives each step's device time. Returns the
-  // mean step time; records losses, memory and, over all ranks, per-rank step times and memory.
-  double repetition(RungRecord& r, int64_t steps, const std::function<bool()>& next, const std::function<void(double)>& timed) {
-    auto timer = make_timer(dev);
-    std::vector<at::Tensor> losses;  // on the device: no host sync inside the timed loop
-    double total = 0;
-    int64_t done = 0;
-    while (next()) {
-      timer->start();
-      losses.push_back(live->step());
-      timer->stop();
-      const double s = timer->seconds();
-      timed(s);
-      total += s;
-      ++done;
+  // Frees the live step and gives the device a clean state for what comes next, whatever the last
+  // thing did (a failed capture, an out-of-memory error): never throws.
+  void release() noexcept {
+    live.reset();
+    try {
+      synchronize(dev);
+    } catch (...) {
     }
-    if (done == 0) return 0;
-    const double step_s = total / static_cast<double>(done);
+    try {
+      empty_cache(dev);
+    } catch (...) {
+    }
+  }
+
+  // One repetition's timed steps: CUDA events (or the clock) at step boundaries, one host wait at
+  // the end. Returns the repetition's device time; records losses, memory and, over all ranks,
+  // per-rank step times and memory. `stopped`: a signal ended it early.
+  double repetition(RungRecord& r, bool& stopped) {
+    auto timer = make_step_timer(dev);
+    const TimedSteps t = time_steps(prof.steps, [&] { return live->step(); }, *timer, [] { return g_signal != 0; });
+    stopped = t.stopped;
+    if (t.seconds.empty()) return 0;
+    double total = 0;
+    for (double s : t.seconds) total += s;
+    const double step_s = total / static_cast<double>(t.seconds.size());
     const MemoryStats mem = meter.read();
-    const auto all = at::stack(losses).to(at::kDouble).cpu();  // read after timing
+    const auto all = at::stack(t.losses).to(at::kDouble).cpu();  // read after timing
     const auto finite = at::isfinite(all);
     if (!finite.all().item<bool>()) {
       const int64_t bad = at::argmin(finite.to(at::kInt)).item<int64_t>();
-      r.diverged_at = prof.warmup_steps + static_cast<int64_t>(r.rep_step_ms.size()) * steps + bad + 1;
+      r.diverged_at = prof.warmup_steps + static_cast<int64_t>(r.rep_step_ms.size()) * prof.steps + bad + 1;
     }
     r.final_loss = all[-1].item<double>();
     r.rep_step_ms.push_back(1e3 * step_s);
@@ -231,52 +260,77 @@ struct Ladder {
       r.rank_step_ms.clear(), r.rank_peak_alloc_bytes.clear();
       for (size_t k = 0; k + 1 < g.size(); k += 2) r.rank_step_ms.push_back(g[k]), r.rank_peak_alloc_bytes.push_back(g[k + 1]);
     }
-    return step_s;
+    return total;
   }
 
-  // After the last repetition: free the step, then the parity run (every rank, for DDP).
+  // The profiling pass (one process): its summary goes into the rung; its own failure (out of
+  // memory included) is recorded in the profile and leaves the rung's measurements standing.
+  void profiling_pass(RungRecord& r, const std::string& out_dir) {
+    release();
+    std::cerr << "    profiling pass: " << prof.profile_steps << " steps\n";
+    try {
+      const RungProfile p = profile_rung(r.rung.spec, dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
+                                         static_cast<int>(prof.profile_steps), meter);
+      write_rung_profile(out_dir, r.rung.name, p);
+      r.profile = to_json(p.summary);
+      r.profile["memory"] = to_json(p.memory);
+    } catch (const std::exception& e) {
+      const bool oom = dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr;
+      r.profile = {{"error", (oom ? "out of memory in the profiling pass: " : "the profiling pass failed: ") + error_text(e)}};
+      std::cerr << "    " << first_line(r.profile["error"].get<std::string>()) << "\n";
+    }
+    release();
+  }
+
+  // After the last repetition: free the step, then the parity run (every rank, for DDP). A parity
+  // run that runs out of memory leaves the rung's measurements standing: parity n/a, with why.
   void finish(RungRecord& r, bool is_baseline) {
-    live.reset();
+    release();
     if (r.diverged_at) {
       r.status = "diverged";
       r.error = "non-finite loss at step " + std::to_string(r.diverged_at);
       return;
     }
-    if (!dev.cuda() && r.peak_alloc_bytes > r.rung.spec.settings.cpu_memory_budget) {
-      r.status = "oom";
-      r.error = "peak tensor memory " + std::to_string(r.peak_alloc_bytes) + " B over the CPU budget at batch " +
-                std::to_string(r.rung.spec.batch);
+    r.status = "ok";
+    if (is_baseline) {
+      r.parity.rule = "the reference";
+      r.parity.losses = baseline_losses;
       return;
     }
-    r.status = "ok";
-    if (!is_baseline && !baseline_losses.empty()) {
-      // Data-parallel parity is at equal global batch: each of N ranks takes B/N of the rows.
-      StepSpec s = r.rung.spec;
-      ParityClass cls = r.rung.parity;
-      if (ranks(s) > 1) {
-        if (s.batch % ranks(s) == 0) s.batch /= ranks(s);
-        else cls = ParityClass::kProblem;  // no equal global batch to compare with
-      }
-      const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(baseline_losses.size()), dist);
-      r.parity = judge_parity(cls, t, baseline_losses);
-    } else {
-      r.parity.rule = is_baseline ? "the reference" : "no parity steps";
-      r.parity.losses = baseline_losses;
+    // Data-parallel rungs run it whenever the profile asks (their ranks take it together).
+    if (baseline_losses.empty() && !(ranks(r.rung.spec) > 1 && prof.parity_steps > 0)) {
+      r.parity.rule = reference_error.empty() ? "no parity steps" : "no parity reference: " + reference_error;
+      return;
     }
+    // Data-parallel parity is at equal global batch: each of N ranks takes B/N of the rows.
+    StepSpec s = r.rung.spec;
+    ParityClass cls = r.rung.parity;
+    if (ranks(s) > 1) {
+      if (s.batch % ranks(s) == 0) s.batch /= ranks(s);
+      else cls = ParityClass::kProblem;  // no equal global batch to compare with
+    }
+    try {
+      const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(prof.parity_steps), dist);
+      r.parity = baseline_losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline_losses);
+      if (baseline_losses.empty()) r.parity.rule = "no parity reference: " + reference_error;
+    } catch (const c10::OutOfMemoryError& e) {
+      r.parity = ParityResult{};
+      r.parity.rule = "out of memory in the parity run at batch " + std::to_string(s.batch) + ": " +
+                      first_line(e.what_without_backtrace());
+    }
+    release();
   }
 
-  // A failed rung: CUDA out of memory is "oom" (with the batch tried), the rest "error". A lost
-  // rank ends the run: every later rung would wait on it.
+  // A failed rung: out of memory is "oom" (with the batch tried), the rest "error" (the full text
+  // here, the first line in tables). A lost rank ends the run: every later rung would wait on it.
   void fail(RungRecord& r, const std::exception& e) {
-    live.reset();
-    empty_cache(dev);
+    release();
     if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) {
       r.status = "oom";
-      r.error = "out of memory at batch " + std::to_string(r.rung.spec.batch);
+      r.error = "out of memory at batch " + std::to_string(r.rung.spec.batch) + ": " + error_text(e);
     } else {
       r.status = "error";
-      r.error = dynamic_cast<const c10::Error*>(&e) ? dynamic_cast<const c10::Error*>(&e)->what_without_backtrace()
-                                                     : e.what();
+      r.error = error_text(e);
     }
     if (dist && ranks(r.rung.spec) > 1) {  // a data-parallel rung failed: was it a lost rank?
       try {
@@ -304,16 +358,87 @@ struct Ladder {
       std::cerr << "[rank " << dist->rank() << "] " << r.rung.name << ": following rank 0\n";
       dist->guarded([&] {
         build(r);
-        for (int64_t rep = 0; rep < prof.repetitions; ++rep) {
-          int64_t k = 0;
-          repetition(r, prof.steps, [&] { return k++ < prof.steps; }, [](double) {});
-        }
+        bool stopped = false;
+        for (int64_t rep = 0; rep < prof.repetitions && !stopped; ++rep) repetition(r, stopped);
         finish(r, false);
       });
     }
     return 0;
   }
 };
+
+// Google Benchmark's counters for one repetition (`step_s`: its mean step time).
+void set_counters(benchmark::State& st, RungRecord& rec, double step_s, const std::vector<RungRecord>& records) {
+  const double tps = static_cast<double>(rec.tokens_per_step) / step_s;
+  st.counters["tokens_per_sec"] = tps;
+  st.counters["step_ms"] = 1e3 * step_s;
+  st.counters["peak_alloc_bytes"] = static_cast<double>(rec.peak_alloc_bytes);
+  st.counters["peak_reserved_bytes"] = static_cast<double>(rec.peak_reserved_bytes);
+  st.counters["loss"] = rec.final_loss;
+  st.counters["flops_per_token"] = rec.flops_per_token;
+  st.counters["mfu"] = rec.flops_per_token * tps / rec.peak_flops();
+  if (ranks(rec.rung.spec) > 1) {
+    st.counters["world_size"] = ranks(rec.rung.spec);
+    if (auto single = single_process_twin(records, rec)) {
+      rec.scaling_efficiency = tps / (ranks(rec.rung.spec) * single->median_tokens_per_sec());
+      st.counters["scaling_efficiency"] = *rec.scaling_efficiency;
+    }
+  }
+}
+
+// One repetition of rung `i` as one Google Benchmark iteration: build on the first, then the timed
+// steps; after the last, the profiling pass and the parity run. Any failure ends the rung with its
+// status (oom, error, interrupted, diverged) and the next rung starts on a clean device.
+void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_rungs, Ladder& ladder,
+                    const std::vector<RungRecord>& records, const std::string& out_dir) {
+  const Profile& prof = ladder.prof;
+  const int64_t rep = static_cast<int64_t>(rec.rep_step_ms.size());
+  NvtxRange rung_range(rec.benchmark_name.c_str());  // nsys shows the ladder's structure
+  if (rec.status == "pending" && (!ladder.abort_reason.empty() || g_signal)) {
+    rec.status = g_signal ? "interrupted" : "error";
+    rec.error = g_signal ? "not run: interrupted" : "not run: " + ladder.abort_reason;
+  }
+  if (rec.status != "pending") {  // ended in an earlier repetition (diverged, oom, error) or not run
+    st.SkipWithError(first_line(rec.error).c_str());
+    return;
+  }
+  try {
+    if (rep == 0) {
+      std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec.rung.name << ": build + " << prof.warmup_steps
+                << " warm-up steps\n";
+      ladder.build(rec);
+    }
+    bool stopped = false;
+    const double total_s = ladder.repetition(rec, stopped);
+    if (stopped) {
+      ladder.release();
+      rec.status = "interrupted";
+      rec.error = "interrupted during repetition " + std::to_string(rep + 1);
+      st.SkipWithError(rec.error.c_str());
+      return;
+    }
+    st.SetIterationTime(total_s);
+    if (rec.diverged_at) {  // no counters: a non-finite one would not be JSON
+      ladder.finish(rec, i == 0);
+      st.SkipWithError(rec.error.c_str());
+      return;
+    }
+    set_counters(st, rec, total_s / static_cast<double>(prof.steps), records);
+    if (rep + 1 < prof.repetitions) return;
+    if (prof.profile_steps > 0 && ranks(rec.rung.spec) == 1) {
+      ladder.profiling_pass(rec, out_dir);
+      if (!rec.profile.contains("error")) {
+        st.counters["events_per_step"] = rec.profile["events_per_step"].get<double>();
+        st.counters["busy_fraction"] = rec.profile["busy_fraction"].get<double>();
+        st.counters["profile_overhead"] = rec.profile["overhead"].get<double>();
+      }
+    }
+    ladder.finish(rec, i == 0);
+  } catch (const std::exception& e) {
+    ladder.fail(rec, e);
+    st.SkipWithError(first_line(rec.error).c_str());
+  }
+}
 
 }  // namespace
 
@@ -338,7 +463,8 @@ int run_ladder(const LadderOptions& o) {
 
   // Ranks other than 0 write nothing: they follow rank 0 through the data-parallel rungs.
   if (dist && dist->rank() != 0) {
-    Ladder follower{prof, dev, data, *meter, dist.get(), {}, nullptr, {}};
+    meter->set_limit(prof.settings.cpu_memory_budget);
+    Ladder follower{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}};
     if (prof.parity_steps > 0) follower.baseline_losses.assign(prof.parity_steps, 0.0);  // only its length is used
     return follower.follow(records);
   }
@@ -349,8 +475,8 @@ int run_ladder(const LadderOptions& o) {
   std::vector<nlohmann::json> kept_benchmarks;
   nlohmann::json kept_context;
   if (o.resume) {
-    const auto old = read_json_file((fs::path(o.out_dir) / "rungs.json").string(), "nothing to resume");
-    const auto old_results = read_json_file((fs::path(o.out_dir) / "results.json").string(), "nothing to resume");
+    const auto old = read_json_file(files::join(o.out_dir, "rungs.json"), "nothing to resume");
+    const auto old_results = read_json_file(files::join(o.out_dir, "results.json"), "nothing to resume");
     if (old.value("fingerprint", "") != fingerprint(prof, records))
       throw std::runtime_error("cannot resume " + o.out_dir + ": it was run with another profile or settings (" +
                                old["profile"].value("path", "?") + "); start a new --out");
@@ -369,10 +495,10 @@ int run_ladder(const LadderOptions& o) {
     kept_context = old_results["context"];
     std::cerr << "gpt2bench: resuming " << o.out_dir << ": " << kept << " of " << records.size()
               << " rungs already complete\n";
-  } else if (fs::exists(fs::path(o.out_dir) / "results.json")) {
+  } else if (files::exists(files::join(o.out_dir, "results.json"))) {
     throw std::runtime_error(o.out_dir + " already holds results.json; choose another --out, or --resume it");
   }
-  fs::create_directories(o.out_dir);
+  files::create_dirs(o.out_dir);
   // From here on Ctrl-C / SIGTERM stop the ladder cleanly: the rung in flight stops at its next
   // step, the rest are not started, and the finished rungs' results stay valid on disk.
   auto old_int = std::signal(SIGINT, on_signal), old_term = std::signal(SIGTERM, on_signal);
@@ -401,8 +527,8 @@ int run_ladder(const LadderOptions& o) {
                               {"device", dev},
                               {"build", {{"torch", torch_version()}, {"cuda", build_has_cuda()},
                                          {"git_sha", git_sha()}}}};
-  const std::string results_path = (fs::path(o.out_dir) / "results.json").string();
-  const std::string rungs_path = (fs::path(o.out_dir) / "rungs.json").string();
+  const std::string results_path = files::join(o.out_dir, "results.json");
+  const std::string rungs_path = files::join(o.out_dir, "rungs.json");
   std::unique_ptr<TeeReporter> reporter;
   rungs_doc["fingerprint"] = fingerprint(prof, records);
   rungs_doc["build_id"] = build_id;
@@ -421,13 +547,23 @@ int run_ladder(const LadderOptions& o) {
     write_file_atomic(results_path, results.dump(2) + "\n");
   };
 
-  Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}};
+  // From here on the CPU runs out of memory as a GPU does: at the allocation that goes over the
+  // budget, wherever it is (batch search, build, warm-up, timed steps, profiling, parity).
+  meter->set_limit(prof.settings.cpu_memory_budget);
+  Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}};
   // 3. The parity reference: the baseline's losses over K steps from the seed's weights and data.
   flush("running");
   if (prof.parity_steps > 0) {
     std::cerr << "gpt2bench: parity reference, " << prof.parity_steps << " baseline steps...\n";
-    ladder.baseline_losses =
-        loss_trajectory(records[0].rung.spec, dev, data.train, prof.seed, static_cast<int>(prof.parity_steps)).losses;
+    try {
+      ladder.baseline_losses =
+          loss_trajectory(records[0].rung.spec, dev, data.train, prof.seed, static_cast<int>(prof.parity_steps)).losses;
+    } catch (const c10::OutOfMemoryError& e) {  // e.g. the fp32 baseline at batch 32 on an 80 GB GPU
+      ladder.release();
+      ladder.reference_error = "the baseline ran out of memory at batch " + std::to_string(records[0].rung.spec.batch) +
+                               " (" + first_line(e.what_without_backtrace()) + ")";
+      std::cerr << "gpt2bench: no parity reference: " << ladder.reference_error << "; the rungs run without parity\n";
+    }
   }
 
   // 4. One Google Benchmark per rung, timed by the device timer (manual time).
@@ -442,87 +578,13 @@ int run_ladder(const LadderOptions& o) {
     RungRecord* rec = &records[i];
     if (rec->status != "pending") continue;
     auto fn = [rec, i, n_rungs, &ladder, &records, out_dir = o.out_dir](benchmark::State& st) {
-      const int64_t rep = static_cast<int64_t>(rec->rep_step_ms.size());
-      NvtxRange rung_range(rec->benchmark_name.c_str());  // nsys shows the ladder's structure
-      if (!ladder.abort_reason.empty() || g_signal) {
-        rec->status = g_signal ? "interrupted" : "error";
-        rec->error = g_signal ? "not run: interrupted" : "not run: " + ladder.abort_reason;
-      }
-      if (rec->status != "pending") {  // ended in an earlier repetition (diverged, oom, error) or not run
-        st.SkipWithError(rec->error.c_str());
-        return;
-      }
-      try {
-        if (rep == 0) {
-          std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec->rung.name << ": build + "
-                    << ladder.prof.warmup_steps << " warm-up steps\n";
-          ladder.build(*rec);
-        }
-        // The range-for by hand (end() starts the clock, once), so a signal can stop it between steps.
-        auto it = st.begin();
-        const auto end = st.end();
-        bool interrupted = false;
-        const double step_s = ladder.repetition(
-            *rec, st.max_iterations,
-            [&] {
-              if (g_signal) interrupted = true;
-              return !interrupted && it != end;
-            },
-            [&](double s) {
-              st.SetIterationTime(s);
-              ++it;
-            });
-        if (interrupted) {
-          ladder.live.reset();
-          rec->status = "interrupted";
-          rec->error = "interrupted during repetition " + std::to_string(rep + 1);
-          st.SkipWithError(rec->error.c_str());
-          return;
-        }
-        if (rec->diverged_at) {  // no counters: a non-finite one would not be JSON
-          ladder.finish(*rec, i == 0);
-          st.SkipWithError(rec->error.c_str());
-          return;
-        }
-        const double tps = static_cast<double>(rec->tokens_per_step) / step_s;
-        st.counters["tokens_per_sec"] = tps;
-        st.counters["step_ms"] = 1e3 * step_s;
-        st.counters["peak_alloc_bytes"] = static_cast<double>(rec->peak_alloc_bytes);
-        st.counters["peak_reserved_bytes"] = static_cast<double>(rec->peak_reserved_bytes);
-        st.counters["loss"] = rec->final_loss;
-        st.counters["flops_per_token"] = rec->flops_per_token;
-        st.counters["mfu"] = rec->flops_per_token * tps / rec->peak_flops();
-        if (ranks(rec->rung.spec) > 1) {
-          st.counters["world_size"] = ranks(rec->rung.spec);
-          if (auto single = single_process_twin(records, *rec)) {
-            rec->scaling_efficiency = tps / (ranks(rec->rung.spec) * single->median_tokens_per_sec());
-            st.counters["scaling_efficiency"] = *rec->scaling_efficiency;
-          }
-        }
-        if (rep + 1 == ladder.prof.repetitions) {
-          ladder.live.reset();
-          if (ladder.prof.profile_steps > 0 && ranks(rec->rung.spec) == 1 && !rec->diverged_at) {
-            std::cerr << "    profiling pass: " << ladder.prof.profile_steps << " steps\n";
-            const RungProfile p = profile_rung(rec->rung.spec, ladder.dev, ladder.data.train, ladder.prof.seed,
-                                               static_cast<int>(ladder.prof.warmup_steps),
-                                               static_cast<int>(ladder.prof.profile_steps), ladder.meter);
-            write_rung_profile(out_dir, rec->rung.name, p);
-            rec->profile = to_json(p.summary);
-            rec->profile["memory"] = to_json(p.memory);
-            st.counters["events_per_step"] = p.summary.events_per_step;
-            st.counters["busy_fraction"] = p.summary.busy_fraction;
-            st.counters["profile_overhead"] = p.summary.overhead;
-          }
-          ladder.finish(*rec, i == 0);
-        }
-      } catch (const std::exception& e) {
-        ladder.fail(*rec, e);
-        st.SkipWithError(rec->error.c_str());
-      }
+      // One benchmark iteration = one repetition's steps, timed on the device at step boundaries
+      // and reported with one SetIterationTime (the host waits once per repetition).
+      for (auto _ : st) run_repetition(st, *rec, i, n_rungs, ladder, records, out_dir);
     };
     benchmark::RegisterBenchmark(rec->benchmark_name.c_str(), fn)
         ->UseManualTime()
-        ->Iterations(prof.steps)
+        ->Iterations(1)
         ->Repetitions(static_cast<int>(prof.repetitions))
         ->Unit(benchmark::kMillisecond);
   }
@@ -543,7 +605,7 @@ int run_ladder(const LadderOptions& o) {
   std::vector<RungRecord> ran;
   for (const auto& r : records)
     if (r.status != "pending") ran.push_back(r);
-  const std::string status = g_signal ? "interrupted" : !ladder.abort_reason.empty() ? "aborted" : "complete";
+  const std::string status = run_status(ran, g_signal != 0, !ladder.abort_reason.empty());
   flush(status);
   benchmark::Shutdown();
 

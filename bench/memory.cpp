@@ -15,7 +15,7 @@
 namespace gpt2 {
 namespace {
 
-std::atomic<int64_t> g_live{0}, g_peak{0};
+std::atomic<int64_t> g_live{0}, g_peak{0}, g_limit{0};
 
 // Forwards to ATen's default CPU allocator and counts the bytes of every live allocation. The
 // DataPtrs it returns keep data == context (some ATen paths, oneDNN's among them, require it), so
@@ -28,6 +28,13 @@ class CountingCpuAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
     c10::DataPtr inner = base_->allocate(n);
     TORCH_CHECK(inner.get() == inner.get_context(), "the default CPU allocator returned a non-simple DataPtr");
+    const int64_t limit = g_limit.load();
+    if (limit > 0 && g_live.load() + static_cast<int64_t>(n) > limit) {
+      const int64_t held = g_live.load();
+      inner.clear();
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", n, " bytes with ", held,
+                       " held, over the memory budget of ", limit, " bytes (settings.cpu_memory_budget_gb)");
+    }
     void* p = inner.release_context();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -70,6 +77,7 @@ class CpuMemoryMeter : public MemoryMeter {
     reset_process_peak_rss();
   }
   MemoryStats read() override { return {g_live.load(), g_peak.load(), process_peak_rss()}; }
+  void set_limit(int64_t bytes) override { g_limit.store(bytes); }
 };
 
 }  // namespace

@@ -20,6 +20,10 @@ class MemoryMeter {
   virtual ~MemoryMeter() = default;
   virtual void reset_peak() = 0;
   virtual MemoryStats read() = 0;
+  // CPU: an allocation that would make the bytes held by tensors exceed `bytes` throws
+  // c10::OutOfMemoryError, as a full GPU does, wherever it happens (0 = no limit). CUDA: the
+  // device's memory is the limit; this does nothing.
+  virtual void set_limit(int64_t bytes) {}
 };
 std::unique_ptr<MemoryMeter> make_memory_meter(const DeviceInfo& d);
 

@@ -86,6 +86,9 @@ void AdamW::step_fused(const std::vector<size_t>& live, const at::Tensor& grad_s
                     /*amsgrad=*/false, /*maximize=*/false,
                     grad_scale.defined() ? std::optional<at::Tensor>(grad_scale) : std::nullopt,
                     found_inf.defined() ? std::optional<at::Tensor>(found_inf) : std::nullopt);
+  // A step the scaler skipped (inf/nan gradients) must not count: the kernel left the parameters
+  // alone, so take the increment back on the device, as torch.optim's fused AdamW does.
+  if (found_inf.defined()) at::_foreach_sub_(s, std::vector<at::Tensor>(s.size(), found_inf));
 }
 
 }  // namespace gpt2

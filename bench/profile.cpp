@@ -1,8 +1,9 @@
 #include "bench/profile.h"
 
+#include "common/files.h"
+
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 
 #include "bench/yaml_reader.h"
 #include "variants/registry.h"
@@ -14,8 +15,8 @@ Profile load_profile(const std::string& path) {
   MapReader r(root, path, "profile");
   Profile p;
   p.path = path;
-  p.name = r.get_string("name", std::filesystem::path(path).stem().string());
-  const std::string dir = std::filesystem::path(path).parent_path().string();
+  p.name = r.get_string("name", files::stem(path));
+  const std::string dir = files::parent(path);
 
   // model: a preset name, or {preset: NAME, <overrides>}
   YAML::Node m = r.node("model");
@@ -45,7 +46,7 @@ Profile load_profile(const std::string& path) {
     if (p.data.train_glob.empty() != p.data.val_glob.empty())
       dr.fail(p.data.train_glob.empty() ? "val" : "train", "give both 'train' and 'val' shard patterns, or neither");
     auto rel = [&](std::string& g) {
-      if (!g.empty() && g[0] != '/' && !dir.empty()) g = (std::filesystem::path(dir) / g).string();
+      if (!g.empty() && g[0] != '/' && !dir.empty()) g = files::join(dir, g);
     };
     rel(p.data.train_glob);
     rel(p.data.val_glob);

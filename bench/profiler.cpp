@@ -194,6 +194,10 @@ ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, doubl
   }
   busy_ns += covered;
   s.busy_fraction = wall_s > 0 ? std::min(1.0, busy_ns / (wall_s * 1e9)) : 0.0;
+  double counted = 0;
+  for (const auto& [_, ms] : s.phase_ms) counted += ms;
+  const double other = s.phase_ms.count("other") ? s.phase_ms.at("other") : 0.0;
+  s.phase_coverage = counted > 0 ? 1.0 - other / counted : 0.0;
   for (auto& [_, n] : by_name) s.top.push_back(n);
   std::sort(s.top.begin(), s.top.end(), [](const NameStat& a, const NameStat& b) { return a.total_ms > b.total_ms; });
   if (s.top.size() > 10) s.top.resize(10);
@@ -214,7 +218,9 @@ nlohmann::json to_json(const ProfileSummary& s) {
           {"top", top},
           {"bytes_copied_per_step", s.bytes_copied_per_step},
           {"busy_fraction", s.busy_fraction},
-          {"overhead", s.overhead}};
+          {"overhead", s.overhead},
+          {"phase_coverage", s.phase_coverage},
+          {"attribution", s.attribution}};
 }
 
 nlohmann::json chrome_trace(const std::vector<TraceEvent>& events, const std::vector<PhaseInterval>& phases) {

@@ -42,6 +42,12 @@ class Collector {
 };
 std::unique_ptr<Collector> make_collector(const DeviceInfo& d);
 
+// The CUPTI activity kinds the CUDA collector enables: kernels, copies and sets, and both API
+// layers that launch them. ATen launches its kernels through the runtime API; cuBLAS and cuDNN launch
+// theirs through the driver API (cuLaunchKernel), so without "driver" their kernels have no launch
+// record and no phase (on the H100, 25.6 of 39.0 ms of 07_sdpa's step landed in "other").
+inline constexpr const char* kCuptiActivityKinds[] = {"concurrent_kernel", "memcpy", "memset", "runtime", "driver"};
+
 // GPU work runs later than the launch that queued it: each device event's phase is the phase open
 // when the runtime call with the same correlation id started (`launch_at`: correlation -> start,
 // on the clock of `phases`). Events whose launch is unknown keep an empty phase.
@@ -68,6 +74,10 @@ struct ProfileSummary {
   double bytes_copied_per_step = 0;            // memcpy (GPU)
   double busy_fraction = 0;                    // device busy (GPU) or in ops (CPU) over wall time
   double overhead = 0;                         // (profiled step time / unprofiled) - 1, set by the caller
+  // The share of the counted time (kernels and copies on a GPU, top-level ops on the CPU) that a
+  // phase holds; the rest is phase_ms["other"]. A trustworthy breakdown has it >= 0.95.
+  double phase_coverage = 0;
+  std::string attribution;                     // how time was given to phases, in words (set by the caller)
 };
 
 // `wall_s`: the wall time of the `steps` profiled steps. CPU times count top-level ops only, so

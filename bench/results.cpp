@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iomanip>
+
+#include "common/files.h"
 
 namespace gpt2 {
 
@@ -19,7 +20,7 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     f.flush();
     if (!f) throw std::runtime_error(path + ": write failed");
   }
-  std::filesystem::rename(tmp, path);
+  files::rename(tmp, path);
 }
 
 namespace {
@@ -144,6 +145,14 @@ void TeeReporter::Finalize() { console_.Finalize(); }
 
 std::string TeeReporter::json_so_far() const { return json_out_.str() + "\n  ]\n}\n"; }
 
+std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, bool aborted) {
+  if (interrupted) return "interrupted";
+  if (aborted) return "aborted";
+  for (const auto& r : ran)
+    if (r.status == "error" || r.status == "oom" || r.status == "interrupted") return "partial";
+  return "complete";
+}
+
 std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
   std::ostringstream s;
   auto gb = [](int64_t b) {
@@ -160,7 +169,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
   for (const auto& r : rungs) {
     s << std::left << std::setw(28) << r.rung.name << std::right;
     if (r.status != "ok") {
-      s << "  " << r.status << (r.error.empty() ? "" : ": " + r.error) << "\n";
+      s << "  " << r.status << (r.error.empty() ? "" : ": " + r.error.substr(0, r.error.find('\n'))) << "\n";
       for (const auto& sk : r.rung.skipped) told.push_back(sk.variant);
       continue;
     }

@@ -77,6 +77,10 @@ class TeeReporter : public benchmark::BenchmarkReporter {
   std::function<void(const std::string&)> on_rung_;
 };
 
+// The run's status in rungs.json: interrupted (a signal), aborted (a lost rank), partial (a rung
+// ended in error, oom or interrupted), else complete.
+std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, bool aborted);
+
 // The closing table: rung, tok/s, speedup over the previous rung and over the baseline, memory, MFU, parity.
 std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda);
 

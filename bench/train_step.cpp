@@ -29,6 +29,33 @@ TrainStep::SdpaBackendGuard::~SdpaBackendGuard() {
 }
 
 namespace {
+// Autocast on for a scope, with the caller's state put back however the scope ends (an exception
+// from the model must not leave the process autocasting).
+class AutocastGuard {
+ public:
+  AutocastGuard(c10::DeviceType device, bool on, at::ScalarType dtype)
+      : device_(device), enabled_(at::autocast::is_autocast_enabled(device)),
+        dtype_(at::autocast::get_autocast_dtype(device)), cache_(at::autocast::is_autocast_cache_enabled()) {
+    if (!on) return;
+    at::autocast::set_autocast_enabled(device_, true);
+    at::autocast::set_autocast_dtype(device_, dtype);
+    at::autocast::set_autocast_cache_enabled(false);  // the cache is not valid across graph replays
+  }
+  ~AutocastGuard() {
+    at::autocast::set_autocast_enabled(device_, enabled_);
+    at::autocast::set_autocast_dtype(device_, dtype_);
+    at::autocast::set_autocast_cache_enabled(cache_);
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  c10::DeviceType device_;
+  bool enabled_;
+  at::ScalarType dtype_;
+  bool cache_;
+};
+
 int dist_rank(const StepSpec& spec, Dist* dist) {
   if (spec.dist.backend == "none") return 0;
   TORCH_CHECK(dist && dist->world_size() == spec.dist.world_size && spec.dist.world_size > 1, "a DDP step of world size ",
@@ -105,25 +132,14 @@ double TrainStep::eval_loss(const at::Tensor& x, const at::Tensor& y) {
 
 at::Tensor TrainStep::forward_loss(const at::Tensor& x, const at::Tensor& y) {
   const bool autocast = spec_.precision == Precision::kBf16Autocast || spec_.precision == Precision::kFp16Autocast;
-  at::Tensor logits, loss;
+  AutocastGuard guard(device_.type(), autocast, compute_dtype(math_mode(spec_)));  // over forward and loss
+  at::Tensor logits;
   {
     PhaseRange r("forward");
-    if (autocast) {
-      at::autocast::set_autocast_enabled(device_.type(), true);
-      at::autocast::set_autocast_dtype(device_.type(), compute_dtype(math_mode(spec_)));
-      at::autocast::set_autocast_cache_enabled(false);  // the cache is not valid across graph replays
-    }
     logits = model_->forward(x);  // (B, T, Vp)
   }
-  {
-    PhaseRange r("loss");
-    loss = at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), y.view({-1}));
-    if (autocast) {
-      at::autocast::set_autocast_enabled(device_.type(), false);
-      at::autocast::set_autocast_cache_enabled(true);
-    }
-  }
-  return loss;
+  PhaseRange r("loss");
+  return at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), y.view({-1}));
 }
 
 at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {
@@ -156,6 +172,22 @@ at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {
     opt_->zero_grad();
   }
   return loss.detach();
+}
+
+TimedSteps time_steps(int64_t steps, const std::function<at::Tensor()>& step, StepTimer& timer,
+                      const std::function<bool()>& stop) {
+  TimedSteps t;
+  timer.mark();
+  for (int64_t i = 0; i < steps; ++i) {
+    if (stop()) {
+      t.stopped = true;
+      break;
+    }
+    t.losses.push_back(step());
+    timer.mark();
+  }
+  t.seconds = timer.intervals();
+  return t;
 }
 
 Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps,

@@ -3,6 +3,7 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +64,18 @@ class TrainStep {
   std::unique_ptr<GradSync> grad_sync_;
   at::Tensor scale_, growth_tracker_, found_inf_;  // fp16 gradient scaler state (device)
 };
+
+// One repetition: `steps` calls of `step`, the timer marked before the first and after each, losses
+// kept on the device; `stop()` is asked before each step (a signal). The host waits for the device
+// once, after the last step (timer.intervals()), so nothing between steps synchronizes unless the
+// step itself does (sync_every_step).
+struct TimedSteps {
+  std::vector<double> seconds;     // one per step taken
+  std::vector<at::Tensor> losses;  // device scalars, one per step taken
+  bool stopped = false;            // stop() said so before all steps were taken
+};
+TimedSteps time_steps(int64_t steps, const std::function<at::Tensor()>& step, StepTimer& timer,
+                      const std::function<bool()>& stop);
 
 // K steps of `spec` from the seed's weights and data, dropout off, loss read after each step:
 // the trajectory the parity check compares across rungs (never timed); data-parallel, the losses

@@ -1,6 +1,7 @@
 #include "bench/yaml_reader.h"
 
-#include <filesystem>
+#include "common/files.h"
+
 #include <sstream>
 
 namespace gpt2 {
@@ -14,8 +15,7 @@ void config_error(const std::string& file, const YAML::Node& at, const std::stri
 }
 
 YAML::Node load_yaml_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw ConfigError(path + ": no such file");
+  if (!files::is_file(path)) throw ConfigError(path + ": no such file");
   try {
     return YAML::LoadFile(path);
   } catch (const YAML::Exception& e) {

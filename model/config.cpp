@@ -1,8 +1,7 @@
 #include "model/config.h"
 
-#include <filesystem>
-
 #include "bench/yaml_reader.h"
+#include "common/files.h"
 
 namespace gpt2 {
 
@@ -32,27 +31,24 @@ std::string to_string(AttentionImpl a) {
 std::string to_string(LayerImpl l) { return l == LayerImpl::kScratch ? "scratch" : "native"; }
 
 ModelOptions load_model_preset(const std::string& name_or_path, const std::string& profile_dir) {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> candidates;
+  std::vector<std::string> candidates;
   if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml")) {
-    fs::path p(name_or_path);
-    candidates.push_back(p.is_absolute() ? p : fs::path(profile_dir) / p);
+    candidates.push_back(files::join(profile_dir, name_or_path));
   } else {
-    candidates.push_back(fs::path(profile_dir) / "models" / (name_or_path + ".yaml"));
-    candidates.push_back(fs::path(GPT2BENCH_SOURCE_DIR) / "profiles" / "models" / (name_or_path + ".yaml"));
+    candidates.push_back(files::join(profile_dir, "models/" + name_or_path + ".yaml"));
+    candidates.push_back(files::join(GPT2BENCH_SOURCE_DIR, "profiles/models/" + name_or_path + ".yaml"));
   }
-  fs::path file;
-  std::error_code ec;  // e.g. "file name too long": not found, not a crash
+  std::string file;  // a name too long for the OS is "not found", not a crash
   for (const auto& c : candidates)
-    if (fs::is_regular_file(c, ec)) { file = c; break; }
+    if (files::is_file(c)) { file = c; break; }
   if (file.empty()) {
     std::string tried;
-    for (const auto& c : candidates) tried += (tried.empty() ? "" : ", ") + c.string();
+    for (const auto& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
     throw ConfigError("model preset '" + name_or_path + "' not found (looked for " + tried + ")");
   }
-  MapReader r(load_yaml_file(file.string()), file.string(), "model preset");
+  MapReader r(load_yaml_file(file), file, "model preset");
   ModelOptions m;
-  m.preset = r.get_string("name", file.stem().string());
+  m.preset = r.get_string("name", files::stem(file));
   m.vocab_size = r.get_int("vocab_size", m.vocab_size, 2, 1 << 20);
   m.context = r.get_int("context", m.context, 1, 1 << 16);
   m.n_embd = r.get_int("n_embd", m.n_embd, 1, 1 << 16);

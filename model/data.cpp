@@ -3,14 +3,13 @@
 #include <glob.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "common/files.h"
 #include "model/bpe.h"
 
 namespace gpt2 {
-namespace fs = std::filesystem;
 
 namespace {
 // splitmix64: tiny, fast, and the same on every platform (std distributions are not).
@@ -130,14 +129,14 @@ std::vector<std::string> prepare_text(const PrepareOptions& o) {
   const auto n_val = std::max<int64_t>(1, static_cast<int64_t>(tokens.size() * o.val_fraction));
   if (static_cast<int64_t>(tokens.size()) - n_val < 2)
     throw DataError(o.input + ": too little text for a train/val split (" + std::to_string(tokens.size()) + " tokens)");
-  fs::create_directories(o.out_dir);
+  files::create_dirs(o.out_dir);
   std::vector<std::string> written;
   auto emit = [&](const char* split, auto begin, auto end) {
     int shard = 0;
     for (auto it = begin; it < end; it += std::min<int64_t>(o.shard_tokens, end - it)) {
       char name[64];
       std::snprintf(name, sizeof(name), "%s_%06d.bin", split, shard++);
-      const auto path = (fs::path(o.out_dir) / name).string();
+      const auto path = files::join(o.out_dir, name);
       write_shard(path, std::vector<uint16_t>(it, it + std::min<int64_t>(o.shard_tokens, end - it)));
       written.push_back(path);
     }

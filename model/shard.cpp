@@ -1,18 +1,20 @@
 #include "model/shard.h"
 
-#include <filesystem>
 #include <fstream>
 
-namespace gpt2 {
-namespace fs = std::filesystem;
+#include "common/files.h"
 
+namespace gpt2 {
 std::vector<uint16_t> read_shard(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) throw DataError(path + ": cannot open token shard (no such file)");
+  if (!files::is_file(path)) throw DataError(path + ": cannot open token shard (no such file)");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw DataError(path + ": cannot open token shard");
-  const auto size = static_cast<int64_t>(fs::file_size(path, ec));
-  if (ec) throw DataError(path + ": cannot read its size (" + ec.message() + ")");
+  int64_t size = 0;
+  try {
+    size = files::file_size(path);
+  } catch (const std::runtime_error& e) {
+    throw DataError(e.what());
+  }
   if (size < kShardHeaderBytes)
     throw DataError(path + ": " + std::to_string(size) + " bytes is too short for the " +
                     std::to_string(kShardHeaderBytes) + "-byte llm.c shard header");
@@ -47,7 +49,7 @@ void write_shard(const std::string& path, const std::vector<uint16_t>& tokens) {
     f.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * 2));
     if (!f) throw DataError(path + ": write failed");
   }
-  fs::rename(tmp, path);
+  files::rename(tmp, path);
 }
 
 }  // namespace gpt2

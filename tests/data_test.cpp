@@ -34,7 +34,7 @@ TEST(Shard, RoundTrip) {
   std::vector<uint16_t> tokens = {0, 1, 50256, 65535, 7};
   write_shard(d / "a.bin", tokens);
   EXPECT_EQ(read_shard(d / "a.bin"), tokens);
-  EXPECT_EQ(std::filesystem::file_size(d / "a.bin"), 1024u + 2 * tokens.size());
+  EXPECT_EQ(files::file_size(d / "a.bin"), 1024u + 2 * tokens.size());
 }
 
 TEST(Shard, RejectsEachBadHeader) {

@@ -85,7 +85,7 @@ TEST(Ddp, LadderWithTheBuiltInLauncher) {
 
 TEST(Ddp, LadderUnderTorchrun) {
   const std::string torchrun = GPT2BENCH_SOURCE_DIR "/.venv/bin/torchrun";
-  if (!std::filesystem::exists(torchrun)) GTEST_SKIP() << "skipped: no torchrun in the project's .venv";
+  if (!files::exists(torchrun)) GTEST_SKIP() << "skipped: no torchrun in the project's .venv";
   test::TempDir d;
   const auto profile = test::write_tiny_profile(d, kProfile);
   auto r = test::run_command(torchrun + " --standalone --nproc_per_node=2 --no-python " + GPT2BENCH_BINARY + " ladder --profile " +

@@ -4,10 +4,10 @@
 
 #include <array>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "common/files.h"
 #include "model/config.h"
 
 namespace gpt2::test {
@@ -26,17 +26,17 @@ inline ModelOptions tiny_model() {
 
 // A fresh directory under the system temp dir, removed when the object goes.
 struct TempDir {
-  std::filesystem::path path;
+  std::string path;
   TempDir() {
     char tmpl[] = "/tmp/gpt2bench-test-XXXXXX";
     path = mkdtemp(tmpl);
   }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
+  ~TempDir() { files::remove_all(path); }
+  std::string operator/(const std::string& name) const { return files::join(path, name); }
 };
 
 inline void write_text(const std::string& path, const std::string& text) {
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  files::create_dirs(files::parent(path));
   std::ofstream(path) << text;
 }
 

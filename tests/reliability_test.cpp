@@ -139,11 +139,49 @@ TEST(Reliability, OutOfTheCpuMemoryBudgetIsOomAndTheLadderGoesOn) {
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const auto rungs = load(d / "run/rungs.json");
+  EXPECT_EQ(rungs["status"], "partial");  // not "complete": rungs ran out of memory
   ASSERT_EQ(rungs["rungs"].size(), 5u);
   for (const auto& rung : rungs["rungs"]) {
     EXPECT_EQ(rung["status"], "oom") << rung["name"];
-    EXPECT_NE(rung["error"].get<std::string>().find("over the CPU budget at batch 4"), std::string::npos);
+    EXPECT_NE(rung["error"].get<std::string>().find("out of memory at batch 4: CPU out of memory"), std::string::npos)
+        << rung["error"];
   }
+}
+
+// What the H100 did with `batch: 32`: the fp32 baseline (and so the parity reference) needs more
+// memory than the device has. The baseline is recorded as oom, the rungs that fit still run with
+// a tok/s, and their parity is n/a with the reason. The CPU's budget is that device here: a budget
+// between what the bf16 rung and the fp32 baseline need, measured by a first run without one.
+TEST(Reliability, ParityReferenceOutOfMemoryIsRecordedAndTheRungsThatFitRun) {
+  test::TempDir d;
+  const std::string body =
+      "name: rel\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cpu\nbatch: 32\nwarmup_steps: 1\n"
+      "steps: 2\nrepetitions: 2\nparity_steps: 2\nprofile_steps: 1\nseed: 5\nvariants: [bf16_cast]\n";
+  auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "free"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto free = load(d / "free/rungs.json");
+  const double fp32 = free["rungs"][0]["median"]["peak_alloc_bytes"].get<double>();
+  const double bf16 = free["rungs"][1]["median"]["peak_alloc_bytes"].get<double>();
+  ASSERT_LT(bf16, 0.8 * fp32);
+  const double budget_gb = (0.5 * (fp32 + bf16)) / double(1 << 30);
+  char setting[96];
+  std::snprintf(setting, sizeof(setting), "settings: {cpu_memory_budget_gb: %.9f}\n", budget_gb);
+  test::TempDir e;
+  r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(e, body + setting) + " --out " + (e / "run"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("no parity reference: the baseline ran out of memory at batch 32"), std::string::npos)
+      << r.output;
+  const auto rungs = load(e / "run/rungs.json");
+  EXPECT_EQ(rungs["status"], "partial");
+  EXPECT_EQ(rungs["rungs"][0]["status"], "oom");
+  EXPECT_NE(rungs["rungs"][0]["error"].get<std::string>().find("out of memory at batch 32"), std::string::npos);
+  const auto& fit = rungs["rungs"][1];
+  EXPECT_EQ(fit["status"], "ok") << fit.dump(2);
+  EXPECT_GT(fit["median"]["tokens_per_sec"].get<double>(), 0);
+  EXPECT_EQ(fit["parity"]["verdict"], "n/a");
+  EXPECT_NE(fit["parity"]["rule"].get<std::string>().find("no parity reference: the baseline ran out of memory"),
+            std::string::npos);
+  EXPECT_TRUE(fit["profile"].contains("phase_ms"));  // its profiling pass fitted too
 }
 
 TEST(Reliability, SameProfileSameSeedSameLosses) {
@@ -170,7 +208,7 @@ TEST(Reliability, HostileInputsGiveClearErrorsAndNoOutput) {
     auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + out);
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
-    EXPECT_FALSE(std::filesystem::exists(out)) << needle;
+    EXPECT_FALSE(files::exists(out)) << needle;
   };
   // A shard cut short, one that declares far more tokens than it holds, an empty one.
   std::string good = std::string(1024, '\0');

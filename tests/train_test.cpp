@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 
 #include <cmath>
 
@@ -88,6 +89,45 @@ TEST(AdamW, MatchesTheFormulaForOneStep) {
   const double expect = 2.0 * (1 - o.lr * o.weight_decay) - o.lr * 3.0 / (3.0 + o.eps);
   EXPECT_NEAR(p.item<double>(), expect, 1e-7);
   EXPECT_EQ(opt.state_bytes(), 2 * 4);
+}
+
+// A step the fp16 scaler skips (found_inf = 1) must leave no trace: the fused kernel leaves the
+// parameters alone, and the device step counter is taken back, so the next step's bias correction
+// is the first step's (as torch.optim's fused AdamW).
+TEST(AdamW, FusedStepSkippedOnInfDoesNotCount) {
+  auto make = [] {
+    at::manual_seed(0);
+    return std::vector<at::Tensor>{at::randn({5, 3}).requires_grad_()};
+  };
+  OptimizerOptions o;
+  o.kind = OptimizerKind::kAdamwFused;
+  auto skipped = make(), clean = make();
+  AdamW a(skipped, o), b(clean, o);
+  const auto one = at::ones({}), inf = at::ones({}), none = at::zeros({});
+  const auto before = skipped[0].detach().clone();
+  (skipped[0].pow(2).sum()).backward();
+  a.step(one, inf);
+  EXPECT_TRUE(at::equal(skipped[0].detach(), before));  // the update was skipped
+  EXPECT_EQ(a.state_tensors().back().item<float>(), 0.0f);  // and not counted
+  a.step(one, none);
+  (clean[0].pow(2).sum()).backward();
+  b.step(one, none);
+  EXPECT_EQ(a.state_tensors().back().item<float>(), 1.0f);
+  EXPECT_TRUE(at::allclose(skipped[0], clean[0], 0, 0)) << "the step after a skipped one differs from a first step";
+}
+
+// Autocast is a process-wide switch: a forward that throws must not leave it on.
+TEST(TrainStep, AutocastIsRestoredWhenTheForwardThrows) {
+  StepSpec s = tiny_spec();
+  s.precision = Precision::kBf16Autocast;
+  TrainStep ts(s, cpu(), corpus(97), 1);
+  ASSERT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
+  const auto too_long = at::zeros({1, s.model.context + 1}, at::kLong);  // longer than the context: throws
+  EXPECT_THROW(ts.eval_loss(too_long, too_long), std::exception);
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
+  EXPECT_TRUE(at::autocast::is_autocast_cache_enabled());
+  ts.step();  // and a normal step still autocasts only inside itself
+  EXPECT_FALSE(at::autocast::is_autocast_enabled(at::kCPU));
 }
 
 TEST(Memory, CountingCpuAllocatorSeesTensors) {

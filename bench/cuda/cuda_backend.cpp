@@ -18,9 +18,16 @@
 
 #include <sstream>
 
+#include "bench/graph_capture.h"
+
 namespace gpt2::cuda {
 
 int device_count() { return static_cast<int>(c10::cuda::device_count()); }
+
+void activate(int index) {
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+  at::globalContext().lazyInitDevice(at::kCUDA);
+}
 
 DeviceInfo describe(int index) {
   cudaDeviceProp p{};
@@ -47,24 +54,32 @@ DeviceInfo describe(int index) {
 
 namespace {
 
-// CUDA events on the current stream; seconds() waits for the stop event only.
-class CudaEventTimer : public DeviceTimer {
+// A CUDA event per mark on the device's current stream; intervals() waits for the last one only.
+class CudaStepTimer : public StepTimer {
  public:
-  void start() override { start_.record(); }
-  void stop() override { stop_.record(); }
-  double seconds() override {
-    stop_.synchronize();
-    return start_.elapsed_time(stop_) / 1e3;
+  explicit CudaStepTimer(int index) : index_(static_cast<c10::DeviceIndex>(index)) {}
+  void mark() override {
+    if (used_ == events_.size()) events_.emplace_back(std::make_unique<c10::cuda::CUDAEvent>(cudaEventDefault));
+    events_[used_++]->record(c10::cuda::getCurrentCUDAStream(index_));
+  }
+  std::vector<double> intervals() override {
+    std::vector<double> out;
+    if (used_ > 0) events_[used_ - 1]->synchronize();
+    for (size_t i = 1; i < used_; ++i) out.push_back(events_[i - 1]->elapsed_time(*events_[i]) / 1e3);
+    used_ = 0;  // the events are reused by the next repetition
+    return out;
   }
 
  private:
-  c10::cuda::CUDAEvent start_{cudaEventDefault}, stop_{cudaEventDefault};
+  c10::DeviceIndex index_;
+  std::vector<std::unique_ptr<c10::cuda::CUDAEvent>> events_;
+  size_t used_ = 0;
 };
 
 // Peak allocated/reserved bytes from the CUDA caching allocator, reset per rung.
 class CachingAllocatorMeter : public MemoryMeter {
  public:
-  explicit CachingAllocatorMeter(int index) : index_(static_cast<c10::DeviceIndex>(index)) {}
+  explicit CachingAllocatorMeter(int index) : index_(static_cast<c10::DeviceIndex>(index)) { activate(index); }
   void reset_peak() override { c10::cuda::CUDACachingAllocator::resetPeakStats(index_); }
   MemoryStats read() override {
     const auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(index_);
@@ -128,6 +143,43 @@ class PinnedPrefetchMover : public BatchMover {
   int slot_ = 0;
 };
 
+// capture_with's steps on a real device (bench/graph_capture.h has the protocol and its reasons).
+class DeviceCapture : public CaptureSteps {
+ public:
+  DeviceCapture(std::unique_ptr<at::cuda::CUDAGraph>& graph, c10::cuda::CUDAStream stream)
+      : graph_(graph), stream_(stream) {}
+  void quiesce() override {
+    c10::cuda::device_synchronize();
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  }
+  void begin() override { graph_->capture_begin(); }
+  void end() override { graph_->capture_end(); }
+  void abandon() noexcept override {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream_.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t partial = nullptr;
+      if (cudaStreamEndCapture(stream_.stream(), &partial) == cudaSuccess && partial) cudaGraphDestroy(partial);
+    }
+    try {  // stop routing this stream's allocations to the graph's pool, then give the pool back
+      const auto pool = graph_->pool();
+      c10::cuda::CUDACachingAllocator::endAllocateToPool(stream_.device_index(), pool);
+      c10::cuda::CUDACachingAllocator::releasePool(stream_.device_index(), pool);
+    } catch (...) {
+    }
+    graph_.reset();
+    (void)cudaGetLastError();  // clear the sticky error of the failed capture
+    try {
+      c10::cuda::device_synchronize();
+      c10::cuda::CUDACachingAllocator::emptyCache();
+    } catch (...) {
+    }
+  }
+
+ private:
+  std::unique_ptr<at::cuda::CUDAGraph>& graph_;
+  c10::cuda::CUDAStream stream_;
+};
+
 // The whole step captured once and replayed. Capture needs a side stream and a few warm-up runs
 // (lazy cuBLAS/allocator state, gradient buffers); those runs really train, so `state` is saved
 // before them and put back after the capture: the first replay then takes the step eager would.
@@ -135,11 +187,11 @@ class CudaGraphExecutor : public Executor {
  public:
   CudaGraphExecutor(StepBody body, std::vector<at::Tensor> state) : body_(std::move(body)), state_(std::move(state)) {}
   at::Tensor run(const at::Tensor& x, const at::Tensor& y) override {
-    if (!static_loss_.defined()) capture(x, y);
+    if (!graph_) capture(x, y);
     static_x_.copy_(x);
     static_y_.copy_(y);
-    graph_.replay();
-    return static_loss_;
+    graph_->replay();
+    return static_loss_.clone();  // the next replay overwrites static_loss_: each step gets its own
   }
 
  private:
@@ -156,9 +208,9 @@ class CudaGraphExecutor : public Executor {
     {
       c10::cuda::CUDAStreamGuard guard(side);
       for (int i = 0; i < 3; ++i) body_(static_x_, static_y_);
-      graph_.capture_begin();
-      static_loss_ = body_(static_x_, static_y_);
-      graph_.capture_end();
+      graph_ = std::make_unique<at::cuda::CUDAGraph>();
+      DeviceCapture steps(graph_, side);
+      static_loss_ = capture_with(steps, [&] { return body_(static_x_, static_y_); });
     }
     wait_stream(c10::cuda::getCurrentCUDAStream(), side);
     at::NoGradGuard no_grad;
@@ -166,7 +218,7 @@ class CudaGraphExecutor : public Executor {
   }
   StepBody body_;
   std::vector<at::Tensor> state_;
-  at::cuda::CUDAGraph graph_;
+  std::unique_ptr<at::cuda::CUDAGraph> graph_;  // null until captured, and again after a failed capture
   at::Tensor static_x_, static_y_, static_loss_;
 };
 
@@ -179,7 +231,7 @@ std::unique_ptr<Executor> make_graph_executor(StepBody body, std::vector<at::Ten
   return std::make_unique<CudaGraphExecutor>(std::move(body), std::move(state));
 }
 
-std::unique_ptr<DeviceTimer> make_timer() { return std::make_unique<CudaEventTimer>(); }
+std::unique_ptr<StepTimer> make_step_timer(int index) { return std::make_unique<CudaStepTimer>(index); }
 std::unique_ptr<MemoryMeter> make_memory_meter(int index) { return std::make_unique<CachingAllocatorMeter>(index); }
 c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                     std::chrono::milliseconds timeout) {

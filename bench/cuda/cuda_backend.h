@@ -19,8 +19,11 @@ class Backend;
 namespace gpt2::cuda {
 
 int device_count();                     // 0 without a driver or a device; never throws
+// Makes `index` the current device and initialises ATen's CUDA state (context, caching allocator):
+// allocator calls before that fail with "Invalid device argument".
+void activate(int index);
 DeviceInfo describe(int index);         // name, capability, SMs, memory, driver/runtime versions
-std::unique_ptr<DeviceTimer> make_timer();   // CUDA events on the current stream
+std::unique_ptr<StepTimer> make_step_timer(int index);  // CUDA events on the device's current stream
 std::unique_ptr<MemoryMeter> make_memory_meter(int index);  // caching-allocator stats
 std::unique_ptr<BatchMover> make_pinned_mover(Loader& loader, int index);
 std::unique_ptr<Executor> make_graph_executor(StepBody body, std::vector<at::Tensor> state);

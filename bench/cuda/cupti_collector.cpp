@@ -7,6 +7,9 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
 #include <unordered_map>
 
 #include "bench/cuda/cuda_backend.h"
@@ -96,8 +99,20 @@ void check(CUptiResult r, const char* what) {
   throw std::runtime_error(std::string("CUPTI ") + what + ": " + (msg ? msg : "error"));
 }
 
-const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                     CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME};
+CUpti_ActivityKind activity_kind(const std::string& name) {
+  if (name == "concurrent_kernel") return CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  if (name == "memcpy") return CUPTI_ACTIVITY_KIND_MEMCPY;
+  if (name == "memset") return CUPTI_ACTIVITY_KIND_MEMSET;
+  if (name == "runtime") return CUPTI_ACTIVITY_KIND_RUNTIME;
+  if (name == "driver") return CUPTI_ACTIVITY_KIND_DRIVER;
+  throw std::logic_error("CUPTI activity kind '" + name + "' has no mapping");
+}
+
+std::vector<CUpti_ActivityKind> enabled_kinds() {
+  std::vector<CUpti_ActivityKind> out;
+  for (const char* k : kCuptiActivityKinds) out.push_back(activity_kind(k));
+  return out;
+}
 
 class CuptiCollector : public Collector {
  public:
@@ -106,14 +121,14 @@ class CuptiCollector : public Collector {
     store_ = std::make_unique<Store>();
     g_store = store_.get();
     check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "register callbacks");
-    for (auto k : kKinds) check(cuptiActivityEnable(k), "enable activity");
+    for (auto k : enabled_kinds()) check(cuptiActivityEnable(k), "enable activity");
     set_phase_listener(&on_phase);
   }
   void stop() override {
     set_phase_listener(nullptr);
     synchronize();
     check(cuptiActivityFlushAll(1), "flush");
-    for (auto k : kKinds) cuptiActivityDisable(k);
+    for (auto k : enabled_kinds()) cuptiActivityDisable(k);
     attribute_phases(store_->device, store_->launch_at, store_->phases);
   }
   std::vector<TraceEvent> events() override { return store_->device; }

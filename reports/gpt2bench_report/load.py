@@ -73,6 +73,14 @@ def _read_json(path: Path) -> dict:
         raise ReportError(f"{path}: not valid JSON ({e})") from e
 
 
+def _run_status(written: str, rungs: list[Rung]) -> str:
+    """A run whose rungs ended in error, oom or interrupted is "partial", whatever an older gpt2bench
+    wrote ("complete")."""
+    if written == "complete" and any(r.status in ("error", "oom", "interrupted") for r in rungs):
+        return "partial"
+    return written
+
+
 def load_run(path: str | Path) -> Run:
     d = Path(path)
     if not d.is_dir():
@@ -111,7 +119,7 @@ def load_run(path: str | Path) -> Run:
             device=rungs_doc["device"],
             build=rungs_doc.get("build", {}),
             context=results.get("context", {}),
-            status=rungs_doc.get("status", "?"),
+            status=_run_status(rungs_doc.get("status", "?"), rungs),
             rungs=rungs,
         )
     except (KeyError, TypeError) as e:

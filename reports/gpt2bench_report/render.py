@@ -24,7 +24,9 @@ def ladder_table(run: Run) -> list[list[str]]:
     for r in run.rungs:
         prev = run.previous(r)
         if not r.ok:
-            why = "; ".join([r.error] * bool(r.error) + [f"{s['variant']}: {s['reason']}" for s in r.skipped])
+            # The first line of an error: CUDA errors run over several lines (the full text is in rungs.json).
+            error = r.error.splitlines()[0] if r.error else ""
+            why = "; ".join([error] * bool(error) + [f"{s['variant']}: {s['reason']}" for s in r.skipped])
             rows.append([r.name, r.status, "-", "-", "-", "-", "-", "-", "-", why])
             continue
         noise = ""
@@ -60,9 +62,14 @@ def published_table() -> list[list[str]]:
     return rows
 
 
+def _md_cell(c: str) -> str:
+    """One Markdown table cell: no line break, every `|` escaped."""
+    return " ".join(c.split("\n")).replace("|", "\\|")
+
+
 def _md(rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
-    out += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in rows[1:]]
+    out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows[1:]]
     return "\n".join(out)
 
 

@@ -166,3 +166,27 @@ def test_gpt2bench_report_front(tmp_path):
     r = subprocess.run([str(binary), "report", str(tmp_path / "missing"), "--out", str(tmp_path / "x")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 1 and "missing: no such run directory" in r.stderr
+
+
+def test_multi_line_errors_keep_tables_one_line_and_the_run_is_partial(tmp_path):
+    # A copy of a fixture with one rung failed as on the H100 (a CUDA error runs over several lines).
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    failed = doc["rungs"][-1]
+    failed["status"] = "error"
+    failed["error"] = ("CUDA graph capture failed: CUDA error: operation not permitted when stream is capturing\n"
+                       "CUDA kernel errors might be asynchronously reported | at some other API call")
+    failed.pop("median", None)
+    doc["status"] = "complete"  # what gpt2bench wrote before it knew "partial"
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    assert run.status == "partial"
+    row = {r[0]: r for r in ladder_table(run)[1:]}[failed["name"]]
+    assert row[9].startswith("CUDA graph capture failed: CUDA error: operation not permitted when stream is capturing;")
+    out = write_report([run], tmp_path / "report")
+    md = (out / "report.md").read_text()
+    for line in md.splitlines():
+        if line.startswith("| "):  # every table row is one line with as many cells as its header
+            assert len(re.findall(r"(?<!\\)\|", line)) in {11, 10, 6}, line
+    assert "asynchronously" not in md

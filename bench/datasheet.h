@@ -1,0 +1,27 @@
+// defines: Datasheet, find_datasheet — the dense (not 2:4-sparse) peak FLOP/s per precision and the
+//          memory bandwidth of known GPUs, each row with its source. Plain data, no libtorch.
+// An unknown device has no row: it gets no datasheet MFU (never a guess), only the measured peak.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpt2 {
+
+struct Datasheet {
+  std::string model;       // "H100 SXM"
+  std::string pattern;     // ECMAScript regex over the CUDA device name
+  double fp32_tflops = 0;  // no tensor cores
+  double tf32_tflops = 0;  // 0: no TF32 tensor cores (fp32 matmuls run at fp32_tflops)
+  double bf16_tflops = 0;  // 0: no bf16 tensor cores
+  double fp16_tflops = 0;  // fp16 tensor cores, fp32 accumulate
+  double memory_bandwidth_gbs = 0;  // GB/s (10^9 bytes)
+  std::string source;
+};
+
+// The rows, most specific first (H100 NVL before H100 SXM, A100 before A10).
+const std::vector<Datasheet>& datasheets();
+// The row whose pattern matches a CUDA device name ("NVIDIA H100 80GB HBM3"), or none.
+std::optional<Datasheet> find_datasheet(const std::string& device_name);
+
+}  // namespace gpt2

@@ -1,0 +1,66 @@
+// common/files: the POSIX file operations that replace std::filesystem in code linked with libtorch.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <stdexcept>
+
+#include "common/files.h"
+#include "helpers.h"
+
+namespace gpt2 {
+namespace {
+
+TEST(Files, PathStrings) {
+  EXPECT_EQ(files::join("a", "b.yaml"), "a/b.yaml");
+  EXPECT_EQ(files::join("a/", "b"), "a/b");
+  EXPECT_EQ(files::join("", "b"), "b");
+  EXPECT_EQ(files::join("a", "/abs/b"), "/abs/b");
+  EXPECT_EQ(files::parent("profiles/models/x.yaml"), "profiles/models");
+  EXPECT_EQ(files::parent("x.yaml"), "");
+  EXPECT_EQ(files::parent("/x"), "/");
+  EXPECT_EQ(files::parent("a/b/"), "a");
+  EXPECT_EQ(files::stem("profiles/cpu-mini.yaml"), "cpu-mini");
+  EXPECT_EQ(files::stem("dir/.hidden"), ".hidden");
+  EXPECT_EQ(files::stem("a.tar.gz"), "a.tar");
+  EXPECT_EQ(files::filename("a/b/c.json"), "c.json");
+  EXPECT_TRUE(files::is_absolute("/tmp"));
+  EXPECT_FALSE(files::is_absolute("tmp"));
+}
+
+TEST(Files, CreateRenameSizeRemove) {
+  test::TempDir d;
+  const std::string deep = d / "x/y/z";
+  files::create_dirs(deep);
+  files::create_dirs(deep);  // idempotent
+  EXPECT_TRUE(files::is_dir(deep));
+  test::write_text(deep + "/f.txt", "hello");
+  EXPECT_TRUE(files::is_file(deep + "/f.txt"));
+  EXPECT_FALSE(files::is_file(deep));
+  EXPECT_EQ(files::file_size(deep + "/f.txt"), 5);
+  files::rename(deep + "/f.txt", deep + "/g.txt");
+  EXPECT_FALSE(files::exists(deep + "/f.txt"));
+  EXPECT_TRUE(files::exists(deep + "/g.txt"));
+  ASSERT_EQ(symlink("/nonexistent-target", (deep + "/link").c_str()), 0);  // a dangling link is removed, not followed
+  files::remove_all(d / "x");
+  EXPECT_FALSE(files::exists(d / "x"));
+  files::remove_all(d / "never-was");  // not an error
+}
+
+TEST(Files, ErrorsNameThePathAndTheReason) {
+  test::TempDir d;
+  try {
+    files::file_size(d / "missing.bin");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.bin: cannot read its size (No such file or directory)"),
+              std::string::npos) << e.what();
+  }
+  test::write_text(d / "plain", "x");
+  EXPECT_THROW(files::create_dirs(d / "plain/sub"), std::runtime_error);  // a file stands in the way
+  EXPECT_THROW(files::rename(d / "missing", d / "other"), std::runtime_error);
+  EXPECT_FALSE(files::is_file(std::string(5000, 'a')));  // a name too long for the OS: false, no throw
+}
+
+}  // namespace
+}  // namespace gpt2

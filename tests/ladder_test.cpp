@@ -1,0 +1,130 @@
+// Ladder logic that a GPU exercised and that is tested here with fakes built from what it did:
+// batch_scaling's back-off when the rung itself runs out of memory (H100: the search chose 64, the
+// rung ran out of memory at 64), the timed loop's one host wait per repetition, the run status,
+// and error text in tables.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "bench/backoff.h"
+#include "bench/results.h"
+#include "bench/train_step.h"
+
+namespace gpt2 {
+namespace {
+
+[[noreturn]] void cuda_oom(int64_t batch) {
+  TORCH_CHECK_WITH(OutOfMemoryError, false, "CUDA out of memory. Tried to allocate 12.28 GiB. GPU 0 has a total "
+                   "capacity of 79.19 GiB of which 2.05 GiB is free (batch ", batch, ")\nSee documentation for "
+                   "Memory Management");
+}
+
+TEST(BatchBackoff, HalvesUntilTheRungFitsAndRecordsEveryTry) {
+  nlohmann::json tries = nlohmann::json::array();
+  tries.push_back({{"batch", 64}, {"fits", true}, {"stage", "search"}});  // what the probe said
+  std::vector<int64_t> attempted;
+  int cleanups = 0;
+  const int64_t got = backoff_on_oom(
+      64, tries,
+      [&](int64_t b) {
+        attempted.push_back(b);
+        if (b > 16) cuda_oom(b);
+      },
+      [&] { ++cleanups; });
+  EXPECT_EQ(got, 16);
+  EXPECT_EQ(attempted, (std::vector<int64_t>{64, 32, 16}));
+  EXPECT_EQ(cleanups, 2);  // the device cleaned after each failed try
+  ASSERT_EQ(tries.size(), 4u);
+  EXPECT_EQ(tries[1]["batch"], 64);
+  EXPECT_EQ(tries[1]["fits"], false);
+  EXPECT_EQ(tries[1]["stage"], "rung");
+  EXPECT_EQ(tries[1]["why"].get<std::string>().find('\n'), std::string::npos);  // one line
+  EXPECT_EQ(tries[3], (nlohmann::json{{"batch", 16}, {"fits", true}, {"stage", "rung"}}));
+}
+
+TEST(BatchBackoff, NothingFitsGoesUpAsOutOfMemory) {
+  nlohmann::json tries = nlohmann::json::array();
+  EXPECT_THROW(backoff_on_oom(4, tries, [](int64_t b) { cuda_oom(b); }, [] {}), c10::OutOfMemoryError);
+  EXPECT_EQ(tries.size(), 3u);  // 4, 2, 1
+}
+
+TEST(BatchBackoff, OtherErrorsAreNotRetried) {
+  nlohmann::json tries = nlohmann::json::array();
+  int calls = 0;
+  EXPECT_THROW(backoff_on_oom(8, tries, [&](int64_t) { ++calls, throw std::runtime_error("capture failed"); }, [] {}),
+               std::runtime_error);
+  EXPECT_EQ(calls, 1);
+}
+
+// A fake device timer: what the timed loop asks of it, in order.
+struct RecordingTimer : StepTimer {
+  std::vector<std::string>& log;
+  int marks = 0;
+  explicit RecordingTimer(std::vector<std::string>& l) : log(l) {}
+  void mark() override { log.push_back("mark"), ++marks; }
+  std::vector<double> intervals() override {
+    log.push_back("wait");
+    std::vector<double> out(marks > 0 ? marks - 1 : 0, 0.25);
+    marks = 0;
+    return out;
+  }
+};
+
+TEST(TimedLoop, MarksEveryStepBoundaryAndWaitsOnceAtTheEnd) {
+  std::vector<std::string> log;
+  RecordingTimer timer(log);
+  auto step = [&] {
+    log.push_back("step");
+    return at::zeros({});
+  };
+  const TimedSteps t = time_steps(3, step, timer, [] { return false; });
+  EXPECT_EQ(log, (std::vector<std::string>{"mark", "step", "mark", "step", "mark", "step", "mark", "wait"}));
+  EXPECT_EQ(t.seconds, (std::vector<double>{0.25, 0.25, 0.25}));
+  EXPECT_EQ(t.losses.size(), 3u);
+  EXPECT_FALSE(t.stopped);
+}
+
+TEST(TimedLoop, AStopBetweenStepsEndsTheRepetition) {
+  std::vector<std::string> log;
+  RecordingTimer timer(log);
+  int asked = 0;
+  const TimedSteps t = time_steps(5, [] { return at::zeros({}); }, timer, [&] { return ++asked > 2; });
+  EXPECT_TRUE(t.stopped);
+  EXPECT_EQ(t.seconds.size(), 2u);
+  EXPECT_EQ(t.losses.size(), 2u);
+}
+
+RungRecord rung(const std::string& name, const std::string& status, const std::string& error = "") {
+  RungRecord r;
+  r.rung.name = name;
+  r.status = status;
+  r.error = error;
+  return r;
+}
+
+TEST(RunStatus, PartialWhenAnyRungFailed) {
+  EXPECT_EQ(run_status({rung("00_baseline", "ok"), rung("01_x", "skipped"), rung("02_y", "diverged")}, false, false),
+            "complete");
+  EXPECT_EQ(run_status({rung("00_baseline", "ok"), rung("12_batch_scaling", "error", "x")}, false, false), "partial");
+  EXPECT_EQ(run_status({rung("00_baseline", "oom", "x")}, false, false), "partial");
+  EXPECT_EQ(run_status({rung("00_baseline", "ok")}, true, false), "interrupted");
+  EXPECT_EQ(run_status({rung("00_baseline", "ok")}, false, true), "aborted");
+}
+
+TEST(SummaryTable, AMultiLineErrorTakesOneLine) {
+  const std::string table = summary_table(
+      {rung("12_batch_scaling", "error",
+            "CUDA graph capture failed: CUDA error: operation not permitted when stream is capturing\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call")},
+      true);
+  EXPECT_NE(table.find("error: CUDA graph capture failed: CUDA error: operation not permitted when stream is capturing\n"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("asynchronously"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace gpt2
