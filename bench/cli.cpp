@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/clocks.h"
+#include "bench/datasheet.h"
 #include "bench/device.h"
 #include "bench/dist.h"
 #include "bench/ladder.h"
@@ -333,8 +335,20 @@ int cmd_doctor(int argc, char** argv) {
     std::cout << "  compute capability " << dev.cc_major << "." << dev.cc_minor << ", " << dev.sm_count << " SMs, "
               << dev.total_memory / (1 << 20) << " MiB, driver " << dev.driver_version << ", runtime "
               << dev.runtime_version << "\n";
-  std::cout << "  bf16: " << (dev.bf16 ? "yes" : "no") << ", TF32: " << (dev.tf32 ? "yes" : "no")
-            << ", flash attention: " << (dev.flash_attention ? "yes" : "no") << "\n";
+  std::cout << "  bf16: " << (dev.bf16 ? "yes" : "no") << (dev.bf16_support.empty() ? "" : ", " + dev.bf16_support)
+            << ", TF32: " << (dev.tf32 ? "yes" : "no") << ", flash attention: " << (dev.flash_attention ? "yes" : "no")
+            << "\n";
+  if (dev.cuda()) {
+    if (const auto row = find_datasheet(dev.name))
+      std::cout << "  datasheet (" << row->model << ", dense): bf16 " << row->bf16_tflops << " TFLOP/s, TF32 "
+                << row->tf32_tflops << ", fp32 " << row->fp32_tflops << ", memory " << row->memory_bandwidth_gbs
+                << " GB/s (" << row->source << ")\n";
+    else
+      std::cout << "  datasheet: none for this GPU: MFU is given against the measured matmul peak only\n";
+  }
+  const auto clocks = make_clock_sampler(dev)->take();
+  std::cout << "  clocks (NVML): " << (clocks.available ? "sampled during timed repetitions" : clocks.unavailable_why)
+            << "\n";
   return 0;
 }
 

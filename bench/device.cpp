@@ -24,18 +24,25 @@ bool build_has_cuda() {
 #endif
 }
 
+std::string cpu_bf16_support(const std::string& flags) {
+  auto has = [&](const char* f) { return flags.find(" " + std::string(f) + " ") != std::string::npos; };
+  if (has("amx_bf16")) return "native (AMX-BF16)";
+  if (has("avx512_bf16")) return "native (AVX512-BF16)";
+  return "emulated (no AMX-BF16 or AVX512-BF16: bf16 math runs through conversions to fp32, slower than fp32 itself)";
+}
+
 namespace {
 DeviceInfo describe_cpu() {
   DeviceInfo d;
   d.type = DeviceType::kCpu;
   std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) {
-      d.name = line.substr(line.find(':') + 2);
-      break;
-    }
-  if (d.name.empty()) d.name = "cpu";
+  std::string line, flags, model;
+  while (std::getline(f, line)) {
+    if (model.empty() && line.rfind("model name", 0) == 0) model = line.substr(line.find(':') + 2);
+    if (flags.empty() && line.rfind("flags", 0) == 0) flags = line.substr(line.find(':') + 1) + " ";
+  }
+  d.bf16_support = cpu_bf16_support(flags);
+  d.name = model.empty() ? "cpu" : model;
   d.sm_count = at::get_num_threads();
   d.total_memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
   d.bf16 = true;  // ATen computes bf16 on any CPU (emulated where the ISA lacks it)

@@ -18,6 +18,8 @@
 #include <map>
 
 #include "bench/backoff.h"
+#include "bench/clocks.h"
+#include "bench/datasheet.h"
 #include "bench/device.h"
 #include "bench/graph_capture.h"
 #include "bench/dist.h"
@@ -125,7 +127,8 @@ std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
     r.rung = resolve(plan.name, plan.variants, base, dev);
     r.benchmark_name = prof.model.preset + "/" + plan.name;
     r.tokens_per_step = tokens_per_step(r.rung.spec);
-    r.flops_per_token = flops_per_token(r.rung.spec.model);
+    r.flops = flop_model(r.rung.spec.model);
+    r.flops_per_token = r.flops.per_token();
     r.datasheet_peak = datasheet_peak_flops(dev, math_mode(r.rung.spec));
     records.push_back(std::move(r));
   }
@@ -142,6 +145,31 @@ std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
       }
   }
   return records;
+}
+
+// MFU's denominator, one for the whole run, and what it is, in words. A GPU: its datasheet's dense
+// bf16 tensor-core peak (PaLM, nanoGPT and llm.c take MFU so, whatever the rung's precision); an
+// unknown GPU has none (never a guess). A CPU has no datasheet: the best matmul rate measured on it.
+std::pair<std::optional<double>, std::string> headline_peak(const DeviceInfo& dev, const std::map<MathMode, double>& measured) {
+  char buf[256];
+  if (dev.cuda()) {
+    const auto row = find_datasheet(dev.name);
+    if (!row || row->bf16_tflops <= 0) {
+      std::snprintf(buf, sizeof(buf), "no datasheet MFU: '%s' has no dense bf16 datasheet row (see mfu_vs_measured_peak)",
+                    dev.name.c_str());
+      return {std::nullopt, buf};
+    }
+    std::snprintf(buf, sizeof(buf), "the %s's dense bf16 tensor-core peak, %.0f TFLOP/s (%s)", row->model.c_str(),
+                  row->bf16_tflops, row->source.c_str());
+    return {row->bf16_tflops * 1e12, buf};
+  }
+  MathMode best = MathMode::kFp32;
+  double rate = 0;
+  for (const auto& [m, r] : measured)
+    if (r > rate) best = m, rate = r;
+  std::snprintf(buf, sizeof(buf), "the highest matmul rate measured on this CPU in any precision, %.1f GFLOP/s (%s)",
+                rate / 1e9, to_string(best).c_str());
+  return {rate, buf};
 }
 
 // What must match for --resume: the resolved rungs and the measurement settings, and the build.
@@ -165,6 +193,8 @@ bool complete(const std::string& status) {
 std::atomic<int> g_signal{0};
 extern "C" void on_signal(int sig) { g_signal = sig; }
 
+nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
 std::string error_text(const std::exception& e) {
   const auto* c = dynamic_cast<const c10::Error*>(&e);
   return c ? c->what_without_backtrace() : e.what();
@@ -183,6 +213,7 @@ struct Ladder {
   std::unique_ptr<TrainStep> live;  // the rung being timed, kept across its repetitions
   std::string abort_reason;         // set once the run cannot go on (a lost rank)
   std::string reference_error;      // why there is no parity reference (it ran out of memory)
+  std::unique_ptr<ClockSampler> clocks;  // NVML over the timed steps (unavailable on the CPU)
 
   bool rank0() const { return !dist || dist->rank() == 0; }
 
@@ -216,6 +247,7 @@ struct Ladder {
       attempt(r.rung.spec.batch);
     }
     r.sdpa_backend_used = live->sdpa_backend_used();
+    if (clocks) clocks->take();  // samples of an earlier, failed rung are not this one's
   }
 
   // Frees the live step and gives the device a clean state for what comes next, whatever the last
@@ -237,7 +269,9 @@ struct Ladder {
   // per-rank step times and memory. `stopped`: a signal ended it early.
   double repetition(RungRecord& r, bool& stopped) {
     auto timer = make_step_timer(dev);
+    if (clocks) clocks->start();
     const TimedSteps t = time_steps(prof.steps, [&] { return live->step(); }, *timer, [] { return g_signal != 0; });
+    if (clocks) clocks->stop();
     stopped = t.stopped;
     if (t.seconds.empty()) return 0;
     double total = 0;
@@ -274,6 +308,8 @@ struct Ladder {
       write_rung_profile(out_dir, r.rung.name, p);
       r.profile = to_json(p.summary);
       r.profile["memory"] = to_json(p.memory);
+      if (p.summary.counted_flops_per_step > 0)
+        r.counted_flops_per_token = p.summary.counted_flops_per_step / static_cast<double>(r.tokens_per_step);
     } catch (const std::exception& e) {
       const bool oom = dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr;
       r.profile = {{"error", (oom ? "out of memory in the profiling pass: " : "the profiling pass failed: ") + error_text(e)}};
@@ -376,7 +412,9 @@ void set_counters(benchmark::State& st, RungRecord& rec, double step_s, const st
   st.counters["peak_reserved_bytes"] = static_cast<double>(rec.peak_reserved_bytes);
   st.counters["loss"] = rec.final_loss;
   st.counters["flops_per_token"] = rec.flops_per_token;
-  st.counters["mfu"] = rec.flops_per_token * tps / rec.peak_flops();
+  if (const auto mfu = rec.mfu(tps)) st.counters["mfu"] = *mfu;
+  if (const auto own = rec.mfu_vs_precision_peak(tps)) st.counters["mfu_vs_precision_peak"] = *own;
+  st.counters["mfu_vs_measured_peak"] = rec.mfu_vs_measured_peak(tps);
   if (ranks(rec.rung.spec) > 1) {
     st.counters["world_size"] = ranks(rec.rung.spec);
     if (auto single = single_process_twin(records, rec)) {
@@ -425,6 +463,10 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
     }
     set_counters(st, rec, total_s / static_cast<double>(prof.steps), records);
     if (rep + 1 < prof.repetitions) return;
+    if (ladder.clocks) {
+      rec.clocks = to_json(ladder.clocks->take());
+      if (rec.throttled()) std::cerr << "    THROTTLED: " << rec.clocks["throttled_why"].get<std::string>() << "\n";
+    }
     if (prof.profile_steps > 0 && ranks(rec.rung.spec) == 1) {
       ladder.profiling_pass(rec, out_dir);
       if (!rec.profile.contains("error")) {
@@ -464,7 +506,7 @@ int run_ladder(const LadderOptions& o) {
   // Ranks other than 0 write nothing: they follow rank 0 through the data-parallel rungs.
   if (dist && dist->rank() != 0) {
     meter->set_limit(prof.settings.cpu_memory_budget);
-    Ladder follower{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}};
+    Ladder follower{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, nullptr};
     if (prof.parity_steps > 0) follower.baseline_losses.assign(prof.parity_steps, 0.0);  // only its length is used
     return follower.follow(records);
   }
@@ -508,15 +550,25 @@ int run_ladder(const LadderOptions& o) {
             << (dist ? ", " + std::to_string(dist->world_size()) + " processes, " + dist->backend() : std::string())
             << ")\n";
 
-  // 2. The peak the MFU is taken against: measured once per precision used in this run.
+  if (prof.repetitions < 5)
+    std::cerr << "gpt2bench: warning: " << prof.repetitions << " repetitions per rung: too few to tell a real "
+              << "difference from noise (the median's interval and the U test want 5 or more; GPUs 9)\n";
+  // 2. The peaks: the matmul rate measured here per precision the run uses (on the CPU in every
+  // precision: the best of them is the CPU's MFU peak), and the MFU's one denominator.
   std::map<MathMode, double> measured;
+  auto measure = [&](MathMode m) {
+    if (measured.count(m)) return;
+    std::cerr << "gpt2bench: measuring the " << to_string(m) << " matmul peak...\n";
+    measured[m] = measure_matmul_peak(dev, m);
+  };
+  if (!dev.cuda())
+    for (MathMode m : {MathMode::kFp32, MathMode::kBf16, MathMode::kFp16}) measure(m);
+  for (auto& r : records) measure(math_mode(r.rung.spec));
+  const auto [mfu_peak, mfu_basis] = headline_peak(dev, measured);
   for (auto& r : records) {
-    const MathMode m = math_mode(r.rung.spec);
-    if (!measured.count(m)) {
-      std::cerr << "gpt2bench: measuring the " << to_string(m) << " matmul peak...\n";
-      measured[m] = measure_matmul_peak(dev, m);
-    }
-    r.measured_peak = measured[m];
+    r.measured_peak = measured[math_mode(r.rung.spec)];
+    r.mfu_peak = mfu_peak;
+    r.mfu_basis = mfu_basis;
   }
 
   nlohmann::json rungs_doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"plan", prof.plan},
@@ -530,6 +582,16 @@ int run_ladder(const LadderOptions& o) {
   const std::string results_path = files::join(o.out_dir, "results.json");
   const std::string rungs_path = files::join(o.out_dir, "rungs.json");
   std::unique_ptr<TeeReporter> reporter;
+  if (const auto row = dev.cuda() ? find_datasheet(dev.name) : std::nullopt)
+    rungs_doc["device"]["datasheet"] = {{"model", row->model}, {"bf16_tflops", row->bf16_tflops},
+                                        {"fp16_tflops", row->fp16_tflops}, {"tf32_tflops", row->tf32_tflops},
+                                        {"fp32_tflops", row->fp32_tflops},
+                                        {"memory_bandwidth_gbs", row->memory_bandwidth_gbs}, {"source", row->source}};
+  rungs_doc["mfu"] = {{"definition", "model FLOPs/s (matmuls only: flops.formula) / mfu peak, the same for every rung"},
+                      {"peak", records.empty() ? nlohmann::json() : opt_json(records[0].mfu_peak)},
+                      {"basis", records.empty() ? "" : records[0].mfu_basis},
+                      {"also", "median.mfu_vs_precision_peak: over the datasheet peak of the rung's own precision; "
+                               "median.mfu_vs_measured_peak: over the matmul rate measured here in that precision"}};
   rungs_doc["fingerprint"] = fingerprint(prof, records);
   rungs_doc["build_id"] = build_id;
   auto flush = [&](const std::string& status) {
@@ -550,7 +612,7 @@ int run_ladder(const LadderOptions& o) {
   // From here on the CPU runs out of memory as a GPU does: at the allocation that goes over the
   // budget, wherever it is (batch search, build, warm-up, timed steps, profiling, parity).
   meter->set_limit(prof.settings.cpu_memory_budget);
-  Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}};
+  Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, make_clock_sampler(dev)};
   // 3. The parity reference: the baseline's losses over K steps from the seed's weights and data.
   flush("running");
   if (prof.parity_steps > 0) {

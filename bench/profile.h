@@ -24,7 +24,7 @@ struct Profile {
   int64_t batch = 8;
   int64_t warmup_steps = 3;
   int64_t steps = 10;        // timed steps per repetition
-  int64_t repetitions = 3;
+  int64_t repetitions = 5;
   int64_t parity_steps = 5;  // K steps compared with the baseline's losses
   int64_t profile_steps = 2; // steps of each rung's profiling pass (0 = none)
   uint64_t seed = 1337;

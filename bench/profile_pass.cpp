@@ -44,11 +44,19 @@ RungProfile profile_rung(const StepSpec& timed, const DeviceInfo& dev, const at:
     for (int i = 0; i < steps; ++i) ts.step();
   });
   collector->stop();
+  // One more step with op inputs recorded (slower: never a timed or profiled one): its FLOPs.
+  FlopCounter flops;
+  flops.start();
+  ts.step();
+  synchronize(dev);
+  flops.stop();
 
   RungProfile p;
   const auto events = collector->events();
   p.summary = summarize(events, steps, profiled, collector->source());
   p.summary.overhead = plain > 0 ? profiled / plain - 1.0 : 0.0;
+  p.summary.counted_flops_per_step = flops.flops();
+  p.summary.counted_flops_by_op = flops.by_op();
   p.summary.attribution =
       std::string(dev.cuda() ? "each kernel's and copy's device time to the phase open at its launch (CUPTI "
                                "correlation of runtime and driver API calls)"

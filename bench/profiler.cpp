@@ -128,6 +128,102 @@ void attribute_phases(std::vector<TraceEvent>& device, const std::unordered_map<
   }
 }
 
+// ---- FLOPs counted from op shapes ------------------------------------------------------------------
+double op_flops(const std::string& name, const std::vector<std::vector<int64_t>>& shapes, bool causal) {
+  auto dims = [&](size_t i, size_t n) { return i < shapes.size() && shapes[i].size() == n; };
+  auto mm = [&](size_t a, size_t b) {  // (M,K) x (K,N)
+    if (!dims(a, 2) || !dims(b, 2)) return 0.0;
+    return 2.0 * shapes[a][0] * shapes[a][1] * shapes[b][1];
+  };
+  auto bmm = [&](size_t a, size_t b) {  // (B,M,K) x (B,K,N)
+    if (!dims(a, 3) || !dims(b, 3)) return 0.0;
+    return 2.0 * shapes[a][0] * shapes[a][1] * shapes[a][2] * shapes[b][2];
+  };
+  if (name == "aten::mm") return mm(0, 1);
+  if (name == "aten::addmm" || name == "aten::_addmm_activation") return mm(1, 2);
+  if (name == "aten::bmm") return bmm(0, 1);
+  if (name == "aten::baddbmm") return bmm(1, 2);
+  // SDPA's fused kernels (flash, efficient, cuDNN, flash-for-CPU); its math fallback is composite:
+  // the bmm ops it runs are counted instead (they compute the full T×T matrix, causal or not).
+  if (name.rfind("aten::_scaled_dot_product_", 0) == 0 && name.find("attention") != std::string::npos &&
+      name.find("_math") == std::string::npos) {
+    const bool backward = name.ends_with("_backward");
+    const size_t q = backward ? 1 : 0;  // backward kernels take grad_out first
+    if (!dims(q, 4) || !dims(q + 1, 4)) return 0.0;
+    const auto &Q = shapes[q], &K = shapes[q + 1];  // (B, H, T, D), (B, H, S, D)
+    const double forward = 4.0 * Q[0] * Q[1] * Q[2] * K[2] * Q[3] * (causal ? 0.5 : 1.0);
+    return backward ? 2 * forward : forward;
+  }
+  return 0.0;
+}
+
+struct FlopCounter::State {
+  std::mutex mu;
+  double total = 0;
+  std::map<std::string, double> by_op;
+  at::CallbackHandle handle = 0;
+};
+
+namespace {
+FlopCounter::State* g_flops = nullptr;
+thread_local int t_counted_depth = 0;  // > 0 inside an op already counted
+
+struct FlopContext : at::ObserverContext {
+  bool counted = false;
+};
+
+std::unique_ptr<at::ObserverContext> on_flop_op_start(const at::RecordFunction& fn) {
+  auto ctx = std::make_unique<FlopContext>();
+  if (t_counted_depth > 0 || !g_flops) return ctx;
+  const std::string name = fn.name();
+  std::vector<std::vector<int64_t>> shapes;
+  bool causal = false;
+  const auto inputs = fn.inputs();
+  const auto schema = fn.operator_schema();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].isTensor()) {
+      const auto s = inputs[i].toTensor().sizes();
+      shapes.emplace_back(s.begin(), s.end());
+    } else if (inputs[i].isBool() && schema && i < schema->arguments().size() &&
+               schema->arguments()[i].name() == "is_causal") {
+      causal = inputs[i].toBool();
+    }
+  }
+  const double f = op_flops(name, shapes, causal);
+  if (f <= 0) return ctx;
+  ctx->counted = true;
+  ++t_counted_depth;
+  std::lock_guard<std::mutex> lock(g_flops->mu);
+  g_flops->total += f;
+  g_flops->by_op[name] += f;
+  return ctx;
+}
+
+void on_flop_op_end(const at::RecordFunction&, at::ObserverContext* ctx) {
+  if (static_cast<FlopContext*>(ctx)->counted) --t_counted_depth;
+}
+}  // namespace
+
+FlopCounter::FlopCounter() : state_(std::make_unique<State>()) {}
+FlopCounter::~FlopCounter() { stop(); }
+
+void FlopCounter::start() {
+  g_flops = state_.get();
+  state_->handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_flop_op_start, &on_flop_op_end)
+                                             .needsInputs(true)
+                                             .scopes({at::RecordScope::FUNCTION}));
+}
+
+void FlopCounter::stop() {
+  if (!state_->handle) return;
+  at::removeCallback(state_->handle);
+  state_->handle = 0;
+  g_flops = nullptr;
+}
+
+double FlopCounter::flops() const { return state_->total; }
+std::map<std::string, double> FlopCounter::by_op() const { return state_->by_op; }
+
 // ---- summaries ---------------------------------------------------------------------------------
 std::string category(const std::string& raw, const std::string& kind) {
   if (kind == "memcpy" || kind == "memset") return "memcpy";
@@ -220,7 +316,9 @@ nlohmann::json to_json(const ProfileSummary& s) {
           {"busy_fraction", s.busy_fraction},
           {"overhead", s.overhead},
           {"phase_coverage", s.phase_coverage},
-          {"attribution", s.attribution}};
+          {"attribution", s.attribution},
+          {"counted_flops_per_step", s.counted_flops_per_step},
+          {"counted_flops_by_op", s.counted_flops_by_op}};
 }
 
 nlohmann::json chrome_trace(const std::vector<TraceEvent>& events, const std::vector<PhaseInterval>& phases) {

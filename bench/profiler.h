@@ -54,6 +54,31 @@ inline constexpr const char* kCuptiActivityKinds[] = {"concurrent_kernel", "memc
 void attribute_phases(std::vector<TraceEvent>& device, const std::unordered_map<int64_t, int64_t>& launch_at,
                       const std::vector<PhaseInterval>& phases);
 
+// FLOPs of one matmul-like ATen op from its input shapes (`shapes`: one per tensor input, in order;
+// `causal`: an SDPA kernel's is_causal): mm/addmm/_addmm_activation 2·M·N·K, bmm/baddbmm 2·B·M·N·K,
+// SDPA kernels 4·B·H·T·S·D forward (halved when causal) and twice that backward (model FLOPs: the
+// recomputation flash attention does is not counted). 0 for any other op.
+double op_flops(const std::string& name, const std::vector<std::vector<int64_t>>& shapes, bool causal);
+
+// Counts op_flops over every ATen op run between start() and stop(), on any device (RecordFunction
+// sees CUDA ops as they are issued). An op inside a counted one is not counted again. It records
+// inputs, so it is run over a step of its own, never over timed ones.
+class FlopCounter {
+ public:
+  FlopCounter();
+  ~FlopCounter();
+  void start();
+  void stop();
+  double flops() const;
+  std::map<std::string, double> by_op() const;
+
+ public:
+  struct State;  // the callbacks' sink (profiler.cpp)
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
 // matmul | attention | normalization | elementwise | embedding | loss | optimizer | memcpy | other
 std::string category(const std::string& name, const std::string& kind = "op");
 
@@ -78,6 +103,9 @@ struct ProfileSummary {
   // phase holds; the rest is phase_ms["other"]. A trustworthy breakdown has it >= 0.95.
   double phase_coverage = 0;
   std::string attribution;                     // how time was given to phases, in words (set by the caller)
+  // FLOPs of one step counted from the matmul/SDPA ops' shapes (FlopCounter, set by the caller).
+  double counted_flops_per_step = 0;
+  std::map<std::string, double> counted_flops_by_op;
 };
 
 // `wall_s`: the wall time of the `steps` profiled steps. CPU times count top-level ops only, so

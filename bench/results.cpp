@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iomanip>
 
+#include "bench/stats.h"
 #include "common/files.h"
 
 namespace gpt2 {
@@ -33,7 +34,44 @@ double median(std::vector<double> v) {
 }  // namespace
 
 double RungRecord::median_tokens_per_sec() const { return median(rep_tokens_per_sec); }
+
+std::optional<double> RungRecord::mfu(double tps) const {
+  if (!mfu_peak || *mfu_peak <= 0) return std::nullopt;
+  return flops_per_token * tps / *mfu_peak;
+}
+std::optional<double> RungRecord::mfu_vs_precision_peak(double tps) const {
+  if (!datasheet_peak || *datasheet_peak <= 0) return std::nullopt;
+  return flops_per_token * tps / *datasheet_peak;
+}
+double RungRecord::mfu_vs_measured_peak(double tps) const {
+  return measured_peak > 0 ? flops_per_token * tps / measured_peak : 0.0;
+}
 double RungRecord::median_step_ms() const { return median(rep_step_ms); }
+
+nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+// The FLOP model with its numbers, and the count from the profiling pass beside it, compared with
+// the formula's variant that matches the attention the rung computes (the manual attention
+// computes the full T×T matrix; SDPA with is_causal the lower triangle).
+nlohmann::json flops_json(const RungRecord& r) {
+  const FlopModel& f = r.flops;
+  // SDPA's math fallback (e.g. dropout > 0 on the CPU) computes the full matrix as the manual one does.
+  const bool manual = r.rung.spec.model.attention != AttentionImpl::kSdpa || r.sdpa_backend_used == "math";
+  nlohmann::json j = {{"per_token", f.per_token()},
+                      {"formula", f.formula},
+                      {"matmul_weights", f.matmul_weights},
+                      {"attention_causal_per_token", f.attention_causal},
+                      {"attention_noncausal_per_token", f.attention_full},
+                      {"per_token_noncausal", f.per_token_full_attention()}};
+  if (r.counted_flops_per_token) {
+    const double expect = manual ? f.per_token_full_attention() : f.per_token();
+    j["counted_per_token"] = *r.counted_flops_per_token;
+    j["counted_compared_with"] = manual ? "per_token_noncausal (this attention computes the full T x T matrix)"
+                                        : "per_token (causal SDPA kernel)";
+    j["counted_vs_formula"] = *r.counted_flops_per_token / expect;
+  }
+  return j;
+}
 
 // The seed-000 rung a rung reproduces: its highest-numbered variant's (-1 if none, 0 for the baseline).
 // Rungs with an extra (not a seed-000 rung) have none.
@@ -61,9 +99,9 @@ nlohmann::json to_json(const RungRecord& r) {
       {"spec", r.rung.spec},
       {"tokens_per_step", r.tokens_per_step},
       {"flops_per_token", r.flops_per_token},
-      {"peak_flops", {{"datasheet", r.datasheet_peak ? nlohmann::json(*r.datasheet_peak) : nlohmann::json()},
-                      {"measured_matmul", r.measured_peak},
-                      {"used", r.datasheet_peak ? "datasheet" : "measured_matmul"}}},
+      {"flops", flops_json(r)},
+      {"peak_flops", {{"mfu", opt(r.mfu_peak)}, {"mfu_basis", r.mfu_basis},
+                      {"datasheet", opt(r.datasheet_peak)}, {"measured_matmul", r.measured_peak}}},
       {"parity", {{"class", to_string(r.rung.parity)}, {"verdict", r.parity.verdict}, {"rule", r.parity.rule},
                   {"max_abs_dev", r.parity.max_abs_dev}, {"losses", r.parity.losses},
                   {"baseline_losses", r.parity.baseline_losses}}},
@@ -79,11 +117,20 @@ nlohmann::json to_json(const RungRecord& r) {
     j["scaling_efficiency"] = r.scaling_efficiency ? nlohmann::json(*r.scaling_efficiency) : nlohmann::json();
   }
   if (!r.batch_search.empty()) j["batch_search"] = r.batch_search;
+  if (!r.clocks.is_null()) j["clocks"] = r.clocks;
   if (r.status == "ok") {
-    j["median"] = {{"tokens_per_sec", r.median_tokens_per_sec()}, {"step_ms", r.median_step_ms()},
-                   {"mfu", r.mfu()}, {"peak_alloc_bytes", r.peak_alloc_bytes},
+    const double tps = r.median_tokens_per_sec();
+    j["median"] = {{"tokens_per_sec", tps}, {"step_ms", r.median_step_ms()},
+                   {"mfu", opt(r.mfu(tps))}, {"mfu_vs_precision_peak", opt(r.mfu_vs_precision_peak(tps))},
+                   {"mfu_vs_measured_peak", r.mfu_vs_measured_peak(tps)}, {"peak_alloc_bytes", r.peak_alloc_bytes},
                    {"peak_reserved_bytes", r.peak_reserved_bytes}, {"loss", r.final_loss}};
     j["repetitions"] = {{"tokens_per_sec", r.rep_tokens_per_sec}, {"step_ms", r.rep_step_ms}};
+    const MedianInterval ci = median_interval(r.rep_tokens_per_sec);
+    j["spread"] = {{"tokens_per_sec_ci", {ci.low, ci.high}},
+                   {"ci_level", ci.level},
+                   {"ci_method", "distribution-free interval of the median from order statistics (binomial)"},
+                   {"cv", coefficient_of_variation(r.rep_tokens_per_sec)},
+                   {"repetitions", ci.n}};
   }
   return j;
 }
@@ -94,9 +141,13 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   r.rung.spec.batch = j.at("spec").at("batch").get<int64_t>();
   r.rung.spec.search_batch = false;
   r.tokens_per_step = j.at("tokens_per_step").get<int64_t>();
-  r.measured_peak = j.at("peak_flops").at("measured_matmul").get<double>();
-  const auto& ds = j.at("peak_flops").at("datasheet");
-  r.datasheet_peak = ds.is_null() ? std::nullopt : std::optional<double>(ds.get<double>());
+  const auto& peaks = j.at("peak_flops");
+  r.measured_peak = peaks.at("measured_matmul").get<double>();
+  const auto optional = [](const nlohmann::json& v) { return v.is_null() ? std::nullopt : std::optional<double>(v.get<double>()); };
+  r.datasheet_peak = optional(peaks.at("datasheet"));
+  r.mfu_peak = optional(peaks.at("mfu"));
+  r.mfu_basis = peaks.at("mfu_basis").get<std::string>();
+  if (j.contains("flops") && j["flops"].contains("counted_per_token")) r.counted_flops_per_token = j["flops"]["counted_per_token"].get<double>();
   const auto& p = j.at("parity");
   r.parity.verdict = p.at("verdict").get<std::string>();
   r.parity.rule = p.at("rule").get<std::string>();
@@ -106,6 +157,7 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   r.sdpa_backend_used = j.value("sdpa_backend_used", "n/a");
   r.diverged_at = j.value("diverged_at_step", int64_t{0});
   if (j.contains("batch_search")) r.batch_search = j["batch_search"];
+  if (j.contains("clocks")) r.clocks = j["clocks"];
   if (j.contains("profile")) r.profile = j["profile"];
   if (j.contains("rank_step_ms")) r.rank_step_ms = j["rank_step_ms"].get<std::vector<double>>();
   if (j.contains("rank_peak_alloc_bytes")) r.rank_peak_alloc_bytes = j["rank_peak_alloc_bytes"].get<std::vector<double>>();
@@ -183,7 +235,9 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     char tok[32], ms[32], mfu[32];
     std::snprintf(tok, sizeof(tok), "%.0f", t);
     std::snprintf(ms, sizeof(ms), "%.2f", r.median_step_ms());
-    std::snprintf(mfu, sizeof(mfu), "%.2f%%", 100.0 * r.mfu());
+    const auto m = r.mfu();
+    if (m) std::snprintf(mfu, sizeof(mfu), "%.2f%%", 100.0 * *m);
+    else std::snprintf(mfu, sizeof(mfu), "-");
     s << std::setw(12) << tok << std::setw(9) << ratio(prev) << std::setw(9) << ratio(base) << std::setw(11) << ms
       << std::setw(12) << gb(r.peak_alloc_bytes) << std::setw(12) << gb(r.peak_reserved_bytes) << std::setw(9) << mfu
       << "  " << (r.parity.verdict == "fail" ? "FAIL" : r.parity.verdict);
@@ -192,6 +246,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
       std::snprintf(dev, sizeof(dev), " (max dev %.2e)", r.parity.max_abs_dev);
       s << dev;
     }
+    if (r.throttled()) s << "  THROTTLED: " << r.clocks.value("throttled_why", "");
     for (const auto& sk : r.rung.skipped)
       if (std::find(told.begin(), told.end(), sk.variant) == told.end()) {
         told.push_back(sk.variant);
@@ -203,8 +258,8 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     if (r.rung.name.find("_top+") == std::string::npos) prev = &r;
   }
   s << "(memory in GB; " << (cuda ? "reserved = CUDA caching allocator" : "peak RSS = process high-water mark")
-    << "; MFU against the " << (rungs.empty() || !rungs[0].datasheet_peak ? "measured matmul" : "datasheet")
-    << " peak)\n";
+    << ")\nMFU: model FLOPs/s (matmuls only, rungs.json's flops.formula) over "
+    << (rungs.empty() ? std::string("-") : rungs[0].mfu_basis) << "\n";
   return s.str();
 }
 

@@ -34,9 +34,15 @@ struct RungRecord {
   std::string status = "pending";
   std::string error;
   int64_t tokens_per_step = 0;
-  double flops_per_token = 0;
-  std::optional<double> datasheet_peak;
-  double measured_peak = 0;
+  double flops_per_token = 0;   // the FLOP model's (model/config.h), the MFU numerator
+  FlopModel flops;
+  std::optional<double> counted_flops_per_token;  // from the profiling pass's op shapes
+  // MFU's denominator: the device's dense bf16 tensor-core peak (datasheet; on the CPU the best
+  // matmul rate measured in any precision), the same for every rung; none for an unknown GPU.
+  std::optional<double> mfu_peak;
+  std::string mfu_basis;
+  std::optional<double> datasheet_peak;  // the datasheet peak of the precision the rung computes in
+  double measured_peak = 0;              // the matmul rate measured here in that precision
   std::vector<double> rep_tokens_per_sec;  // one per repetition
   std::vector<double> rep_step_ms;
   int64_t peak_alloc_bytes = 0, peak_reserved_bytes = 0;
@@ -48,11 +54,17 @@ struct RungRecord {
   std::optional<double> scaling_efficiency;
   nlohmann::json profile;  // the profiling pass's summary and memory breakdown, when it ran                 // tok/s(N) / (N × tok/s of the same step on 1)
   nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
+  nlohmann::json clocks;   // NVML's clocks, power, temperature over the timed repetitions (bench/clocks.h)
+  bool throttled() const { return clocks.is_object() && clocks.value("throttled", false); }
 
   double median_tokens_per_sec() const;
   double median_step_ms() const;
-  double peak_flops() const { return datasheet_peak.value_or(measured_peak); }
-  double mfu() const { return flops_per_token * median_tokens_per_sec() / peak_flops(); }
+  // Model FLOPs/s over: the headline peak (MFU), the rung's precision's datasheet peak, the
+  // matmul rate measured in that precision. nullopt where there is no such peak.
+  std::optional<double> mfu(double tokens_per_sec) const;
+  std::optional<double> mfu_vs_precision_peak(double tokens_per_sec) const;
+  double mfu_vs_measured_peak(double tokens_per_sec) const;
+  std::optional<double> mfu() const { return mfu(median_tokens_per_sec()); }
 };
 nlohmann::json to_json(const RungRecord& r);
 // The measured part of a rung back from rungs.json (for --resume); the planned part (name, spec

@@ -96,6 +96,8 @@ void to_json(nlohmann::json& j, const DeviceInfo& d) {
        {"sm_count", d.sm_count}, {"total_memory", d.total_memory}, {"driver_version", d.driver_version},
        {"runtime_version", d.runtime_version}, {"bf16", d.bf16}, {"tf32", d.tf32},
        {"flash_attention", d.flash_attention}, {"world_size", d.world_size}};
+  if (!d.pci_bus_id.empty()) j["pci_bus_id"] = d.pci_bus_id;
+  if (!d.bf16_support.empty()) j["bf16_support"] = d.bf16_support;
 }
 
 }  // namespace gpt2

@@ -22,6 +22,8 @@ struct DeviceInfo {
   int sm_count = 0;                // CUDA SMs, or CPU threads used by ATen
   int64_t total_memory = 0;        // bytes
   std::string driver_version, runtime_version;
+  std::string pci_bus_id;          // CUDA: the device's PCI bus id (NVML finds it by that)
+  std::string bf16_support;        // CPU: "native (amx_bf16)", "native (avx512_bf16)" or "emulated (...)"
   bool bf16 = true;                // bf16 arithmetic supported
   bool tf32 = false;               // TF32 tensor cores (sm80+)
   bool flash_attention = false;    // the flash SDPA kernel can run here

@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include <cstdio>
+
 #include "bench/yaml_reader.h"
 #include "common/files.h"
 
@@ -14,10 +16,26 @@ int64_t parameter_count(const ModelOptions& m) {
   return V * C + m.context * C + m.n_layer * block + norm + (m.tie_weights ? 0 : V * C);
 }
 
-double flops_per_token(const ModelOptions& m) {
-  return 6.0 * static_cast<double>(parameter_count(m)) +
-         6.0 * static_cast<double>(m.n_layer) * static_cast<double>(m.n_embd) * static_cast<double>(m.context);
+FlopModel flop_model(const ModelOptions& m) {
+  const double L = static_cast<double>(m.n_layer), C = static_cast<double>(m.n_embd);
+  const double T = static_cast<double>(m.context), V = static_cast<double>(m.padded_vocab());
+  FlopModel f;
+  f.matmul_weights = L * 12 * C * C + V * C;
+  f.attention_causal = 6 * L * C * T;
+  f.attention_full = 12 * L * C * T;
+  auto n = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.0f", x);
+    return std::string(buf);
+  };
+  f.formula = "6*(L*12*C^2 + V*C) + 6*L*C*T = 6*(" + n(L) + "*12*" + n(C) + "^2 + " + n(V) + "*" + n(C) + ") + 6*" +
+              n(L) + "*" + n(C) + "*" + n(T) + " = " + n(f.per_token()) +
+              " (matmuls only: LM head once, embedding lookups excluded; causal attention; non-causal " +
+              n(f.per_token_full_attention()) + ")";
+  return f;
 }
+
+double flops_per_token(const ModelOptions& m) { return flop_model(m).per_token(); }
 
 std::string to_string(AttentionImpl a) {
   switch (a) {

@@ -40,8 +40,22 @@ struct ModelOptions {
 // Parameter count of the model the options describe (embedding, blocks, final norm, head),
 // computed from shapes, so it can be checked against the built module.
 int64_t parameter_count(const ModelOptions& m);
-// llm.c's MFU numerator: 6·N + 6·L·C·T (N = all parameters), for a training step (fwd + bwd).
-double flops_per_token(const ModelOptions& m);
+// Model FLOPs of one trained token (forward + backward), matmuls only — the MFU numerator:
+//   6 · (L·12·C² + Vp·C)  the blocks' weight matmuls and the LM head, counted once whether tied or
+//                         not, at the padded vocabulary it computes; embedding lookups are not matmuls
+// + 6 · L·C·T            causal attention (QKᵀ and A·V over the lower triangle: the llm.c/nanoGPT
+//                         convention); the non-causal count, what a T×T manual attention computes, is
+//                         12 · L·C·T.
+struct FlopModel {
+  double matmul_weights = 0;     // L·12·C² + Vp·C
+  double attention_causal = 0;   // 6·L·C·T per token
+  double attention_full = 0;     // 12·L·C·T per token
+  double per_token() const { return 6 * matmul_weights + attention_causal; }
+  double per_token_full_attention() const { return 6 * matmul_weights + attention_full; }
+  std::string formula;           // the formula with this model's numbers, for rungs.json
+};
+FlopModel flop_model(const ModelOptions& m);
+double flops_per_token(const ModelOptions& m);  // flop_model(m).per_token()
 
 std::string to_string(AttentionImpl a);
 std::string to_string(LayerImpl l);

@@ -54,6 +54,42 @@ TEST(Cli, LadderWritesResultsWithTheCounters) {
   EXPECT_TRUE(files::exists(d / "run/profile/00_baseline.trace.json"));
 }
 
+// The FLOP model in rungs.json, the independent count from the op shapes beside it (the manual
+// attention computes the full T×T matrix, SDPA with is_causal the triangle), and MFU's one
+// denominator with its basis.
+TEST(Cli, FlopsFormulaCountedFlopsAndMfuBasis) {
+  test::TempDir d;
+  std::string body = kTinyProfile;
+  body.replace(body.find("variants: []"), 12, "variants: [sdpa]\nprofile_steps: 1");
+  auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  ASSERT_EQ(doc["rungs"].size(), 2u);
+  for (const auto& rung : doc["rungs"]) {
+    const auto& f = rung["flops"];
+    // tiny: L=2, C=32, V=97, T=16: 6·(2·12·32² + 97·32) + 6·2·32·16 = 172,224
+    EXPECT_EQ(f["per_token"], 172224.0);
+    EXPECT_EQ(f["per_token_noncausal"], 172224.0 + 6 * 2 * 32 * 16);
+    EXPECT_NE(f["formula"].get<std::string>().find("6*(L*12*C^2 + V*C) + 6*L*C*T"), std::string::npos);
+    EXPECT_NEAR(f["counted_vs_formula"].get<double>(), 1.0, 0.02) << rung["name"] << " " << f.dump();
+    EXPECT_EQ(rung["median"]["mfu"], rung["median"]["mfu_vs_measured_peak"].get<double>() *
+                                         rung["peak_flops"]["measured_matmul"].get<double>() /
+                                         rung["peak_flops"]["mfu"].get<double>());
+    EXPECT_TRUE(rung["median"]["mfu_vs_precision_peak"].is_null());  // a CPU has no datasheet
+    EXPECT_EQ(rung["clocks"]["available"], false);
+  }
+  EXPECT_NE(doc["rungs"][0]["flops"]["counted_compared_with"].get<std::string>().find("noncausal"), std::string::npos);
+  // dropout 0.1 here: ATen's CPU SDPA takes its math path, which computes the full matrix.
+  EXPECT_EQ(doc["rungs"][1]["sdpa_backend_used"], "math");
+  EXPECT_NE(doc["rungs"][1]["flops"]["counted_compared_with"].get<std::string>().find("noncausal"), std::string::npos);
+  EXPECT_EQ(doc["rungs"][0]["peak_flops"]["mfu"], doc["rungs"][1]["peak_flops"]["mfu"]);  // one denominator
+  EXPECT_EQ(doc["mfu"]["basis"].get<std::string>().rfind("the highest matmul rate measured on this CPU", 0), 0u);
+  EXPECT_FALSE(doc["device"]["bf16_support"].get<std::string>().empty());
+  const auto& spread = doc["rungs"][0]["spread"];
+  EXPECT_EQ(spread["repetitions"], 2);
+  EXPECT_GE(spread["tokens_per_sec_ci"][1].get<double>(), spread["tokens_per_sec_ci"][0].get<double>());
+}
+
 TEST(Cli, MisspelledKeyFailsAndWritesNothing) {
   test::TempDir d;
   const auto profile = test::write_tiny_profile(d, std::string(kTinyProfile) + "reps: 3\n");

@@ -28,6 +28,28 @@ TEST(ModelConfig, SeedParameterCounts) {
   EXPECT_EQ(parameter_count(m), 163'081'728);
 }
 
+// Model FLOPs per token: matmuls only (llm.c/nanoGPT/PaLM), the LM head once whether tied or not,
+// embedding lookups excluded. GPT-2 124M: 797.8M (llm.c's 6·N_tied + 6·L·C·T is 803.5M: it counts
+// the position and norm parameters too); gpt2-mini: 41.15M. The old 6·N_all count said 1035M and 79.9M.
+TEST(ModelConfig, FlopsPerTokenCountMatmulsOnly) {
+  ModelOptions m = gpt2_124m();
+  EXPECT_NEAR(flops_per_token(m), 797.8e6, 0.01 * 797.8e6);
+  EXPECT_EQ(flops_per_token(m), 797'815'296.0);
+  m.tie_weights = true;
+  EXPECT_EQ(flops_per_token(m), 797'815'296.0);  // the head is computed either way
+  m.tie_weights = false;
+  const FlopModel f = flop_model(m);
+  EXPECT_EQ(f.attention_full, 2 * f.attention_causal);
+  EXPECT_EQ(f.per_token_full_attention() - f.per_token(), f.attention_causal);
+  EXPECT_NE(f.formula.find("= 797815296"), std::string::npos) << f.formula;
+  m.vocab_pad_to = 64;  // the padded rows are computed: counted
+  EXPECT_EQ(flops_per_token(m) - 797'815'296.0, 6.0 * (50304 - 50257) * 768);
+  ModelOptions mini = m;
+  mini.vocab_pad_to = 1, mini.context = 128, mini.n_embd = 128, mini.n_head = 4, mini.n_layer = 2;
+  EXPECT_NEAR(flops_per_token(mini), 41.15e6, 0.015 * 41.15e6);
+  EXPECT_EQ(flops_per_token(mini), 41'153'280.0);
+}
+
 TEST(Model, Built124MHasTheSeedParameterCounts) {
   ModelOptions o = gpt2_124m();
   GPT2 untied(o);

@@ -24,6 +24,11 @@ TEST(Profile, LoadsTheShippedProfiles) {
     EXPECT_EQ(p.name, name);
     EXPECT_EQ(p.model.vocab_size, 50257);
   }
+  // Enough repetitions for a median's interval and a U test everywhere (GPU profiles: 9).
+  for (const char* name : {"cpu-mini", "cpu-mini-add-one", "cpu-mini-leave-one-out", "gpu-124m"}) {
+    Profile p = load_profile(std::string(GPT2BENCH_SOURCE_DIR "/profiles/") + name + ".yaml");
+    EXPECT_GE(p.repetitions, std::string(name).rfind("gpu", 0) == 0 ? 9 : 5) << name;
+  }
 }
 
 TEST(Profile, ReadsEveryKey) {

@@ -177,6 +177,32 @@ TEST(CpuProfiler, AGraphRungIsProfiledThroughItsEagerTwin) {
   EXPECT_GE(p.summary.phase_coverage, 0.95);
 }
 
+TEST(FlopCount, OpFlopsFromShapes) {
+  EXPECT_EQ(op_flops("aten::mm", {{8, 32}, {32, 96}}, false), 2.0 * 8 * 32 * 96);
+  EXPECT_EQ(op_flops("aten::addmm", {{96}, {8, 32}, {32, 96}}, false), 2.0 * 8 * 32 * 96);
+  EXPECT_EQ(op_flops("aten::bmm", {{4, 16, 8}, {4, 8, 16}}, false), 2.0 * 4 * 16 * 8 * 16);
+  // SDPA kernels: 4·B·H·T·S·D forward, halved when causal; backward twice the forward.
+  const std::vector<std::vector<int64_t>> qkv = {{2, 4, 16, 8}, {2, 4, 16, 8}, {2, 4, 16, 8}};
+  EXPECT_EQ(op_flops("aten::_scaled_dot_product_flash_attention", qkv, false), 4.0 * 2 * 4 * 16 * 16 * 8);
+  EXPECT_EQ(op_flops("aten::_scaled_dot_product_flash_attention", qkv, true), 2.0 * 2 * 4 * 16 * 16 * 8);
+  auto bwd = qkv;
+  bwd.insert(bwd.begin(), {2, 4, 16, 8});  // grad_out first
+  EXPECT_EQ(op_flops("aten::_scaled_dot_product_cudnn_attention_backward", bwd, true), 4.0 * 2 * 4 * 16 * 16 * 8);
+  // Composite ops are counted through the GEMMs they run, never themselves.
+  EXPECT_EQ(op_flops("aten::_scaled_dot_product_attention_math", qkv, true), 0.0);
+  EXPECT_EQ(op_flops("aten::linear", {{8, 32}, {96, 32}}, false), 0.0);
+  EXPECT_EQ(op_flops("aten::matmul", {{8, 32}, {32, 96}}, false), 0.0);
+}
+
+// The count over a real step of the baseline equals the FLOP model's non-causal variant (the manual
+// attention computes the full T×T matrix): 6·(L·12·C² + V·C) + 12·L·C·T per token.
+TEST(FlopCount, BaselineStepMatchesTheFormula) {
+  const StepSpec s = tiny(2);
+  const RungProfile p = profile(s, 1);
+  const double tokens = static_cast<double>(s.batch * s.model.context);
+  EXPECT_NEAR(p.summary.counted_flops_per_step / tokens, flop_model(s.model).per_token_full_attention(), 1e-6);
+}
+
 TEST(CuptiAggregation, Categories) {
   EXPECT_EQ(category("sm90_xmma_gemm_bf16bf16_bf16f32", "kernel"), "matmul");
   EXPECT_EQ(category("void cutlass::Kernel<cutlass_80_tensorop_gemm>", "kernel"), "matmul");

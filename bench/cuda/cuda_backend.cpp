@@ -45,6 +45,8 @@ DeviceInfo describe(int index) {
   cudaRuntimeGetVersion(&runtime);
   auto ver = [](int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); };
   d.driver_version = ver(driver);
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), index) == cudaSuccess) d.pci_bus_id = bus;
   d.runtime_version = ver(runtime);
   d.bf16 = p.major >= 8;             // bf16 tensor cores from Ampere
   d.tf32 = p.major >= 8;             // TF32 tensor cores from Ampere

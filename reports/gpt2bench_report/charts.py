@@ -82,7 +82,7 @@ def mfu_chart(run: Run) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(rungs) + 2), 4))
     ax.bar([r.name for r in rungs], [100 * (r.mfu or 0) for r in rungs], color="#27ae60")
     ax.set_ylabel("MFU (%)")
-    ax.set_title("Model FLOPs utilisation (6N + 6LCT per token)")
+    ax.set_title("MFU: model FLOPs (matmuls, 6(12LC²+VC) + 6LCT per token) / one peak for all rungs", fontsize=9)
     ax.tick_params(axis="x", rotation=60, labelsize=8)
     fig.tight_layout()
     return fig

@@ -30,6 +30,14 @@ class Rung:
     batch: int = 0
     profile: dict | None = None
     scaling_efficiency: float | None = None
+    ci: tuple[float, float] | None = None  # the median tok/s's distribution-free interval
+    ci_level: float | None = None
+    cv: float | None = None
+    clocks: dict | None = None
+
+    @property
+    def throttled(self) -> bool:
+        return bool(self.clocks and self.clocks.get("throttled"))
 
     @property
     def ok(self) -> bool:
@@ -46,6 +54,7 @@ class Run:
     context: dict
     status: str
     rungs: list[Rung]
+    mfu_basis: str = ""
 
     @property
     def label(self) -> str:
@@ -110,6 +119,10 @@ def load_run(path: str | Path) -> Run:
                     batch=r.get("spec", {}).get("batch", 0),
                     profile=r.get("profile"),
                     scaling_efficiency=r.get("scaling_efficiency"),
+                    ci=tuple(r["spread"]["tokens_per_sec_ci"]) if "spread" in r else None,
+                    ci_level=r.get("spread", {}).get("ci_level"),
+                    cv=r.get("spread", {}).get("cv"),
+                    clocks=r.get("clocks"),
                 )
             )
         return Run(
@@ -121,6 +134,7 @@ def load_run(path: str | Path) -> Run:
             context=results.get("context", {}),
             status=_run_status(rungs_doc.get("status", "?"), rungs),
             rungs=rungs,
+            mfu_basis=rungs_doc.get("mfu", {}).get("basis", ""),
         )
     except (KeyError, TypeError) as e:
         raise ReportError(f"{d / 'rungs.json'}: unexpected layout (missing {e})") from e

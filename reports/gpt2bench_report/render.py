@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import charts
 from .load import Run
-from .stats import differs
+from .stats import ALPHA, MIN_REPS_FOR_U, differs
 
 
 def _fmt(v, spec=",.0f"):
@@ -19,7 +19,8 @@ def _fmt(v, spec=",.0f"):
 
 def ladder_table(run: Run) -> list[list[str]]:
     """Rows of the per-run table: every rung, skipped and failed ones included, with why."""
-    rows = [["rung", "status", "tok/s", "vs prev", "vs base", "step ms", "peak alloc GB", "MFU", "parity", "noise"]]
+    rows = [["rung", "status", "tok/s", "vs prev", "vs base", "step ms", "peak alloc GB", "MFU", "parity", "noise",
+             "tok/s interval", "cv"]]
     base = None
     for r in run.rungs:
         prev = run.previous(r)
@@ -27,21 +28,51 @@ def ladder_table(run: Run) -> list[list[str]]:
             # The first line of an error: CUDA errors run over several lines (the full text is in rungs.json).
             error = r.error.splitlines()[0] if r.error else ""
             why = "; ".join([error] * bool(error) + [f"{s['variant']}: {s['reason']}" for s in r.skipped])
-            rows.append([r.name, r.status, "-", "-", "-", "-", "-", "-", "-", why])
+            rows.append([r.name, r.status, "-", "-", "-", "-", "-", "-", "-", why, "-", "-"])
             continue
         noise = ""
         if prev:
             real, how = differs(prev.rep_tokens_per_sec, r.rep_tokens_per_sec)
             noise = ("real" if real else "within noise") + f" ({how})"
+        interval = "-" if not r.ci else f"{r.ci[0]:,.0f}-{r.ci[1]:,.0f} ({100 * (r.ci_level or 0):.1f}%)"
         rows.append([
-            r.name, "ok", _fmt(r.tokens_per_sec),
+            r.name, "ok (throttled)" if r.throttled else "ok", _fmt(r.tokens_per_sec),
             f"{r.tokens_per_sec / prev.tokens_per_sec:.2f}x" if prev else "-",
             f"{r.tokens_per_sec / base.tokens_per_sec:.2f}x" if base else "-",
-            _fmt(r.step_ms, ".2f"), _fmt((r.peak_alloc_bytes or 0) / 1e9, ".3f"), _fmt(100 * (r.mfu or 0), ".1f") + "%",
+            _fmt(r.step_ms, ".2f"), _fmt((r.peak_alloc_bytes or 0) / 1e9, ".3f"),
+            "-" if r.mfu is None else f"{100 * r.mfu:.1f}%",
             r.parity_verdict + (f" ({r.parity_dev:.1e})" if r.parity_verdict != "n/a" else ""), noise,
+            interval, "-" if r.cv is None else f"{100 * r.cv:.1f}%",
         ])
         base = base or r
     return rows
+
+
+def run_notes(run: Run) -> list[str]:
+    """What the table's figures are, in words: the MFU's basis, the spread and noise methods, and what
+    the device does to them (emulated bf16, throttling)."""
+    notes = [
+        "MFU: model FLOPs/s (matmuls only: 6·(L·12·C² + V·C) + 6·L·C·T per token; rungs.json flops.formula) over "
+        + (run.mfu_basis or "the peak in rungs.json") + "; one denominator for every rung, so MFU ratios are "
+        "speed-up ratios. rungs.json also has each rung's efficiency against its own precision's peak and against "
+        "the matmul rate measured here.",
+        "tok/s is the median of the repetitions; its interval is the distribution-free confidence interval of the "
+        "median from order statistics, at the coverage shown (5 repetitions reach 93.75%, 9 reach 96.1%); cv is "
+        "the repetitions' standard deviation over their mean.",
+        f"noise: a difference from the previous rung is real when an exact two-sided Mann-Whitney U test gives "
+        f"p < {ALPHA} (both rungs with {MIN_REPS_FOR_U}+ repetitions, as Google Benchmark's compare.py), else when "
+        "the repetitions' ranges do not overlap.",
+    ]
+    bf16 = run.device.get("bf16_support", "")
+    if run.device.get("type") == "cpu" and bf16.startswith("emulated"):
+        notes.append("bf16 on this CPU is emulated (no AMX-BF16 or AVX512-BF16): bf16 matmuls run through "
+                     "conversions to fp32, so bf16 rungs are slower than fp32 ones here (an AVX2-only AMD EPYC took "
+                     "20x the fp32 step time); on a GPU or an AMX CPU the same rungs are faster.")
+    for r in run.rungs:
+        if r.throttled:
+            notes.append(f"{r.name} was THROTTLED while timed: {r.clocks.get('throttled_why', '')} (NVML); "
+                         "its tok/s understates the step.")
+    return notes
 
 
 def device_table(runs: list[Run]) -> list[list[str]]:
@@ -116,9 +147,12 @@ def write_report(runs: list[Run], out: str | Path) -> Path:
     parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Devices</h2>", _html_table(device_table(runs))]
     for i, run in enumerate(runs):
         tag = f"run{i}_" if len(runs) > 1 else ""
+        notes = run_notes(run)
         md += [f"## {run.label}: profile {run.profile}, plan {run.plan}", "", _md(ladder_table(run)), ""]
+        md += [f"- {n}" for n in notes] + [""]
         parts += [f"<h2>{html.escape(run.label)}: profile {html.escape(run.profile)}, plan {html.escape(run.plan)}</h2>",
                   _html_table(ladder_table(run))]
+        parts += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"]
         for kind in ("ladder", "memory", "mfu", "phases"):
             if tag + kind in embedded:
                 md.append(f"![{kind}]({tag + kind}.png)")

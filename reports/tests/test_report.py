@@ -188,5 +188,31 @@ def test_multi_line_errors_keep_tables_one_line_and_the_run_is_partial(tmp_path)
     md = (out / "report.md").read_text()
     for line in md.splitlines():
         if line.startswith("| "):  # every table row is one line with as many cells as its header
-            assert len(re.findall(r"(?<!\\)\|", line)) in {11, 10, 6}, line
+            assert len(re.findall(r"(?<!\\)\|", line)) in {13, 10, 6}, line
     assert "asynchronously" not in md
+
+
+def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
+    # A copy of a fixture as a newer gpt2bench writes it: the MFU's basis, the spread, NVML's clocks.
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    doc["mfu"] = {"basis": "the highest matmul rate measured on this CPU in any precision, 12.0 GFLOP/s (fp32)"}
+    doc["device"]["bf16_support"] = "emulated (no AMX-BF16 or AVX512-BF16: ...)"
+    ok = [r for r in doc["rungs"] if r["status"] == "ok"]
+    ok[0]["spread"] = {"tokens_per_sec_ci": [100.0, 120.0], "ci_level": 0.9375, "cv": 0.05}
+    ok[1]["clocks"] = {"available": True, "throttled": True,
+                       "throttled_why": "median SM clock 1410 MHz is 71% of the 1980 MHz maximum"}
+    ok[2]["median"]["mfu"] = None  # an unknown GPU: no datasheet MFU
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    rows = {r[0]: r for r in ladder_table(run)[1:]}
+    assert rows[ok[0]["name"]][10] == "100-120 (93.8%)"
+    assert rows[ok[0]["name"]][11] == "5.0%"
+    assert rows[ok[1]["name"]][1] == "ok (throttled)"
+    assert rows[ok[2]["name"]][7] == "-"
+    md = (write_report([run], tmp_path / "report") / "report.md").read_text()
+    assert "over the highest matmul rate measured on this CPU in any precision" in md
+    assert "Mann-Whitney U" in md and "order statistics" in md
+    assert "bf16 on this CPU is emulated" in md
+    assert f"{ok[1]['name']} was THROTTLED while timed: median SM clock 1410 MHz" in md

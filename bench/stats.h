@@ -1,0 +1,21 @@
+// defines: MedianInterval, median_interval, coefficient_of_variation — the spread of a rung's
+//          repetitions, for rungs.json. No libtorch.
+#pragma once
+#include <vector>
+
+namespace gpt2 {
+
+// The median with a distribution-free confidence interval from order statistics: [x(k), x(n-k+1)]
+// of the sorted repetitions covers the true median with probability 1 - 2·P(Binomial(n, 1/2) < k).
+// k is the largest with coverage >= `level`; with too few repetitions for that (n <= 5 at 95%) it
+// is the whole range, and `level` says what it covers (n = 5: 93.75%).
+struct MedianInterval {
+  double median = 0, low = 0, high = 0;
+  double level = 0;  // the coverage achieved
+  int n = 0;
+};
+MedianInterval median_interval(std::vector<double> values, double level = 0.95);
+// Sample standard deviation over the mean (0 with fewer than 2 values).
+double coefficient_of_variation(const std::vector<double>& values);
+
+}  // namespace gpt2

@@ -1,0 +1,62 @@
+// NVML's clock samples → the throttle verdict, with fake samples; the CPU's bf16 support from its
+// flags (AMX-BF16 Sapphire Rapids, an AVX2-only AMD EPYC).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/clocks.h"
+#include "bench/device.h"
+
+namespace gpt2 {
+namespace {
+
+std::vector<ClockSample> steady(double sm, uint64_t reasons = 0, int n = 20) {
+  return std::vector<ClockSample>(n, ClockSample{sm, 2619, 650, 61, reasons});
+}
+
+TEST(Clocks, AFullClockIsNotThrottled) {
+  const ClockSummary s = summarize_clocks(steady(1980), 1980);
+  EXPECT_TRUE(s.available);
+  EXPECT_EQ(s.samples, 20);
+  EXPECT_EQ(s.sm_mhz_median, 1980);
+  EXPECT_EQ(s.power_w_median, 650);
+  EXPECT_FALSE(s.throttled);
+  EXPECT_TRUE(s.reasons.empty());
+}
+
+TEST(Clocks, ALowMedianClockIsThrottled) {
+  auto samples = steady(1980, 0, 5);
+  for (auto& x : steady(1410, 0, 10)) samples.push_back(x);  // most of the rung at 71% of the clock
+  const ClockSummary s = summarize_clocks(samples, 1980);
+  EXPECT_TRUE(s.throttled);
+  EXPECT_NE(s.throttled_why.find("median SM clock 1410 MHz is 71% of the 1980 MHz maximum"), std::string::npos)
+      << s.throttled_why;
+  EXPECT_TRUE(to_json(s)["throttled"].get<bool>());
+}
+
+TEST(Clocks, AThermalOrHardwareSlowdownIsThrottledAPowerCapAloneIsOnlyRecorded) {
+  auto samples = steady(1980);
+  samples[3].reasons = kReasonHwThermal;
+  ClockSummary s = summarize_clocks(samples, 1980);
+  EXPECT_TRUE(s.throttled);
+  EXPECT_EQ(s.throttled_why, "hw_thermal_slowdown");
+  s = summarize_clocks(steady(1975, kReasonSwPowerCap), 1980);
+  EXPECT_FALSE(s.throttled);
+  EXPECT_EQ(s.reasons, std::vector<std::string>{"sw_power_cap"});
+}
+
+TEST(Clocks, UnavailableOnTheCpu) {
+  const ClockSummary s = make_clock_sampler(detect_device("cpu"))->take();
+  EXPECT_FALSE(s.available);
+  EXPECT_EQ(to_json(s)["why"], "no NVML on a CPU");
+}
+
+TEST(Clocks, CpuBf16SupportFromItsFlags) {
+  EXPECT_EQ(cpu_bf16_support(" fpu avx2 avx512f amx_bf16 amx_tile avx512_bf16 "), "native (AMX-BF16)");
+  EXPECT_EQ(cpu_bf16_support(" fpu avx2 avx512f avx512_bf16 "), "native (AVX512-BF16)");
+  EXPECT_EQ(cpu_bf16_support(" fpu sse avx avx2 fma ").rfind("emulated", 0), 0u);  // AMD EPYC Zen 3
+  EXPECT_FALSE(detect_device("cpu").bf16_support.empty());
+}
+
+}  // namespace
+}  // namespace gpt2
