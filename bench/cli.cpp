@@ -305,10 +305,10 @@ int cmd_list_variants(int argc, char** argv) {
   if (registry().empty()) std::cout << "(no variants registered: every ladder is the baseline rung alone)\n";
   for (const auto& v : registry()) {
     const Support s = v->supports(dev);
-    std::printf("%-16s rung %-3s parity %-10s %s%s\n    %s\n", std::string(v->name()).c_str(),
-                v->published_rung() < 0 ? "-" : std::to_string(v->published_rung()).c_str(),
-                to_string(v->parity()).c_str(), s.ok ? "runs here" : ("skipped here: " + s.why_not).c_str(),
-                v->extra() ? " (extra: run on top of the ladder)" : "", std::string(v->why()).c_str());
+    std::printf("%-16s rung %-3s parity %-10s %s%s\n    %s\n", std::string(v->name).c_str(),
+                v->published_rung < 0 ? "-" : std::to_string(v->published_rung).c_str(),
+                to_string(v->parity).c_str(), s.ok ? "runs here" : ("skipped here: " + s.why_not).c_str(),
+                v->extra() ? " (extra: run on top of the ladder)" : "", std::string(v->why).c_str());
   }
   return 0;
 }

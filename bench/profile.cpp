@@ -116,8 +116,8 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
   std::vector<std::string> vs = p.variants.value_or(std::vector<std::string>{}), extras;
   if (!p.variants)
     for (const auto& v : registry()) {
-      if (!v->extra() || p.plan == "add_one") vs.emplace_back(v->name());
-      else if (p.plan == "ladder") extras.emplace_back(v->name());
+      if (!v->extra() || p.plan == "add_one") vs.emplace_back(v->name);
+      else if (p.plan == "ladder") extras.emplace_back(v->name);
     }
   std::vector<std::string> acc;
   if (p.plan == "leave_one_out") out.push_back({number(out.size(), "all"), vs});  // what each drop_ is measured against
@@ -127,14 +127,14 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
       out.push_back({number(out.size(), v), acc});
     } else if (p.plan == "add_one") {  // the variant, with what it requires
       std::vector<std::string> recipe;
-      for (auto r : find_variant(v)->requires_()) recipe.emplace_back(r);
+      for (auto r : find_variant(v)->requires_) recipe.emplace_back(r);
       recipe.push_back(v);
       out.push_back({number(out.size(), "add_" + v), recipe});
     } else {  // leave_one_out: all but the variant, and but what requires it
       std::vector<std::string> dropped{v}, rest;
       for (const auto& o : vs) {
         bool needs_dropped = false;
-        for (auto r : find_variant(o)->requires_())
+        for (auto r : find_variant(o)->requires_)
           needs_dropped = needs_dropped || std::find(dropped.begin(), dropped.end(), r) != dropped.end();
         if (o == v || needs_dropped) {
           if (o != v) dropped.push_back(o);
@@ -149,9 +149,9 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
     const Variant* xv = find_variant(x);
     std::vector<std::string> recipe;
     for (const auto& v : acc) {
-      const auto c = xv->conflicts();
+      const auto c = xv->conflicts;
       const Variant* vv = find_variant(v);
-      const auto vc = vv->conflicts();
+      const auto vc = vv->conflicts;
       const bool clash = std::find(c.begin(), c.end(), v) != c.end() || std::find(vc.begin(), vc.end(), x) != vc.end();
       if (!clash) recipe.push_back(v);
     }

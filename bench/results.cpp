@@ -80,7 +80,7 @@ int published_rung(const ResolvedRung& r) {
   for (const auto& v : r.variants) {
     const Variant* var = find_variant(v);
     if (!var || var->extra()) return -1;
-    best = std::max(best, var->published_rung());
+    best = std::max(best, var->published_rung);
   }
   return best;
 }

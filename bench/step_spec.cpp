@@ -2,7 +2,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/enum_names.h"
+
 namespace gpt2 {
+
+NLOHMANN_JSON_SERIALIZE_ENUM(Precision, {{Precision::kFp32, "fp32"},
+                                         {Precision::kBf16Cast, "bf16_cast"},
+                                         {Precision::kBf16Autocast, "bf16_autocast"},
+                                         {Precision::kFp16Autocast, "fp16_autocast"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(MathMode, {{MathMode::kFp32, "fp32"}, {MathMode::kTf32, "tf32"},
+                                        {MathMode::kBf16, "bf16"}, {MathMode::kFp16, "fp16"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(OptimizerKind, {{OptimizerKind::kAdamwLoop, "adamw_loop"},
+                                             {OptimizerKind::kAdamwForeach, "adamw_foreach"},
+                                             {OptimizerKind::kAdamwFused, "adamw_fused"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(ExecutorKind, {{ExecutorKind::kEager, "eager"}, {ExecutorKind::kCudaGraph, "cuda_graph"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(SdpaBackend, {{SdpaBackend::kAuto, "auto"}, {SdpaBackend::kFlash, "flash"},
+                                           {SdpaBackend::kEfficient, "efficient"}, {SdpaBackend::kCudnn, "cudnn"},
+                                           {SdpaBackend::kMath, "math"}})
 
 StepSpec baseline_spec(const ModelOptions& model, int64_t batch, const DeviceInfo& dev) {
   StepSpec s;
@@ -16,15 +32,7 @@ StepSpec baseline_spec(const ModelOptions& model, int64_t batch, const DeviceInf
 int ranks(const StepSpec& s) { return s.dist.backend == "none" ? 1 : s.dist.world_size; }
 int64_t tokens_per_step(const StepSpec& s) { return s.batch * s.model.context * ranks(s); }
 
-std::string to_string(Precision p) {
-  switch (p) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kBf16Cast: return "bf16_cast";
-    case Precision::kBf16Autocast: return "bf16_autocast";
-    case Precision::kFp16Autocast: return "fp16_autocast";
-  }
-  return "?";
-}
+std::string to_string(Precision v) { return enum_name(v); }
 MathMode math_mode(const StepSpec& s) {
   switch (s.precision) {
     case Precision::kBf16Cast:
@@ -34,35 +42,11 @@ MathMode math_mode(const StepSpec& s) {
   }
 }
 
-std::string to_string(MathMode m) {
-  switch (m) {
-    case MathMode::kFp32: return "fp32";
-    case MathMode::kTf32: return "tf32";
-    case MathMode::kBf16: return "bf16";
-    case MathMode::kFp16: return "fp16";
-  }
-  return "?";
-}
+std::string to_string(MathMode v) { return enum_name(v); }
 
-std::string to_string(OptimizerKind k) {
-  switch (k) {
-    case OptimizerKind::kAdamwLoop: return "adamw_loop";
-    case OptimizerKind::kAdamwForeach: return "adamw_foreach";
-    case OptimizerKind::kAdamwFused: return "adamw_fused";
-  }
-  return "?";
-}
-std::string to_string(ExecutorKind k) { return k == ExecutorKind::kEager ? "eager" : "cuda_graph"; }
-std::string to_string(SdpaBackend b) {
-  switch (b) {
-    case SdpaBackend::kAuto: return "auto";
-    case SdpaBackend::kFlash: return "flash";
-    case SdpaBackend::kEfficient: return "efficient";
-    case SdpaBackend::kCudnn: return "cudnn";
-    case SdpaBackend::kMath: return "math";
-  }
-  return "?";
-}
+std::string to_string(OptimizerKind v) { return enum_name(v); }
+std::string to_string(ExecutorKind v) { return enum_name(v); }
+std::string to_string(SdpaBackend v) { return enum_name(v); }
 
 void to_json(nlohmann::json& j, const StepSpec& s) {
   const auto& m = s.model;

@@ -3,9 +3,15 @@
 #include <cstdio>
 
 #include "bench/yaml_reader.h"
+#include "common/enum_names.h"
 #include "common/files.h"
 
 namespace gpt2 {
+
+NLOHMANN_JSON_SERIALIZE_ENUM(AttentionImpl, {{AttentionImpl::kManualBuffer, "manual+mask_buffer"},
+                                             {AttentionImpl::kManualOnTheFly, "manual+mask_on_the_fly"},
+                                             {AttentionImpl::kSdpa, "sdpa"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(LayerImpl, {{LayerImpl::kScratch, "scratch"}, {LayerImpl::kNative, "native"}})
 
 int64_t parameter_count(const ModelOptions& m) {
   const int64_t C = m.n_embd, V = m.padded_vocab();
@@ -37,16 +43,9 @@ FlopModel flop_model(const ModelOptions& m) {
 
 double flops_per_token(const ModelOptions& m) { return flop_model(m).per_token(); }
 
-std::string to_string(AttentionImpl a) {
-  switch (a) {
-    case AttentionImpl::kManualBuffer: return "manual+mask_buffer";
-    case AttentionImpl::kManualOnTheFly: return "manual+mask_on_the_fly";
-    case AttentionImpl::kSdpa: return "sdpa";
-  }
-  return "?";
-}
+std::string to_string(AttentionImpl v) { return enum_name(v); }
 
-std::string to_string(LayerImpl l) { return l == LayerImpl::kScratch ? "scratch" : "native"; }
+std::string to_string(LayerImpl v) { return enum_name(v); }
 
 ModelOptions load_model_preset(const std::string& name_or_path, const std::string& profile_dir) {
   std::vector<std::string> candidates;

@@ -58,9 +58,9 @@ StepSpec base_124m() {
 TEST(Variants, EveryRegisteredVariantIsDescribedAndTested) {
   EXPECT_EQ(registry().size(), expected_edits().size());
   for (const auto& v : registry()) {
-    EXPECT_TRUE(expected_edits().count(std::string(v->name()))) << v->name() << " has no expected edit";
-    EXPECT_FALSE(v->why().empty());
-    EXPECT_FALSE(v->source().empty());
+    EXPECT_TRUE(expected_edits().count(std::string(v->name))) << v->name << " has no expected edit";
+    EXPECT_FALSE(v->why.empty());
+    EXPECT_FALSE(v->source.empty());
   }
 }
 
@@ -69,10 +69,10 @@ TEST(Variants, EachEditsItsStepSpecField) {
   for (const auto& v : registry()) {
     StepSpec s = base;
     v->apply(s);
-    const auto& edited = expected_edits().at(std::string(v->name()));
-    EXPECT_FALSE(edited(base)) << v->name() << ": the baseline already has the edit";
-    EXPECT_TRUE(edited(s)) << v->name();
-    EXPECT_FALSE(s == base) << v->name() << " changed nothing";
+    const auto& edited = expected_edits().at(std::string(v->name));
+    EXPECT_FALSE(edited(base)) << v->name << ": the baseline already has the edit";
+    EXPECT_TRUE(edited(s)) << v->name;
+    EXPECT_FALSE(s == base) << v->name << " changed nothing";
   }
 }
 
@@ -85,12 +85,12 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
   };
   const DeviceInfo devs[3] = {cpu(), fake_gpu(7), fake_gpu(8)};  // one process each: ddp is skipped
   for (const auto& v : registry()) {
-    auto it = want.find(std::string(v->name()));
+    auto it = want.find(std::string(v->name));
     for (int i = 0; i < 3; ++i) {
       const Support s = v->supports(devs[i]);
       const bool expect = it == want.end() ? true : it->second[i];
-      EXPECT_EQ(s.ok, expect) << v->name() << " on " << devs[i].name;
-      if (!s.ok) EXPECT_FALSE(s.why_not.empty()) << v->name() << " must say why not";
+      EXPECT_EQ(s.ok, expect) << v->name << " on " << devs[i].name;
+      if (!s.ok) EXPECT_FALSE(s.why_not.empty()) << v->name << " must say why not";
     }
   }
   DeviceInfo two = cpu();
@@ -115,10 +115,10 @@ TEST(Variants, ParityOnTheCpu) {
     v->apply(s);
     if (s.search_batch) s.batch = 4, s.search_batch = false;  // what the search finds is another test's
     const Trajectory tr = loss_trajectory(s, cpu(), tokens, 1, 4);
-    const ParityResult r = judge_parity(v->parity(), tr, reference);
-    EXPECT_EQ(r.verdict, "pass") << v->name() << ": " << r.rule << ", max dev " << r.max_abs_dev << ", losses "
+    const ParityResult r = judge_parity(v->parity, tr, reference);
+    EXPECT_EQ(r.verdict, "pass") << v->name << ": " << r.rule << ", max dev " << r.max_abs_dev << ", losses "
                                  << at::tensor(tr.losses) << " baseline " << at::tensor(reference);
-    if (v->parity() == ParityClass::kExact) EXPECT_LT(r.max_abs_dev, 1e-4) << v->name();
+    if (v->parity == ParityClass::kExact) EXPECT_LT(r.max_abs_dev, 1e-4) << v->name;
   }
 }
 

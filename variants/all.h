@@ -1,13 +1,32 @@
-// defines: make_all_variants — THE registry list. Adding a variant = one file in variants/ plus one
-//          line here. No static-initialisation tricks: the order below is the ladder's order.
+// defines: gpt2::variants::* (one descriptor per file in variants/) and registry() — THE registry
+//          list. Adding a variant = one file in variants/ plus its line here and in all.cpp.
 #pragma once
-#include <memory>
 #include <vector>
 
 #include "variants/variant.h"
 
 namespace gpt2 {
+namespace variants {
+extern const Variant mask_on_the_fly;
+extern const Variant tf32;
+extern const Variant fused_adamw;
+extern const Variant pinned_memory;
+extern const Variant bf16_cast;
+extern const Variant native_layers;
+extern const Variant sdpa;
+extern const Variant fuse_qkv;
+extern const Variant fuse_bias_gelu;
+extern const Variant cuda_graph;
+extern const Variant vocab_padding;
+extern const Variant batch_scaling;
+extern const Variant ddp;
+extern const Variant bf16_autocast;
+extern const Variant fp16_autocast;
+extern const Variant weight_tying;
+extern const Variant sync_every_step;
+}  // namespace variants
 
-std::vector<std::unique_ptr<Variant>> make_all_variants();
+// Every variant, in the order the default ladder applies them.
+const std::vector<const Variant*>& registry();
 
 }  // namespace gpt2

@@ -2,27 +2,20 @@
 
 #include <algorithm>
 
+#include "common/enum_names.h"
 #include "variants/all.h"
 
 namespace gpt2 {
 
-std::string to_string(ParityClass c) {
-  switch (c) {
-    case ParityClass::kExact: return "exact";
-    case ParityClass::kPrecision: return "precision";
-    case ParityClass::kProblem: return "problem";
-  }
-  return "?";
-}
+NLOHMANN_JSON_SERIALIZE_ENUM(ParityClass, {{ParityClass::kExact, "exact"},
+                                           {ParityClass::kPrecision, "precision"},
+                                           {ParityClass::kProblem, "problem"}})
 
-const std::vector<std::unique_ptr<Variant>>& registry() {
-  static const auto list = make_all_variants();
-  return list;
-}
+std::string to_string(ParityClass v) { return enum_name(v); }
 
 const Variant* find_variant(std::string_view name) {
   for (const auto& v : registry())
-    if (v->name() == name) return v.get();
+    if (v->name == name) return v;
   return nullptr;
 }
 
@@ -30,7 +23,7 @@ namespace {
 size_t registry_index(const Variant* v) {
   const auto& r = registry();
   for (size_t i = 0; i < r.size(); ++i)
-    if (r[i].get() == v) return i;
+    if (r[i] == v) return i;
   return r.size();
 }
 }  // namespace
@@ -42,7 +35,7 @@ ResolvedRung resolve(const std::string& rung_name, const std::vector<std::string
     const Variant* v = find_variant(n);
     if (!v) {
       std::string known;
-      for (const auto& r : registry()) known += (known.empty() ? "" : ", ") + std::string(r->name());
+      for (const auto& r : registry()) known += (known.empty() ? "" : ", ") + std::string(r->name);
       throw RecipeError("rung '" + rung_name + "': unknown variant '" + n + "' (known: " + known + ")");
     }
     if (std::find(vs.begin(), vs.end(), v) != vs.end())
@@ -50,16 +43,16 @@ ResolvedRung resolve(const std::string& rung_name, const std::vector<std::string
     vs.push_back(v);
   }
   auto named = [&](std::string_view n) {
-    return std::any_of(vs.begin(), vs.end(), [&](const Variant* v) { return v->name() == n; });
+    return std::any_of(vs.begin(), vs.end(), [&](const Variant* v) { return v->name == n; });
   };
   for (const Variant* v : vs) {
-    for (auto c : v->conflicts())
+    for (auto c : v->conflicts)
       if (named(c))
-        throw RecipeError("rung '" + rung_name + "': variant '" + std::string(v->name()) + "' conflicts with '" +
+        throw RecipeError("rung '" + rung_name + "': variant '" + std::string(v->name) + "' conflicts with '" +
                           std::string(c) + "'");
-    for (auto r : v->requires_())
+    for (auto r : v->requires_)
       if (!named(r))
-        throw RecipeError("rung '" + rung_name + "': variant '" + std::string(v->name()) + "' requires '" +
+        throw RecipeError("rung '" + rung_name + "': variant '" + std::string(v->name) + "' requires '" +
                           std::string(r) + "', which the rung does not include");
   }
   // Registry order is the one order every rung applies edits in, so a rung means the same
@@ -70,15 +63,15 @@ ResolvedRung resolve(const std::string& rung_name, const std::vector<std::string
   out.name = rung_name;
   out.spec = base;
   for (const Variant* v : vs) {
-    out.variants.emplace_back(v->name());
+    out.variants.emplace_back(v->name);
     Support s = v->supports(dev);
     if (!s.ok) {
-      out.skipped.push_back({std::string(v->name()), s.why_not});
+      out.skipped.push_back({std::string(v->name), s.why_not});
       continue;
     }
     v->apply(out.spec);
-    out.applied.emplace_back(v->name());
-    out.parity = std::max(out.parity, v->parity());
+    out.applied.emplace_back(v->name);
+    out.parity = std::max(out.parity, v->parity);
   }
   return out;
 }

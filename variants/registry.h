@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/step_spec.h"
+#include "variants/all.h"
 #include "variants/variant.h"
 
 namespace gpt2 {
@@ -15,8 +16,6 @@ struct RecipeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Every variant, in the order the default ladder applies them.
-const std::vector<std::unique_ptr<Variant>>& registry();
 const Variant* find_variant(std::string_view name);  // nullptr if unknown
 
 struct Skipped {

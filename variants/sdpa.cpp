@@ -1,27 +1,9 @@
-#include <memory>
-#include <string>
+#include "variants/all.h"
 
-#include "variants/variant.h"
-
-namespace gpt2 {
-namespace {
-
-class Sdpa final : public Variant {
- public:
-  std::string_view name() const override { return "sdpa"; }
-  std::string_view why() const override {
-    return "scaled_dot_product_attention(is_causal): FlashAttention-style kernels, no T×T scores in memory";
-  }
-  int published_rung() const override { return 7; }
-  std::string_view source() const override { return "seed 000 rung 7; seeds 001-004"; }
-  void apply(StepSpec& s) const override {
-    s.model.attention = AttentionImpl::kSdpa;
-    s.sdpa_backend = s.settings.sdpa_backend;
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Variant> make_sdpa() { return std::make_unique<Sdpa>(); }
-
-}  // namespace gpt2
+const gpt2::Variant gpt2::variants::sdpa{.name = "sdpa", .published_rung = 7,
+    .why = "scaled_dot_product_attention(is_causal): FlashAttention-style kernels, no T×T scores in memory",
+    .source = "seed 000 rung 7; seeds 001-004",
+    .apply = [](StepSpec& s) {
+      s.model.attention = AttentionImpl::kSdpa;
+      s.sdpa_backend = s.settings.sdpa_backend;
+    }};

@@ -1,5 +1,7 @@
-// defines: Support, Variant — one optimization as an edit of the StepSpec description.
-// A variant builds nothing and patches no live module: the TrainStep is built from the edited spec.
+// defines: Support, ParityClass, VariantKind, Variant — one optimization as a small declarative
+//          descriptor: what it is, where it comes from, where it runs, and the edit it makes to the
+//          StepSpec description. A variant builds nothing and patches no live module: the TrainStep
+//          is built from the edited spec.
 #pragma once
 #include <string>
 #include <string_view>
@@ -21,20 +23,30 @@ enum class ParityClass {
   kProblem,    // changes the problem (e.g. the batch): losses finite and falling
 };
 
-class Variant {
- public:
-  virtual ~Variant() = default;
-  virtual std::string_view name() const = 0;
-  virtual std::string_view why() const = 0;            // one line, shown by list-variants
-  virtual int published_rung() const { return -1; }    // seed 000's numbering, -1 if none
-  virtual std::string_view source() const = 0;         // where it comes from, e.g. "seed 000 rung 2"
-  virtual ParityClass parity() const { return ParityClass::kExact; }
-  // Not a rung of the cumulative ladder: run on top of the full ladder instead (see expand_plan).
-  virtual bool extra() const { return false; }
-  virtual Support supports(const DeviceInfo&) const { return {}; }
-  virtual std::vector<std::string_view> requires_() const { return {}; }
-  virtual std::vector<std::string_view> conflicts() const { return {}; }
-  virtual void apply(StepSpec&) const = 0;  // edit the description; build nothing
+enum class VariantKind {
+  kLadder,  // a rung of the cumulative ladder
+  kExtra,   // not a rung of the ladder: run on top of the full ladder instead (see expand_plan)
+};
+
+inline Support runs_everywhere(const DeviceInfo&) { return {}; }
+inline Support needs_bf16(const DeviceInfo& d) {
+  if (!d.bf16) return {false, "bf16 needs a device with bf16 arithmetic (CUDA sm80+)"};
+  return {};
+}
+
+struct Variant {
+  std::string_view name;
+  int published_rung = -1;  // seed 000's numbering, -1 if none
+  ParityClass parity = ParityClass::kExact;
+  VariantKind kind = VariantKind::kLadder;
+  std::string_view why;     // one line, shown by list-variants
+  std::string_view source;  // where it comes from, e.g. "seed 000 rung 2"
+  std::vector<std::string_view> requires_ = {};
+  std::vector<std::string_view> conflicts = {};
+  Support (*supports)(const DeviceInfo&) = runs_everywhere;
+  void (*apply)(StepSpec&) = nullptr;  // edit the description; build nothing
+
+  bool extra() const { return kind == VariantKind::kExtra; }
 };
 
 std::string to_string(ParityClass c);
