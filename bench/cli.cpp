@@ -119,10 +119,11 @@ the tokens are the text's bytes (0..255); with both, GPT-2's BPE. The first F of
 go to the validation split. Use the shards from a profile with  data: {train: DIR/train_*.bin, val: DIR/val_*.bin}.
 )";
 
-constexpr const char* kListHelp = R"(usage: gpt2bench list-variants [--device D]
+constexpr const char* kListHelp = R"(usage: gpt2bench list-variants [--device D] [--markdown]
 
 Prints every registered variant (in ladder order): name, published rung (seed 000 numbering), parity
 class, whether it runs on the device (else why not), and one line of why.
+  --markdown   the README's variant table instead (a test checks the README against it)
 )";
 
 constexpr const char* kDoctorHelp = R"(usage: gpt2bench doctor [--device D]
@@ -299,7 +300,14 @@ int cmd_prepare(int argc, char** argv) {
 }
 
 int cmd_list_variants(int argc, char** argv) {
-  auto f = parse_flags(argc, argv, 2, {"device"}, kListHelp);
+  std::vector<char*> rest;
+  bool markdown = false;
+  for (int i = 0; i < argc; ++i) (std::string(argv[i]) == "--markdown" ? markdown = true : (rest.push_back(argv[i]), false));
+  auto f = parse_flags(static_cast<int>(rest.size()), rest.data(), 2, {"device"}, kListHelp);
+  if (markdown) {
+    std::cout << variants_markdown();
+    return 0;
+  }
   const DeviceInfo dev = detect_device(get(f, "device", "auto"));
   std::cout << "device: " << dev.name << (dev.cuda() ? " (cuda)" : " (cpu)") << "\n";
   if (registry().empty()) std::cout << "(no variants registered: every ladder is the baseline rung alone)\n";

@@ -125,6 +125,9 @@ std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
   for (const auto& plan : expand_plan(prof)) {
     RungRecord r;
     r.rung = resolve(plan.name, plan.variants, base, dev);
+    r.kind = plan.kind;
+    r.compare_to = plan.compare_to;
+    r.variant = plan.variant;
     r.benchmark_name = prof.model.preset + "/" + plan.name;
     r.tokens_per_step = tokens_per_step(r.rung.spec);
     r.flops = flop_model(r.rung.spec.model);

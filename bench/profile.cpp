@@ -1,5 +1,6 @@
 #include "bench/profile.h"
 
+#include "common/enum_names.h"
 #include "common/files.h"
 
 #include <algorithm>
@@ -99,15 +100,22 @@ Profile load_profile(const std::string& path) {
   return p;
 }
 
+NLOHMANN_JSON_SERIALIZE_ENUM(RungKind, {{RungKind::kBaseline, "baseline"}, {RungKind::kLadder, "ladder"},
+                                        {RungKind::kExtra, "extra"}, {RungKind::kAddOne, "add_one"},
+                                        {RungKind::kAll, "all"}, {RungKind::kDropOne, "drop_one"},
+                                        {RungKind::kRecipe, "recipe"}})
+std::string to_string(RungKind k) { return enum_name(k); }
+
 std::vector<RungPlan> expand_plan(const Profile& p) {
   auto number = [](size_t i, const std::string& label) {
     char buf[16];
     std::snprintf(buf, sizeof(buf), "%02zu_", i);
     return buf + label;
   };
-  std::vector<RungPlan> out{{number(0, "baseline"), {}}};
+  std::vector<RungPlan> out{{number(0, "baseline"), {}, RungKind::kBaseline, ""}};
+  const std::string base = out[0].name;
   if (p.plan == "recipes") {
-    for (const auto& r : p.recipes) out.push_back({number(out.size(), r.name), r.variants});
+    for (const auto& r : p.recipes) out.push_back({number(out.size(), r.name), r.variants, RungKind::kRecipe, base});
     return out;
   }
   // Default: the cumulative ladder, then each extra on top of its last rung (less what the extra
@@ -120,16 +128,18 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
       else if (p.plan == "ladder") extras.emplace_back(v->name);
     }
   std::vector<std::string> acc;
-  if (p.plan == "leave_one_out") out.push_back({number(out.size(), "all"), vs});  // what each drop_ is measured against
+  if (p.plan == "leave_one_out") out.push_back({number(out.size(), "all"), vs, RungKind::kAll, base});
+  const std::string all = out.back().name;  // what each drop_ is measured against
   for (const auto& v : vs) {
     if (p.plan == "ladder") {
       acc.push_back(v);
-      out.push_back({number(out.size(), v), acc});
+      const std::string previous = out.back().name;
+      out.push_back({number(out.size(), v), acc, RungKind::kLadder, previous, v});
     } else if (p.plan == "add_one") {  // the variant, with what it requires
       std::vector<std::string> recipe;
       for (auto r : find_variant(v)->requires_) recipe.emplace_back(r);
       recipe.push_back(v);
-      out.push_back({number(out.size(), "add_" + v), recipe});
+      out.push_back({number(out.size(), "add_" + v), recipe, RungKind::kAddOne, base, v});
     } else {  // leave_one_out: all but the variant, and but what requires it
       std::vector<std::string> dropped{v}, rest;
       for (const auto& o : vs) {
@@ -142,9 +152,10 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
           rest.push_back(o);
         }
       }
-      out.push_back({number(out.size(), "drop_" + v), rest});
+      out.push_back({number(out.size(), "drop_" + v), rest, RungKind::kDropOne, all, v});
     }
   }
+  const std::string top = out.back().name;  // the full ladder
   for (const auto& x : extras) {
     const Variant* xv = find_variant(x);
     std::vector<std::string> recipe;
@@ -156,7 +167,7 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
       if (!clash) recipe.push_back(v);
     }
     recipe.push_back(x);
-    out.push_back({number(out.size(), "top+" + x), recipe});
+    out.push_back({number(out.size(), "top+" + x), recipe, RungKind::kExtra, top, x});
   }
   return out;
 }

@@ -11,9 +11,24 @@
 
 namespace gpt2 {
 
+// What a rung is in its plan, written into rungs.json: the report reads it instead of parsing names.
+enum class RungKind {
+  kBaseline,  // rung 0: the empty recipe
+  kLadder,    // the cumulative ladder: the previous rung plus one variant
+  kExtra,     // an extra variant on top of the full ladder
+  kAddOne,    // add_one: the baseline plus one variant (and what it requires)
+  kAll,       // leave_one_out: every listed variant
+  kDropOne,   // leave_one_out: all but one
+  kRecipe,    // plan: recipes
+};
+std::string to_string(RungKind k);
+
 struct RungPlan {
   std::string name;                   // "00_baseline", "03_fused_adamw", "05_drop_sdpa", ...
   std::vector<std::string> variants;  // the recipe
+  RungKind kind = RungKind::kRecipe;
+  std::string compare_to;             // the rung its speed-up is measured against ("" for the baseline)
+  std::string variant;                // the variant the rung is about: added (ladder, extra, add_one) or dropped
 };
 
 struct Profile {

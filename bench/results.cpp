@@ -90,6 +90,9 @@ nlohmann::json to_json(const RungRecord& r) {
   for (const auto& s : r.rung.skipped) skipped.push_back({{"variant", s.variant}, {"reason", s.reason}});
   nlohmann::json j = {
       {"name", r.rung.name},
+      {"kind", to_string(r.kind)},
+      {"compare_to", r.compare_to},
+      {"variant", r.variant},
       {"benchmark", r.benchmark_name},
       {"status", r.status},
       {"variants", r.rung.variants},
@@ -216,7 +219,16 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     << std::setw(9) << "vs base" << std::setw(11) << "step ms" << std::setw(12) << "peak alloc" << std::setw(12)
     << (cuda ? "reserved" : "peak RSS") << std::setw(9) << "MFU" << "  parity\n";
   const RungRecord* base = nullptr;
-  const RungRecord* prev = nullptr;
+  // The ok rung `r` is measured against: its compare_to, or where that did not run, that one's.
+  auto against = [&](const RungRecord& r) -> const RungRecord* {
+    for (std::string name = r.compare_to; !name.empty();) {
+      auto it = std::find_if(rungs.begin(), rungs.end(), [&](const RungRecord& o) { return o.rung.name == name; });
+      if (it == rungs.end()) return nullptr;
+      if (it->status == "ok") return &*it;
+      name = it->compare_to;
+    }
+    return nullptr;
+  };
   std::vector<std::string> told;  // each skipped variant's reason is printed once
   for (const auto& r : rungs) {
     s << std::left << std::setw(28) << r.rung.name << std::right;
@@ -226,6 +238,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
       continue;
     }
     const double t = r.median_tokens_per_sec();
+    const RungRecord* prev = against(r);
     auto ratio = [&](const RungRecord* o) {
       char buf[32];
       if (!o) return std::string("-");
@@ -254,8 +267,6 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
       }
     s << "\n";
     if (!base) base = &r;
-    // An extra ("NN_top+x") is measured against the ladder's top rung, not the extra before it.
-    if (r.rung.name.find("_top+") == std::string::npos) prev = &r;
   }
   s << "(memory in GB; " << (cuda ? "reserved = CUDA caching allocator" : "peak RSS = process high-water mark")
     << ")\nMFU: model FLOPs/s (matmuls only, rungs.json's flops.formula) over "

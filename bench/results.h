@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/profile.h"
 #include "variants/registry.h"
 
 namespace gpt2 {
@@ -29,6 +30,9 @@ struct ParityResult {
 // The facts of one rung that are not Google Benchmark numbers, plus the medians for the summary.
 struct RungRecord {
   ResolvedRung rung;
+  RungKind kind = RungKind::kRecipe;  // from the plan
+  std::string compare_to;             // the rung it is measured against ("" for the baseline)
+  std::string variant;                // the variant it adds (or, dropping one, removes); "" if none
   std::string benchmark_name;
   // pending | ok | skipped (an earlier rung's step here) | diverged | oom | interrupted | error
   std::string status = "pending";

@@ -218,6 +218,19 @@ TEST(Cli, SmallPresetSdpaRungHasFewerAttentionOpsThanTheBaseline) {
   EXPECT_LT(sdpa["category_events"]["attention"].get<double>(), base["category_events"]["attention"].get<double>());
 }
 
+// The README's variant table is the registry's: regenerate it with list-variants --markdown.
+TEST(Cli, ReadmeVariantTableMatchesTheRegistry) {
+  const std::string readme = test::read_text(std::string(GPT2BENCH_SOURCE_DIR) + "/README.md");
+  const auto begin = readme.find("<!-- variants:begin");
+  const auto end = readme.find("<!-- variants:end -->");
+  ASSERT_NE(begin, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  const std::string table = readme.substr(readme.find('\n', begin) + 1, end - readme.find('\n', begin) - 1);
+  const auto r = test::run_gpt2bench("list-variants --markdown");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(table, r.output) << "README.md's variant table is out of date: paste `gpt2bench list-variants --markdown`";
+}
+
 TEST(Cli, DoctorAndListVariantsRunWithoutAGpu) {
   if (detect_device("auto").cuda()) GTEST_SKIP() << "skipped: this machine has a GPU (the test checks the CPU-only output)";
   auto r = test::run_gpt2bench("doctor");

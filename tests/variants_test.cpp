@@ -205,6 +205,16 @@ TEST(Plan, TheDefaultLadderIsEveryRungThenTheExtrasOnTop) {
   EXPECT_EQ(top_autocast.name, std::to_string(ladder + 1) + "_top+bf16_autocast");
   EXPECT_EQ(std::count(top_autocast.variants.begin(), top_autocast.variants.end(), "bf16_cast"), 0);
   EXPECT_EQ(top_autocast.variants.back(), "bf16_autocast");
+  // What each rung is and what it is measured against, from the plan (no name parsing anywhere).
+  EXPECT_EQ(rungs[0].kind, RungKind::kBaseline);
+  EXPECT_EQ(rungs[0].compare_to, "");
+  EXPECT_EQ(rungs[2].kind, RungKind::kLadder);
+  EXPECT_EQ(rungs[2].compare_to, rungs[1].name);
+  EXPECT_EQ(rungs[2].variant, "tf32");
+  for (size_t i = ladder + 1; i < rungs.size(); ++i) {
+    EXPECT_EQ(rungs[i].kind, RungKind::kExtra) << rungs[i].name;
+    EXPECT_EQ(rungs[i].compare_to, rungs[ladder].name) << rungs[i].name;  // the full ladder, not the extra before
+  }
 }
 
 TEST(Plan, AddOneAndLeaveOneOutCoverEveryVariant) {
@@ -216,6 +226,9 @@ TEST(Plan, AddOneAndLeaveOneOutCoverEveryVariant) {
   const auto graph = std::find_if(added.begin(), added.end(), [](const RungPlan& r) { return r.name.ends_with("add_cuda_graph"); });
   ASSERT_NE(graph, added.end());
   EXPECT_EQ(graph->variants, (std::vector<std::string>{"fused_adamw", "cuda_graph"}));  // with what it requires
+  EXPECT_EQ(graph->kind, RungKind::kAddOne);
+  EXPECT_EQ(graph->variant, "cuda_graph");
+  EXPECT_EQ(graph->compare_to, added[0].name);
   p.plan = "leave_one_out";
   size_t ladder = 0;
   for (const auto& v : registry()) ladder += !v->extra();
@@ -225,6 +238,10 @@ TEST(Plan, AddOneAndLeaveOneOutCoverEveryVariant) {
   const auto no_fused = std::find_if(all.begin(), all.end(), [](const RungPlan& r) { return r.name.ends_with("drop_fused_adamw"); });
   ASSERT_NE(no_fused, all.end());
   EXPECT_EQ(std::count(no_fused->variants.begin(), no_fused->variants.end(), "cuda_graph"), 0);  // it needs fused_adamw
+  EXPECT_EQ(all[1].kind, RungKind::kAll);
+  EXPECT_EQ(no_fused->kind, RungKind::kDropOne);
+  EXPECT_EQ(no_fused->variant, "fused_adamw");
+  EXPECT_EQ(no_fused->compare_to, all[1].name);
   p.variants = std::vector<std::string>{"mask_on_the_fly", "fused_adamw", "sdpa"};
   const auto rungs = expand_plan(p);
   ASSERT_EQ(rungs.size(), 5u);

@@ -13,6 +13,24 @@ NLOHMANN_JSON_SERIALIZE_ENUM(ParityClass, {{ParityClass::kExact, "exact"},
 
 std::string to_string(ParityClass v) { return enum_name(v); }
 
+std::string variants_markdown() {
+  DeviceInfo cpu, gpu;
+  cpu.world_size = gpu.world_size = 2;
+  gpu.type = DeviceType::kCuda;
+  gpu.cc_major = 8;
+  gpu.bf16 = gpu.tf32 = gpu.flash_attention = true;
+  auto runs = [](const Variant& v, const DeviceInfo& d) { return v.supports(d).ok ? "yes" : "no"; };
+  std::string out =
+      "| variant | what it does | from | parity | CPU | GPU sm80+ |\n| --- | --- | --- | --- | --- | --- |\n"
+      "| (baseline) | fp32, from-scratch LayerNorm/GELU/attention, registered T×T mask, AdamW as PyTorch picks it "
+      "(for-loop on the CPU, foreach on CUDA) | seed 000 rung 0 | reference | yes | yes |\n";
+  for (const Variant* v : registry())
+    out += "| `" + std::string(v->name) + "`" + (v->extra() ? " (extra)" : "") + " | " + std::string(v->why) + " | " +
+           std::string(v->source) + " | " + to_string(v->parity) + " | " + runs(*v, cpu) + " | " + runs(*v, gpu) +
+           " |\n";
+  return out;
+}
+
 const Variant* find_variant(std::string_view name) {
   for (const auto& v : registry())
     if (v->name == name) return v;

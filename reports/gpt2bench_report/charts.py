@@ -111,16 +111,14 @@ def ablation_chart(runs: list[Run]) -> plt.Figure | None:
     (tok/s with all ÷ tok/s without it)."""
     series = {}
     for run in runs:
-        base = run.rungs[0]
-        if run.plan == "add_one" and base.ok:
-            for r in _ok(run)[1:]:
-                series.setdefault("alone (add one)", {})[r.name.split("add_", 1)[-1]] = r.tokens_per_sec / base.tokens_per_sec
-        if run.plan == "leave_one_out":
-            every = next((r for r in run.rungs if r.name.endswith("_all") and r.ok), None)
-            for r in _ok(run):
-                if every and "drop_" in r.name:
-                    series.setdefault("removed (leave one out)", {})[r.name.split("drop_", 1)[1]] = (
-                        every.tokens_per_sec / r.tokens_per_sec)
+        for r in _ok(run):
+            against = run.previous(r)
+            if against is None:
+                continue
+            if r.kind == "add_one":
+                series.setdefault("alone (add one)", {})[r.variant] = r.tokens_per_sec / against.tokens_per_sec
+            elif r.kind == "drop_one":
+                series.setdefault("removed (leave one out)", {})[r.variant] = against.tokens_per_sec / r.tokens_per_sec
     if not series:
         return None
     names = sorted({n for s in series.values() for n in s})

@@ -34,6 +34,9 @@ class Rung:
     ci_level: float | None = None
     cv: float | None = None
     clocks: dict | None = None
+    kind: str | None = None  # baseline | ladder | extra | add_one | all | drop_one | recipe
+    compare_to: str | None = None
+    variant: str = ""  # the variant the rung adds (or, drop_one, removes)
 
     @property
     def throttled(self) -> bool:
@@ -64,12 +67,20 @@ class Run:
         return next((r for r in self.rungs if r.name == name), None)
 
     def previous(self, rung: Rung) -> Rung | None:
-        """The ok rung a rung is measured against: the one before it, or for an extra run on top of
-        the ladder ("NN_top+x"), the ladder's top rung."""
-        i = self.rungs.index(rung)
-        for r in reversed(self.rungs[:i]):
-            if r.ok and "_top+" not in r.name:
+        """The ok rung a rung is measured against: rungs.json's compare_to (an extra's is the ladder's
+        top rung), or where that did not run, that rung's. Runs written before compare_to existed:
+        the ok rung before it."""
+        if rung.compare_to is None:
+            i = self.rungs.index(rung)
+            return next((r for r in reversed(self.rungs[:i]) if r.ok), None)
+        name = rung.compare_to
+        while name:
+            r = self.rung(name)
+            if r is None:
+                return None
+            if r.ok:
                 return r
+            name = r.compare_to
         return None
 
 
@@ -123,6 +134,9 @@ def load_run(path: str | Path) -> Run:
                     ci_level=r.get("spread", {}).get("ci_level"),
                     cv=r.get("spread", {}).get("cv"),
                     clocks=r.get("clocks"),
+                    kind=r.get("kind"),
+                    compare_to=r.get("compare_to"),
+                    variant=r.get("variant", ""),
                 )
             )
         return Run(
