@@ -19,7 +19,7 @@ else
 endif
 OUT ?= runs/$(shell date +%Y%m%d-%H%M%S)-$(notdir $(basename $(PROFILE)))
 
-.PHONY: setup build ladder test test-cpu cuda-check fuzz asan clean help
+.PHONY: setup build build-all ladder test test-cpu cuda-check fuzz asan clean help
 help:
 	@sed -n '2,5p' Makefile
 
@@ -27,6 +27,9 @@ setup:
 	@scripts/setup.sh $(TORCH)
 
 build: setup
+	@cmake --build $(BUILD) -j $(JOBS) --target gpt2bench
+
+build-all: setup
 	@cmake --build $(BUILD) -j $(JOBS)
 
 ladder: build
@@ -34,20 +37,20 @@ ladder: build
 	$(BUILD)/gpt2bench report $(OUT) --out $(OUT)/report
 
 test-cpu:
-	@$(MAKE) --no-print-directory build TORCH=cpu
+	@$(MAKE) --no-print-directory build-all TORCH=cpu
 	cd build && ctest --output-on-failure -j $(JOBS)
 	.venv/bin/python -m pytest -q reports/tests
 
 # The GPU path never rots: the CUDA build (against the CUDA libtorch) compiles and links every
 # target; its doctor runs here without a GPU, and its _CUDA tests report themselves skipped.
 cuda-check:
-	@$(MAKE) --no-print-directory build TORCH=cuda
+	@$(MAKE) --no-print-directory build-all TORCH=cuda
 	build-cuda/gpt2bench doctor
 	build-cuda/gpt2bench_tests --gtest_filter='*_CUDA'
-	@for f in bench/cuda/cuda_backend.cpp bench/cuda/cupti_collector.cpp; do \
+	@for f in bench/runtime/cuda/cuda_backend.cpp bench/measure/cuda/cupti_collector.cpp; do \
 	  grep -q "$$f" build-cuda/compile_commands.json || { echo "cuda-check: $$f was not compiled"; exit 1; }; done
-	@echo "cuda-check: CUDA-only sources compiled: bench/cuda/cuda_backend.cpp (CUDA-event timer, caching-allocator stats, \
-	device info, pinned prefetch, CUDA graph, NCCL), bench/cuda/cupti_collector.cpp (CUPTI activities)"
+	@echo "cuda-check: CUDA-only sources compiled: bench/runtime/cuda/cuda_backend.cpp (CUDA-event timer, caching-allocator stats, \
+	device info, pinned prefetch, CUDA graph, NCCL), bench/measure/cuda/cupti_collector.cpp (CUPTI activities)"
 
 # Every test again, built with AddressSanitizer and UndefinedBehaviorSanitizer (gcc): our code is
 # instrumented, libtorch is not; the end-to-end tests run the sanitized gpt2bench. Leak checking is off

@@ -16,21 +16,21 @@
 #include <string>
 #include <vector>
 
-#include "bench/clocks.h"
-#include "bench/datasheet.h"
-#include "bench/device.h"
-#include "bench/dist.h"
-#include "bench/ladder.h"
-#include "bench/launcher.h"
-#include "bench/profile.h"
-#include "bench/train_step.h"
-#include "bench/yaml_reader.h"
+#include "bench/measure/clocks.h"
+#include "bench/runtime/datasheet.h"
+#include "bench/runtime/device.h"
+#include "bench/runtime/dist.h"
+#include "bench/ladder/ladder.h"
+#include "bench/runtime/launcher.h"
+#include "config/profile.h"
+#include "bench/step/train_step.h"
+#include "config/yaml_reader.h"
 #include "common/files.h"
 #include "model/data.h"
 #include "variants/registry.h"
 
 #ifdef GPT2BENCH_WITH_CUDA
-#include "bench/cuda/cuda_backend.h"
+#include "bench/runtime/cuda/cuda_backend.h"
 #endif
 
 namespace gpt2 {
@@ -46,7 +46,7 @@ commands:
   list-variants  print every variant: what it does, its published rung, support on this device
   doctor         print what this build and this device support
   report         tables and charts (Markdown, HTML, PNG/SVG) from one or more run directories
-  profile        the profiling pass alone: where each rung's time and memory go
+  breakdown      the breakdown pass alone: where each rung's time, FLOPs and memory go ("profile": old name)
   ddp-check      train K data-parallel steps; each rank writes its losses and a parameter checksum
   help           this text; `gpt2bench <command> --help` for a command's options
 
@@ -54,7 +54,7 @@ ladder and ddp-check take --nproc N: run N processes on this machine (torchrun's
 under torchrun --no-python they join the group torchrun set up instead.
 )";
 
-constexpr const char* kLadderHelp = R"(usage: gpt2bench ladder --profile FILE --out DIR [--device D] [--rung REGEX] [--nproc N]
+constexpr const char* kLadderHelp = R"(usage: gpt2bench ladder --profile FILE --out DIR [--device D] [--rung REGEX] [--nproc N] [--verbose]
        gpt2bench ladder --resume DIR [--profile FILE]
 
 Runs the rungs of FILE's plan (rung 0 = baseline) on the device, each timed by Google Benchmark with
@@ -69,7 +69,10 @@ against the baseline's (parity).
                      DIR/rungs.json    per rung: variants applied/skipped (with reasons), resolved
                                        settings, peaks used for MFU, parity verdict, medians
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
-  --rung REGEX     run only the rungs whose benchmark name matches (Google Benchmark's filter)
+  --rung REGEX     run only the rungs whose benchmark name matches (Google Benchmark's filter; a regex that
+                   matches no rung is refused before anything runs)
+  --verbose        also print Google Benchmark's own console table (by default: one line per rung as it
+                   ends, then the summary table)
   --resume DIR     finish an interrupted run in DIR: rungs already complete there (ok, skipped, diverged,
                    oom) are kept, the rest run; refused if the profile resolves differently or the build
                    differs. Ctrl-C (SIGINT) or SIGTERM stops a ladder cleanly, keeping the finished rungs.
@@ -87,22 +90,23 @@ the mean losses of 1 rank × batch N·B. Fault injection for tests: GPT2BENCH_FA
 GPT2BENCH_FAULT_STEP=S make rank R kill itself (SIGKILL) before step S.
 )";
 
-constexpr const char* kProfileHelp = R"(usage: gpt2bench profile --profile FILE --out DIR [--rung NAME] [--device D]
+constexpr const char* kBreakdownHelp = R"(usage: gpt2bench breakdown --profile FILE --out DIR [--rung NAME] [--device D]
 
 For each rung (or the one named, e.g. 07_sdpa or sdpa): builds its step, takes the warm-up steps, times
-profile_steps steps unprofiled and then profile_steps profiled, and writes
-  DIR/profile/<rung>.json        per step: ops (CPU, ATen RecordFunction) or kernel launches (CUDA, CUPTI),
+breakdown_steps steps unprofiled and then breakdown_steps profiled (and one more with op shapes, for
+its FLOPs), and writes
+  DIR/breakdown/<rung>.json        per step: ops (CPU, ATen RecordFunction) or kernel launches (CUDA, CUPTI),
                                  time per phase (data, forward, loss, backward, optimizer) and per category,
                                  top ops/kernels, bytes copied, busy fraction, the profiler's overhead,
                                  and the memory breakdown (parameters, gradients, optimizer state, buffers,
                                  activations and other at the peak)
-  DIR/profile/<rung>.trace.json  Chrome trace format (open in https://ui.perfetto.dev)
-`gpt2bench ladder` runs the same pass after each rung's timed repetitions (profile_steps: 0 turns it off).
+  DIR/breakdown/<rung>.trace.json  Chrome trace format (open in https://ui.perfetto.dev)
+`gpt2bench ladder` runs the same pass after each rung's timed repetitions (breakdown_steps: 0 turns it off).
 )";
 
 constexpr const char* kReportHelp = R"(usage: gpt2bench report RUN_DIR... --out DIR
 
-Reads each run directory (results.json, rungs.json, profile/) and writes DIR/report.md, a self-contained
+Reads each run directory (results.json, rungs.json, breakdown/) and writes DIR/report.md, a self-contained
 DIR/report.html (charts embedded) and each chart as PNG and SVG: the ladder (tok/s, speedups over the previous
 rung and the baseline, parity and noise marks, the published seed-000 speedups labelled "published"), memory,
 MFU, per-phase time, add-one/leave-one-out ablations, and with several runs (e.g. GPU generations) the same
@@ -156,6 +160,17 @@ std::map<std::string, std::string> parse_flags(int argc, char** argv, int first,
   return out;
 }
 
+// argv without the switch `name` (a flag that takes no value); `present` says whether it was there.
+std::vector<char*> without_switch(int argc, char** argv, const std::string& name, bool& present) {
+  std::vector<char*> rest;
+  present = false;
+  for (int i = 0; i < argc; ++i) {
+    if (name == argv[i]) present = true;
+    else rest.push_back(argv[i]);
+  }
+  return rest;
+}
+
 std::string need(const std::map<std::string, std::string>& f, const std::string& k, const char* help) {
   auto it = f.find(k);
   if (it == f.end() || it->second.empty()) throw std::invalid_argument("missing --" + k + "\n\n" + help);
@@ -168,8 +183,12 @@ std::string get(const std::map<std::string, std::string>& f, const std::string& 
 }
 
 int cmd_ladder(int argc, char** argv) {
-  auto f = parse_flags(argc, argv, 2, {"profile", "out", "device", "rung", "resume"}, kLadderHelp);
+  bool verbose = false;
+  std::vector<char*> rest = without_switch(argc, argv, "--verbose", verbose);
+  auto f = parse_flags(static_cast<int>(rest.size()), rest.data(), 2, {"profile", "out", "device", "rung", "resume"},
+                       kLadderHelp);
   LadderOptions o{get(f, "profile"), get(f, "out"), get(f, "device"), get(f, "rung")};
+  o.verbose = verbose;
   if (f.count("resume")) {
     // The profile the run was made with, unless named again.
     o.resume = true;
@@ -246,9 +265,9 @@ int cmd_ddp_check(int argc, char** argv) {
   return 0;
 }
 
-int cmd_profile(int argc, char** argv) {
-  auto f = parse_flags(argc, argv, 2, {"profile", "out", "rung", "device"}, kProfileHelp);
-  return run_profile({need(f, "profile", kProfileHelp), need(f, "out", kProfileHelp), get(f, "device"), get(f, "rung")});
+int cmd_breakdown(int argc, char** argv) {
+  auto f = parse_flags(argc, argv, 2, {"profile", "out", "rung", "device"}, kBreakdownHelp);
+  return run_breakdown({need(f, "profile", kBreakdownHelp), need(f, "out", kBreakdownHelp), get(f, "device"), get(f, "rung")});
 }
 
 int cmd_report(int argc, char** argv) {
@@ -300,9 +319,8 @@ int cmd_prepare(int argc, char** argv) {
 }
 
 int cmd_list_variants(int argc, char** argv) {
-  std::vector<char*> rest;
   bool markdown = false;
-  for (int i = 0; i < argc; ++i) (std::string(argv[i]) == "--markdown" ? markdown = true : (rest.push_back(argv[i]), false));
+  std::vector<char*> rest = without_switch(argc, argv, "--markdown", markdown);
   auto f = parse_flags(static_cast<int>(rest.size()), rest.data(), 2, {"device"}, kListHelp);
   if (markdown) {
     std::cout << variants_markdown();
@@ -396,7 +414,11 @@ int cli_main(int argc, char** argv) {
     if (cmd == "ladder") return cmd_ladder(argc, argv);
     if (cmd == "ddp-check") return cmd_ddp_check(argc, argv);
     if (cmd == "prepare") return cmd_prepare(argc, argv);
-    if (cmd == "profile") return cmd_profile(argc, argv);
+    if (cmd == "breakdown") return cmd_breakdown(argc, argv);
+    if (cmd == "profile") {  // the command's name until 2026-11-23, kept for one release
+      std::cerr << "gpt2bench: `profile` is now `breakdown` (a profile is the YAML run file); running breakdown\n";
+      return cmd_breakdown(argc, argv);
+    }
     if (cmd == "report") return cmd_report(argc, argv);
     if (cmd == "list-variants") return cmd_list_variants(argc, argv);
     if (cmd == "doctor") return cmd_doctor(argc, argv);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
 namespace gpt2::files {
@@ -63,6 +64,18 @@ void remove_all(const std::string& path) {
     return (flag == FTW_DP ? ::rmdir(p) : ::unlink(p)) == 0 || errno == ENOENT ? 0 : -1;
   };
   if (::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0) throw os_error("cannot remove", path, errno);
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error(path + ": cannot write");
+    f << content;
+    f.flush();
+    if (!f) throw std::runtime_error(path + ": write failed");
+  }
+  rename(tmp, path);
 }
 
 std::string join(const std::string& a, const std::string& b) {

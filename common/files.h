@@ -20,6 +20,9 @@ int64_t file_size(const std::string& path);
 void create_dirs(const std::string& path);
 // rename(2), atomic within a filesystem; throws std::runtime_error naming both paths.
 void rename(const std::string& from, const std::string& to);
+// Writes `path` via a temporary file in the same directory and a rename, so a reader (or a crash)
+// never sees a half-written file. Throws std::runtime_error naming the path.
+void write_file_atomic(const std::string& path, const std::string& content);
 // rm -rf; a missing path is not an error. Does not follow symbolic links.
 void remove_all(const std::string& path);
 

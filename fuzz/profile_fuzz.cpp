@@ -1,7 +1,7 @@
 // Any bytes as a profile: the parser either returns a Profile or throws ConfigError/DataError
 // naming the file; it never crashes, hangs or throws anything else.
-#include "bench/profile.h"
-#include "bench/yaml_reader.h"
+#include "config/profile.h"
+#include "config/yaml_reader.h"
 #include "fuzz_util.h"
 #include "variants/registry.h"
 

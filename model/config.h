@@ -1,5 +1,5 @@
 // defines: ModelOptions (plain data describing a GPT-2), AttentionImpl, LayerImpl, flops_per_token,
-//          parameter_count, load_model_preset
+//          parameter_count, flop_model (presets are read by config/presets.h)
 // No libtorch here: this header is included by the StepSpec, the variants and the CLI.
 #pragma once
 #include <cstdint>
@@ -60,7 +60,5 @@ double flops_per_token(const ModelOptions& m);  // flop_model(m).per_token()
 std::string to_string(AttentionImpl a);
 std::string to_string(LayerImpl l);
 
-// Reads profiles/models/<name>.yaml (searching `dirs` in order) into ModelOptions; errors name the file.
-ModelOptions load_model_preset(const std::string& name_or_path, const std::string& profile_dir);
 
 }  // namespace gpt2

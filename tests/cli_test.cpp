@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/device.h"
+#include <sstream>
+
+#include "bench/runtime/device.h"
 #include "helpers.h"
 
 namespace gpt2 {
@@ -19,6 +21,14 @@ TEST(Cli, LadderWritesResultsWithTheCounters) {
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("00_baseline"), std::string::npos);
+  // The console, redirected: one line per rung as it ends, the summary; no Google Benchmark table (that is
+  // --verbose), no escape codes, no line over 160 characters.
+  EXPECT_NE(r.output.find("    00_baseline ok: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("manual_time"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("***WARNING***"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 160u) << line;
 
   auto results = nlohmann::json::parse(test::read_text(d / "run/results.json"));
   EXPECT_EQ(results["context"]["profile"], "tiny-e2e");
@@ -50,8 +60,8 @@ TEST(Cli, LadderWritesResultsWithTheCounters) {
   EXPECT_EQ(rung["tokens_per_step"], 2 * 16);
   EXPECT_GT(rung["peak_flops"]["measured_matmul"].get<double>(), 0);
   EXPECT_EQ(rung["parity"]["losses"].size(), 2u);
-  EXPECT_GT(rung["profile"]["events_per_step"].get<double>(), 0);  // the profiling pass ran, apart
-  EXPECT_TRUE(files::exists(d / "run/profile/00_baseline.trace.json"));
+  EXPECT_GT(rung["breakdown"]["events_per_step"].get<double>(), 0);  // the profiling pass ran, apart
+  EXPECT_TRUE(files::exists(d / "run/breakdown/00_baseline.trace.json"));
 }
 
 // The FLOP model in rungs.json, the independent count from the op shapes beside it (the manual
@@ -60,9 +70,10 @@ TEST(Cli, LadderWritesResultsWithTheCounters) {
 TEST(Cli, FlopsFormulaCountedFlopsAndMfuBasis) {
   test::TempDir d;
   std::string body = kTinyProfile;
-  body.replace(body.find("variants: []"), 12, "variants: [sdpa]\nprofile_steps: 1");
-  auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
+  body.replace(body.find("variants: []"), 12, "variants: [sdpa]\nbreakdown_steps: 1");
+  auto r = test::run_gpt2bench("ladder --verbose --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("tiny/01_sdpa/iterations:1/repeats:2/manual_time"), std::string::npos);  // --verbose
   const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
   ASSERT_EQ(doc["rungs"].size(), 2u);
   for (const auto& rung : doc["rungs"]) {
@@ -88,6 +99,21 @@ TEST(Cli, FlopsFormulaCountedFlopsAndMfuBasis) {
   const auto& spread = doc["rungs"][0]["spread"];
   EXPECT_EQ(spread["repetitions"], 2);
   EXPECT_GE(spread["tokens_per_sec_ci"][1].get<double>(), spread["tokens_per_sec_ci"][0].get<double>());
+}
+
+// A --rung filter that selects nothing is refused before anything runs, naming the rungs; nothing
+// is written (it used to run the parity reference, then die on a raw JSON parse error).
+TEST(Cli, ARungFilterMatchingNothingIsRefusedUpFront) {
+  test::TempDir d;
+  const auto profile = test::write_tiny_profile(d, kTinyProfile);
+  auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run") + " --rung nonesuch");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("--rung 'nonesuch' matches no rung to run (rungs: 00_baseline)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("parity reference"), std::string::npos) << r.output;
+  EXPECT_FALSE(files::exists(d / "run"));
+  r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run") + " --rung '('");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("is not a valid regular expression"), std::string::npos) << r.output;
 }
 
 TEST(Cli, MisspelledKeyFailsAndWritesNothing) {
@@ -179,29 +205,30 @@ TEST(Cli, ConflictingRecipeIsRefusedBeforeAnythingRuns) {
 TEST(Cli, ProfileWritesASummaryAndATracePerRung) {
   test::TempDir d;
   std::string body = kTinyProfile;
-  body.replace(body.find("variants: []"), 12, "variants: [mask_on_the_fly, sdpa]\nprofile_steps: 1");
+  body.replace(body.find("variants: []"), 12, "variants: [mask_on_the_fly, sdpa]\nbreakdown_steps: 1");
   const auto profile = test::write_tiny_profile(d, body);
-  auto r = test::run_gpt2bench("profile --profile " + profile + " --out " + (d / "prof"));
+  auto r = test::run_gpt2bench("breakdown --profile " + profile + " --out " + (d / "prof"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* rung : {"00_baseline", "01_mask_on_the_fly", "02_sdpa"}) {
-    auto summary = nlohmann::json::parse(test::read_text(d / (std::string("prof/profile/") + rung + ".json")));
+    auto summary = nlohmann::json::parse(test::read_text(d / (std::string("prof/breakdown/") + rung + ".json")));
     EXPECT_EQ(summary["rung"], rung);
     EXPECT_GT(summary["events_per_step"].get<double>(), 0);
     EXPECT_TRUE(summary["memory"].contains("activations_and_other"));
-    auto trace = nlohmann::json::parse(test::read_text(d / (std::string("prof/profile/") + rung + ".trace.json")));
+    auto trace = nlohmann::json::parse(test::read_text(d / (std::string("prof/breakdown/") + rung + ".trace.json")));
     EXPECT_FALSE(trace["traceEvents"].empty());
   }
-  auto base = nlohmann::json::parse(test::read_text(d / "prof/profile/00_baseline.json"));
-  auto otf = nlohmann::json::parse(test::read_text(d / "prof/profile/01_mask_on_the_fly.json"));
+  auto base = nlohmann::json::parse(test::read_text(d / "prof/breakdown/00_baseline.json"));
+  auto otf = nlohmann::json::parse(test::read_text(d / "prof/breakdown/01_mask_on_the_fly.json"));
   EXPECT_GT(base["memory"]["buffers"].get<int64_t>(), 0);
   EXPECT_EQ(otf["memory"]["buffers"].get<int64_t>(), 0);  // the mask buffer is gone
-  r = test::run_gpt2bench("profile --profile " + profile + " --out " + (d / "p2") + " --rung sdpa");
+  r = test::run_gpt2bench("breakdown --profile " + profile + " --out " + (d / "p2") + " --rung sdpa");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(files::exists(d / "p2/profile/02_sdpa.json"));
-  EXPECT_FALSE(files::exists(d / "p2/profile/00_baseline.json"));
+  EXPECT_TRUE(files::exists(d / "p2/breakdown/02_sdpa.json"));
+  EXPECT_FALSE(files::exists(d / "p2/breakdown/00_baseline.json"));
   r = test::run_gpt2bench("profile --profile " + profile + " --out " + (d / "p3") + " --rung nonesuch");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("no rung named 'nonesuch'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("`profile` is now `breakdown`"), std::string::npos) << r.output;  // the old name still runs
 }
 
 // The small CPU preset, as `make ladder` runs it: SDPA replaces the attention's ops (mask, softmax,
@@ -210,11 +237,11 @@ TEST(Cli, SmallPresetSdpaRungHasFewerAttentionOpsThanTheBaseline) {
   test::TempDir d;
   const std::string profile = GPT2BENCH_SOURCE_DIR "/profiles/cpu-mini.yaml";
   for (const char* rung : {"baseline", "sdpa"}) {
-    auto r = test::run_gpt2bench("profile --profile " + profile + " --out " + (d / "p") + " --rung " + rung);
+    auto r = test::run_gpt2bench("breakdown --profile " + profile + " --out " + (d / "p") + " --rung " + rung);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  auto base = nlohmann::json::parse(test::read_text(d / "p/profile/00_baseline.json"));
-  auto sdpa = nlohmann::json::parse(test::read_text(d / "p/profile/07_sdpa.json"));
+  auto base = nlohmann::json::parse(test::read_text(d / "p/breakdown/00_baseline.json"));
+  auto sdpa = nlohmann::json::parse(test::read_text(d / "p/breakdown/07_sdpa.json"));
   EXPECT_LT(sdpa["category_events"]["attention"].get<double>(), base["category_events"]["attention"].get<double>());
 }
 

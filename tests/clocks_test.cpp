@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/clocks.h"
-#include "bench/device.h"
+#include "bench/measure/clocks.h"
+#include "bench/runtime/device.h"
 
 namespace gpt2 {
 namespace {

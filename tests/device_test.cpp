@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+
+#include <map>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
-#include "bench/datasheet.h"
-#include "bench/device.h"
-#include "bench/memory.h"
-#include "bench/train_step.h"
+#include "bench/runtime/datasheet.h"
+#include "bench/runtime/device.h"
+#include "bench/runtime/memory.h"
+#include "bench/step/train_step.h"
 #include "helpers.h"
 
 namespace gpt2 {
@@ -60,6 +63,22 @@ TEST(Device, EveryDatasheetRowHasASourceAndDensePositiveFigures) {
   EXPECT_EQ(find_datasheet("NVIDIA A100-SXM4-80GB")->memory_bandwidth_gbs, 2039);
   EXPECT_EQ(find_datasheet("NVIDIA A100-SXM4-40GB")->memory_bandwidth_gbs, 1555);
   EXPECT_EQ(find_datasheet("NVIDIA H100 80GB HBM3")->model, "H100 SXM");
+}
+
+// MFU's denominator: the dense bf16 datasheet peak on a known GPU, none on an unknown one (only the
+// measured-peak efficiency, flagged), the best measured matmul rate on a CPU.
+TEST(Device, MfuPeakIsTheBf16DatasheetPeakOrNone) {
+  const std::map<MathMode, double> measured = {{MathMode::kFp32, 50e12}, {MathMode::kBf16, 798e12}};
+  auto [peak, basis] = mfu_peak_for(fake_gpu("NVIDIA H100 80GB HBM3", 9), measured);
+  EXPECT_EQ(peak, 989e12);
+  EXPECT_NE(basis.find("dense bf16 tensor-core peak, 989 TFLOP/s"), std::string::npos) << basis;
+  std::tie(peak, basis) = mfu_peak_for(fake_gpu("NVIDIA Some Future GPU", 10), measured);
+  EXPECT_FALSE(peak.has_value());
+  EXPECT_NE(basis.find("no datasheet MFU"), std::string::npos) << basis;
+  std::tie(peak, basis) = mfu_peak_for(detect_device("cpu"), {{MathMode::kFp32, 120e9}, {MathMode::kBf16, 40e9}});
+  EXPECT_EQ(peak, 120e9);
+  EXPECT_NE(basis.find("highest matmul rate measured on this CPU in any precision, 120.0 GFLOP/s (fp32)"),
+            std::string::npos) << basis;
 }
 
 TEST(Device, CpuDetectionAndErrors) {
@@ -147,11 +166,11 @@ TEST_F(CudaTest, ProfilingPassAttributesKernelsToPhases_CUDA) {
   test::TempDir d;
   const auto profile = test::write_tiny_profile(
       d, "name: p\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cuda\nbatch: 4\nwarmup_steps: 1\n"
-         "steps: 2\nrepetitions: 1\nparity_steps: 0\nprofile_steps: 2\nvariants: [fused_adamw, cuda_graph]\n");
-  const auto r = test::run_command(std::string(GPT2BENCH_BINARY) + " profile --profile " + profile + " --out " + (d / "p"));
+         "steps: 2\nrepetitions: 1\nparity_steps: 0\nbreakdown_steps: 2\nvariants: [fused_adamw, cuda_graph]\n");
+  const auto r = test::run_command(std::string(GPT2BENCH_BINARY) + " breakdown --profile " + profile + " --out " + (d / "p"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* rung : {"00_baseline", "01_fused_adamw", "02_cuda_graph"}) {
-    const auto j = nlohmann::json::parse(test::read_text(d / (std::string("p/profile/") + rung + ".json")));
+    const auto j = nlohmann::json::parse(test::read_text(d / (std::string("p/breakdown/") + rung + ".json")));
     EXPECT_GE(j["phase_coverage"].get<double>(), 0.95) << rung << ": " << j.dump(2);
   }
 }

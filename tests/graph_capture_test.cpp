@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/graph_capture.h"
+#include "bench/runtime/graph_capture.h"
 
 namespace gpt2 {
 namespace {

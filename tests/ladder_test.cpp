@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/backoff.h"
-#include "bench/results.h"
-#include "bench/train_step.h"
+#include "bench/ladder/backoff.h"
+#include "bench/ladder/results.h"
+#include "bench/step/train_step.h"
 
 namespace gpt2 {
 namespace {

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "config/presets.h"
 #include "helpers.h"
 #include "model/config.h"
 #include "model/gpt2.h"

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "bench/profile.h"
-#include "bench/yaml_reader.h"
+#include "config/profile.h"
+#include "config/yaml_reader.h"
 #include "helpers.h"
 
 namespace gpt2 {
@@ -50,6 +50,14 @@ TEST(Profile, ReadsEveryKey) {
   ASSERT_TRUE(p.variants.has_value());
   EXPECT_TRUE(p.variants->empty());
   EXPECT_EQ(expand_plan(p).size(), 1u);  // [] = the baseline alone
+}
+
+TEST(Profile, TheOldBreakdownKeyNameStillReads) {
+  test::TempDir d;
+  const auto path = test::write_tiny_profile(d, "model: tiny\nprofile_steps: 4\n");
+  EXPECT_EQ(load_profile(path).breakdown_steps, 4);
+  const auto both = test::write_tiny_profile(d, "model: tiny\nprofile_steps: 4\nbreakdown_steps: 3\n");
+  EXPECT_THROW(load_profile(both), ConfigError);
 }
 
 TEST(Profile, MisspelledKeyNamesKeyAndLine) {

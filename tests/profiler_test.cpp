@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/device.h"
-#include "bench/profile_pass.h"
-#include "bench/profiler.h"
+#include "bench/runtime/device.h"
+#include "bench/measure/breakdown.h"
+#include "bench/measure/profiler.h"
 #include "helpers.h"
 #include "model/gpt2.h"
 
@@ -21,15 +21,15 @@ DeviceInfo cpu() { return detect_device("cpu"); }
 
 at::Tensor corpus(int64_t vocab) { return to_token_tensor(synthetic_corpus(vocab, 20000, 4)); }
 
-RungProfile profile(const StepSpec& s, int steps = 2) {
+Breakdown profile(const StepSpec& s, int steps = 2) {
   auto meter = make_memory_meter(cpu());
-  return profile_rung(s, cpu(), corpus(s.model.vocab_size), 1, 1, steps, *meter);
+  return breakdown_rung(s, cpu(), corpus(s.model.vocab_size), 1, 1, steps, *meter);
 }
 
 StepSpec tiny(int64_t batch = 2) { return baseline_spec(test::tiny_model(), batch, cpu()); }
 
 TEST(CpuProfiler, PhasesPresentStableAndWithinTheStep) {
-  const RungProfile a = profile(tiny()), b = profile(tiny());
+  const Breakdown a = profile(tiny()), b = profile(tiny());
   for (const char* phase : {"data", "forward", "loss", "backward", "optimizer"}) {
     EXPECT_GT(a.summary.phase_events.count(phase) ? a.summary.phase_events.at(phase) : 0.0, 0.0) << phase;
     EXPECT_GT(a.summary.phase_ms.at(phase), 0.0) << phase;
@@ -46,7 +46,7 @@ TEST(CpuProfiler, PhasesPresentStableAndWithinTheStep) {
 }
 
 TEST(CpuProfiler, TraceHasOneEventPerRecordedOp) {
-  const RungProfile p = profile(tiny(), 1);
+  const Breakdown p = profile(tiny(), 1);
   const auto parsed = nlohmann::json::parse(p.trace.dump());  // it round-trips as JSON
   size_t ops = 0, phases = 0;
   for (const auto& e : parsed["traceEvents"]) {
@@ -61,14 +61,14 @@ TEST(CpuProfiler, SdpaHasFewerAttentionOpsThanTheBaseline) {
   StepSpec base = tiny();  // dropout 0: ATen's fused CPU attention kernel can run
   StepSpec sdpa = base;
   sdpa.model.attention = AttentionImpl::kSdpa;
-  const auto attention = [](const RungProfile& p) { return p.summary.category_events.at("attention"); };
+  const auto attention = [](const Breakdown& p) { return p.summary.category_events.at("attention"); };
   EXPECT_LT(attention(profile(sdpa)), attention(profile(base)));
 }
 
 TEST(MemoryBreakdown, MatchesParameterCountAndDtypes) {
   StepSpec s = tiny();
   const int64_t n = parameter_count(s.model);
-  RungProfile p = profile(s);
+  Breakdown p = profile(s);
   EXPECT_EQ(p.memory.parameters, 4 * n);
   EXPECT_EQ(p.memory.gradients, 4 * n);
   EXPECT_EQ(p.memory.optimizer_state, 2 * 4 * n);  // exp_avg + exp_avg_sq
@@ -160,7 +160,7 @@ TEST(CuptiAggregation, KernelsLaunchedThroughTheDriverApiAreAttributed) {
 }
 
 TEST(CpuProfiler, PhasesCoverTheStep) {
-  const RungProfile p = profile(tiny());
+  const Breakdown p = profile(tiny());
   EXPECT_GE(p.summary.phase_coverage, 0.95);
   EXPECT_LT(p.summary.phase_ms.count("other") ? p.summary.phase_ms.at("other") : 0.0, 0.05 * p.summary.step_ms);
   EXPECT_NE(p.summary.attribution.find("top-level ATen op"), std::string::npos);
@@ -171,7 +171,7 @@ TEST(CpuProfiler, AGraphRungIsProfiledThroughItsEagerTwin) {
   StepSpec s = tiny();
   s.optimizer.kind = OptimizerKind::kAdamwFused;
   s.executor = ExecutorKind::kCudaGraph;
-  const RungProfile p = profile(s);
+  const Breakdown p = profile(s);
   EXPECT_NE(p.summary.attribution.find("eager pass of the same step"), std::string::npos) << p.summary.attribution;
   EXPECT_GT(p.summary.phase_ms.at("forward"), 0.0);
   EXPECT_GE(p.summary.phase_coverage, 0.95);
@@ -198,7 +198,7 @@ TEST(FlopCount, OpFlopsFromShapes) {
 // attention computes the full T×T matrix): 6·(L·12·C² + V·C) + 12·L·C·T per token.
 TEST(FlopCount, BaselineStepMatchesTheFormula) {
   const StepSpec s = tiny(2);
-  const RungProfile p = profile(s, 1);
+  const Breakdown p = profile(s, 1);
   const double tokens = static_cast<double>(s.batch * s.model.context);
   EXPECT_NEAR(p.summary.counted_flops_per_step / tokens, flop_model(s.model).per_token_full_attention(), 1e-6);
 }

@@ -18,7 +18,7 @@ namespace {
 
 const std::string kBody =
     "name: rel\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cpu\nbatch: 4\nwarmup_steps: 1\n"
-    "steps: 300\nrepetitions: 2\nparity_steps: 3\nprofile_steps: 0\nseed: 5\n"
+    "steps: 300\nrepetitions: 2\nparity_steps: 3\nbreakdown_steps: 0\nseed: 5\n"
     "variants: [mask_on_the_fly, native_layers, fused_adamw, sdpa]\n";
 
 nlohmann::json load(const std::string& path) { return nlohmann::json::parse(test::read_text(path)); }
@@ -156,7 +156,7 @@ TEST(Reliability, ParityReferenceOutOfMemoryIsRecordedAndTheRungsThatFitRun) {
   test::TempDir d;
   const std::string body =
       "name: rel\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cpu\nbatch: 32\nwarmup_steps: 1\n"
-      "steps: 2\nrepetitions: 2\nparity_steps: 2\nprofile_steps: 1\nseed: 5\nvariants: [bf16_cast]\n";
+      "steps: 2\nrepetitions: 2\nparity_steps: 2\nbreakdown_steps: 1\nseed: 5\nvariants: [bf16_cast]\n";
   auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "free"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto free = load(d / "free/rungs.json");
@@ -181,7 +181,7 @@ TEST(Reliability, ParityReferenceOutOfMemoryIsRecordedAndTheRungsThatFitRun) {
   EXPECT_EQ(fit["parity"]["verdict"], "n/a");
   EXPECT_NE(fit["parity"]["rule"].get<std::string>().find("no parity reference: the baseline ran out of memory"),
             std::string::npos);
-  EXPECT_TRUE(fit["profile"].contains("phase_ms"));  // its profiling pass fitted too
+  EXPECT_TRUE(fit["breakdown"].contains("phase_ms"));  // its profiling pass fitted too
 }
 
 TEST(Reliability, SameProfileSameSeedSameLosses) {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "bench/stats.h"
+#include "bench/measure/stats.h"
 
 namespace gpt2 {
 namespace {

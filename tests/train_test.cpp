@@ -5,10 +5,10 @@
 
 #include <cmath>
 
-#include "bench/device.h"
-#include "bench/memory.h"
-#include "bench/optim.h"
-#include "bench/train_step.h"
+#include "bench/runtime/device.h"
+#include "bench/runtime/memory.h"
+#include "bench/step/optim.h"
+#include "bench/step/train_step.h"
 #include "helpers.h"
 #include "model/data.h"
 

@@ -7,10 +7,11 @@
 #include <functional>
 #include <map>
 
-#include "bench/device.h"
-#include "bench/parity.h"
-#include "bench/profile.h"
-#include "bench/train_step.h"
+#include "bench/runtime/device.h"
+#include "bench/ladder/parity.h"
+#include "config/profile.h"
+#include "bench/step/train_step.h"
+#include "config/presets.h"
 #include "helpers.h"
 #include "variants/registry.h"
 

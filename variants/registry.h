@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/step_spec.h"
+#include "bench/step/step_spec.h"
 #include "variants/all.h"
 #include "variants/variant.h"
 

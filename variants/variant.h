@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/step_spec.h"
+#include "bench/step/step_spec.h"
 
 namespace gpt2 {
 

@@ -128,7 +128,7 @@ def load_run(path: str | Path) -> Run:
                     parity_verdict=r.get("parity", {}).get("verdict", "n/a"),
                     parity_dev=r.get("parity", {}).get("max_abs_dev", 0.0),
                     batch=r.get("spec", {}).get("batch", 0),
-                    profile=r.get("profile"),
+                    profile=r.get("breakdown", r.get("profile")),  # "profile" before 2026-11-23
                     scaling_efficiency=r.get("scaling_efficiency"),
                     ci=tuple(r["spread"]["tokens_per_sec_ci"]) if "spread" in r else None,
                     ci_level=r.get("spread", {}).get("ci_level"),

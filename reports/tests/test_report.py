@@ -71,7 +71,7 @@ def test_memory_mfu_and_phase_charts():
     fig = charts.phase_chart(run)
     stacks = fig.axes[0].containers
     assert [c.get_label() for c in stacks] == charts.PHASES
-    assert stacks[3][0].get_height() == pytest.approx(ok[0]["profile"]["phase_ms"]["backward"])
+    assert stacks[3][0].get_height() == pytest.approx(ok[0]["breakdown"]["phase_ms"]["backward"])
     charts.plt.close("all")
 
 

@@ -1,0 +1,783 @@
+#include "bench/ladder/ladder.h"
+
+#include <benchmark/benchmark.h>
+#include <torch/version.h>
+
+#include <ATen/ATen.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <functional>
+#include <sstream>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "bench/ladder/backoff.h"
+#include "bench/measure/clocks.h"
+#include "bench/runtime/datasheet.h"
+#include "bench/runtime/device.h"
+#include "bench/runtime/graph_capture.h"
+#include "bench/runtime/dist.h"
+#include "bench/runtime/memory.h"
+#include "bench/runtime/nvtx.h"
+#include "bench/ladder/parity.h"
+#include "config/profile.h"
+#include "bench/measure/breakdown.h"
+#include "bench/ladder/results.h"
+#include "bench/step/train_step.h"
+#include "common/files.h"
+
+namespace gpt2 {
+
+namespace {
+
+std::string torch_version() { return TORCH_VERSION; }
+
+nlohmann::json read_json_file(const std::string& path, const std::string& what_if_missing) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error(path + ": " + what_if_missing + " (no such file)");
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+// The source tree's commit at run time ("-dirty" with uncommitted changes); the configure-time
+// sha where the tree is not a git checkout any more.
+std::string git_sha() {
+  auto run = [](const std::string& cmd) {
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[128];
+      while (fgets(buf, sizeof(buf), p)) out += buf;
+      if (pclose(p) != 0) return std::string();
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+  };
+  const std::string dir = GPT2BENCH_SOURCE_DIR;
+  std::string sha = run("git -C '" + dir + "' rev-parse --short=12 HEAD 2>/dev/null");
+  if (sha.empty()) return GPT2BENCH_GIT_SHA;
+  if (!run("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null").empty()) sha += "-dirty";
+  return sha;
+}
+
+// batch_scaling: the largest power-of-two batch that fits, trying upwards from the profile's (as a
+// power of two) to settings.max_batch. "Fits" means no out-of-memory error over two steps of the
+// rung's own step (a CUDA-graph step captures and replays): on the CPU, within
+// settings.cpu_memory_budget. Each try is recorded; the rung then checks the answer (backoff.h).
+int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed,
+                   MemoryMeter& meter, nlohmann::json& trace) {
+  int64_t b = 1, best = 0;
+  while (b * 2 <= spec.batch) b *= 2;
+  for (; b <= spec.settings.max_batch; b *= 2) {
+    StepSpec s = spec;
+    s.batch = b;  // per rank: a data-parallel rung searches on rank 0 alone, then all ranks use it
+    s.search_batch = false;
+    s.dist.backend = "none";
+    empty_cache(dev);
+    meter.reset_peak();
+    try {
+      TrainStep ts(s, dev, tokens, seed);
+      ts.step();
+      ts.step();
+      synchronize(dev);
+    } catch (const c10::OutOfMemoryError& e) {  // the same path a rung's OOM takes: caught, cache freed
+      empty_cache(dev);
+      trace.push_back({{"batch", b}, {"fits", false}, {"stage", "search"}, {"why", first_line(e.what_without_backtrace())}});
+      break;
+    }
+    const MemoryStats mem = meter.read();
+    trace.push_back({{"batch", b}, {"fits", true}, {"stage", "search"}, {"peak_alloc_bytes", mem.peak_allocated},
+                     {"peak_reserved_bytes", mem.peak_reserved}});
+    best = b;
+  }
+  empty_cache(dev);
+  if (best == 0) throw std::runtime_error("batch_scaling: no batch from " + std::to_string(spec.batch) + " up fits");
+  return best;
+}
+
+// The rung that measures the same step on one process: the data-parallel rung without ddp.
+const RungRecord* single_process_twin(const std::vector<RungRecord>& records, const RungRecord& r) {
+  for (const auto& o : records) {
+    if (o.status != "ok" || ranks(o.rung.spec) != 1) continue;
+    StepSpec a = o.rung.spec, b = r.rung.spec;
+    a.dist = b.dist;
+    a.executor = b.executor;  // ddp runs eagerly where the single-process rung may use a CUDA graph
+    if (a == b) return &o;
+  }
+  return nullptr;
+}
+
+// The profile's rungs resolved for this device: specs, skipped variants, the FLOPs and peaks of
+// each. A rung whose variants are all skipped here is an earlier rung again: marked, never timed.
+std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
+  StepSpec base = baseline_spec(prof.model, prof.batch, dev);
+  base.settings = prof.settings;
+  base.optimizer.lr = prof.lr;
+  std::vector<RungRecord> records;
+  for (const auto& plan : expand_plan(prof)) {
+    RungRecord r;
+    r.rung = resolve(plan.name, plan.variants, base, dev);
+    r.kind = plan.kind;
+    r.compare_to = plan.compare_to;
+    r.variant = plan.variant;
+    r.benchmark_name = prof.model.preset + "/" + plan.name;
+    r.tokens_per_step = tokens_per_step(r.rung.spec);
+    r.flops = flop_model(r.rung.spec.model);
+    r.flops_per_token = r.flops.per_token();
+    r.datasheet_peak = datasheet_peak_flops(dev, math_mode(r.rung.spec));
+    records.push_back(std::move(r));
+  }
+  for (size_t i = 1; i < records.size(); ++i) {
+    auto& r = records[i];
+    if (r.rung.skipped.empty()) continue;
+    for (size_t j = 0; j < i; ++j)
+      if (records[j].rung.spec == r.rung.spec && records[j].status == "pending") {
+        r.status = "skipped";
+        std::string names;
+        for (const auto& k : r.rung.skipped) names += (names.empty() ? "" : ", ") + k.variant;
+        r.error = "the same step as " + records[j].rung.name + " here (skipped here: " + names + ")";
+        break;
+      }
+  }
+  return records;
+}
+
+
+// What must match for --resume: the resolved rungs and the measurement settings, and the build.
+std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& records) {
+  nlohmann::json j = {{"seed", prof.seed}, {"batch", prof.batch}, {"warmup_steps", prof.warmup_steps},
+                      {"steps", prof.steps}, {"repetitions", prof.repetitions}, {"parity_steps", prof.parity_steps},
+                      {"breakdown_steps", prof.breakdown_steps},
+                      {"data", prof.data.synthetic ? "synthetic" : prof.data.train_glob + "|" + prof.data.val_glob}};
+  for (const auto& r : records) j["rungs"].push_back({r.rung.name, r.rung.spec});
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : j.dump()) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+bool complete(const std::string& status) {
+  return status == "ok" || status == "skipped" || status == "diverged" || status == "oom";
+}
+
+std::atomic<int> g_signal{0};
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+std::string error_text(const std::exception& e) {
+  const auto* c = dynamic_cast<const c10::Error*>(&e);
+  return c ? c->what_without_backtrace() : e.what();
+}
+
+// Everything the rungs share, and the steps each rung takes. A data-parallel rung takes exactly
+// the same steps on every rank, in the same order (their collectives pair up): rank 0 under
+// Google Benchmark, the other ranks in follow(), told the rung and its batch by rank 0.
+struct Ladder {
+  const Profile& prof;
+  const DeviceInfo& dev;
+  const TokenData& data;
+  MemoryMeter& meter;
+  Dist* dist;  // nullptr: one process
+  std::vector<double> baseline_losses;
+  std::unique_ptr<TrainStep> live;  // the rung being timed, kept across its repetitions
+  std::string abort_reason;         // set once the run cannot go on (a lost rank)
+  std::string reference_error;      // why there is no parity reference (it ran out of memory)
+  std::unique_ptr<ClockSampler> clocks;  // NVML over the timed steps (unavailable on the CPU)
+
+  bool rank0() const { return !dist || dist->rank() == 0; }
+
+  // Batch search (rank 0), the TrainStep, warm-up. Followers are told the batch. A searched batch
+  // is checked by the rung itself: out of memory in its build or warm-up halves it (one process).
+  void build(RungRecord& r) {
+    live.reset();
+    const bool searched = r.rung.spec.search_batch;
+    if (searched) {
+      r.rung.spec.batch = find_batch(r.rung.spec, dev, data.train, prof.seed, meter, r.batch_search);
+      r.rung.spec.search_batch = false;
+      std::cerr << "    batch_scaling chose batch " << r.rung.spec.batch << "\n";
+    }
+    r.tokens_per_step = tokens_per_step(r.rung.spec);
+    if (dist && rank0() && ranks(r.rung.spec) > 1) dist->post(r.rung.name + " " + std::to_string(r.rung.spec.batch));
+    auto attempt = [&](int64_t batch) {
+      r.rung.spec.batch = batch;
+      r.tokens_per_step = tokens_per_step(r.rung.spec);
+      release();
+      meter.reset_peak();
+      live = std::make_unique<TrainStep>(r.rung.spec, dev, data.train, prof.seed, dist);
+      for (int64_t w = 0; w < prof.warmup_steps; ++w) live->step();
+      synchronize(dev);
+    };
+    if (searched && ranks(r.rung.spec) == 1) {
+      const int64_t chosen = r.rung.spec.batch;
+      backoff_on_oom(chosen, r.batch_search, attempt, [&] { release(); });
+      if (r.rung.spec.batch != chosen)
+        std::cerr << "    out of memory at batch " << chosen << " in the rung: backed off to " << r.rung.spec.batch << "\n";
+    } else {
+      attempt(r.rung.spec.batch);
+    }
+    r.sdpa_backend_used = live->sdpa_backend_used();
+    if (clocks) clocks->take();  // samples of an earlier, failed rung are not this one's
+  }
+
+  // Frees the live step and gives the device a clean state for what comes next, whatever the last
+  // thing did (a failed capture, an out-of-memory error): never throws.
+  void release() noexcept {
+    live.reset();
+    try {
+      synchronize(dev);
+    } catch (...) {
+    }
+    try {
+      empty_cache(dev);
+    } catch (...) {
+    }
+  }
+
+  // One repetition's timed steps: CUDA events (or the clock) at step boundaries, one host wait at
+  // the end. Returns the repetition's device time; records losses, memory and, over all ranks,
+  // per-rank step times and memory. `stopped`: a signal ended it early.
+  double repetition(RungRecord& r, bool& stopped) {
+    auto timer = make_step_timer(dev);
+    if (clocks) clocks->start();
+    const TimedSteps t = time_steps(prof.steps, [&] { return live->step(); }, *timer, [] { return g_signal != 0; });
+    if (clocks) clocks->stop();
+    stopped = t.stopped;
+    if (t.seconds.empty()) return 0;
+    double total = 0;
+    for (double s : t.seconds) total += s;
+    const double step_s = total / static_cast<double>(t.seconds.size());
+    const MemoryStats mem = meter.read();
+    const auto all = at::stack(t.losses).to(at::kDouble).cpu();  // read after timing
+    const auto finite = at::isfinite(all);
+    if (!finite.all().item<bool>()) {
+      const int64_t bad = at::argmin(finite.to(at::kInt)).item<int64_t>();
+      r.diverged_at = prof.warmup_steps + static_cast<int64_t>(r.rep_step_ms.size()) * prof.steps + bad + 1;
+    }
+    r.final_loss = all[-1].item<double>();
+    r.rep_step_ms.push_back(1e3 * step_s);
+    r.rep_tokens_per_sec.push_back(static_cast<double>(r.tokens_per_step) / step_s);
+    r.peak_alloc_bytes = mem.peak_allocated;
+    r.peak_reserved_bytes = mem.peak_reserved;
+    if (dist && ranks(r.rung.spec) > 1) {
+      const auto g = dist->allgather({1e3 * step_s, static_cast<double>(mem.peak_allocated)});
+      r.rank_step_ms.clear(), r.rank_peak_alloc_bytes.clear();
+      for (size_t k = 0; k + 1 < g.size(); k += 2) r.rank_step_ms.push_back(g[k]), r.rank_peak_alloc_bytes.push_back(g[k + 1]);
+    }
+    return total;
+  }
+
+  // The profiling pass (one process): its summary goes into the rung; its own failure (out of
+  // memory included) is recorded in the profile and leaves the rung's measurements standing.
+  void breakdown_pass(RungRecord& r, const std::string& out_dir) {
+    release();
+    std::cerr << "    breakdown pass: " << prof.breakdown_steps << " steps\n";
+    try {
+      const Breakdown p = breakdown_rung(r.rung.spec, dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
+                                         static_cast<int>(prof.breakdown_steps), meter);
+      write_breakdown(out_dir, r.rung.name, p);
+      r.breakdown = to_json(p.summary);
+      r.breakdown["memory"] = to_json(p.memory);
+      if (p.summary.counted_flops_per_step > 0)
+        r.counted_flops_per_token = p.summary.counted_flops_per_step / static_cast<double>(r.tokens_per_step);
+    } catch (const std::exception& e) {
+      const bool oom = dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr;
+      r.breakdown = {{"error", (oom ? "out of memory in the breakdown pass: " : "the breakdown pass failed: ") + error_text(e)}};
+      std::cerr << "    " << first_line(r.breakdown["error"].get<std::string>()) << "\n";
+    }
+    release();
+  }
+
+  // After the last repetition: free the step, then the parity run (every rank, for DDP). A parity
+  // run that runs out of memory leaves the rung's measurements standing: parity n/a, with why.
+  void finish(RungRecord& r, bool is_baseline) {
+    release();
+    if (r.diverged_at) {
+      r.status = "diverged";
+      r.error = "non-finite loss at step " + std::to_string(r.diverged_at);
+      return;
+    }
+    r.status = "ok";
+    if (is_baseline) {
+      r.parity.rule = "the reference";
+      r.parity.losses = baseline_losses;
+      return;
+    }
+    // Data-parallel rungs run it whenever the profile asks (their ranks take it together).
+    if (baseline_losses.empty() && !(ranks(r.rung.spec) > 1 && prof.parity_steps > 0)) {
+      r.parity.rule = reference_error.empty() ? "no parity steps" : "no parity reference: " + reference_error;
+      return;
+    }
+    // Data-parallel parity is at equal global batch: each of N ranks takes B/N of the rows.
+    StepSpec s = r.rung.spec;
+    ParityClass cls = r.rung.parity;
+    if (ranks(s) > 1) {
+      if (s.batch % ranks(s) == 0) s.batch /= ranks(s);
+      else cls = ParityClass::kProblem;  // no equal global batch to compare with
+    }
+    try {
+      const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(prof.parity_steps), dist);
+      r.parity = baseline_losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline_losses);
+      if (baseline_losses.empty()) r.parity.rule = "no parity reference: " + reference_error;
+    } catch (const c10::OutOfMemoryError& e) {
+      r.parity = ParityResult{};
+      r.parity.rule = "out of memory in the parity run at batch " + std::to_string(s.batch) + ": " +
+                      first_line(e.what_without_backtrace());
+    }
+    release();
+  }
+
+  // A failed rung: out of memory is "oom" (with the batch tried), the rest "error" (the full text
+  // here, the first line in tables). A lost rank ends the run: every later rung would wait on it.
+  void fail(RungRecord& r, const std::exception& e) {
+    release();
+    if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) {
+      r.status = "oom";
+      r.error = "out of memory at batch " + std::to_string(r.rung.spec.batch) + ": " + error_text(e);
+    } else {
+      r.status = "error";
+      r.error = error_text(e);
+    }
+    if (dist && ranks(r.rung.spec) > 1) {  // a data-parallel rung failed: was it a lost rank?
+      try {
+        dynamic_cast<const DistError*>(&e) ? throw DistError(e.what()) : dist->rethrow(e);
+      } catch (const DistError& d) {
+        r.error = d.what();
+      }
+      abort_reason = r.error;  // the other ranks are gone or out of step: later rungs would hang
+    }
+  }
+
+  // Ranks other than 0: run the data-parallel rungs rank 0 announces, until it says "done".
+  int follow(std::vector<RungRecord>& records) {
+    for (std::string msg; (msg = dist->next_message()) != "done";) {
+      std::istringstream in(msg);
+      std::string name;
+      int64_t batch = 0;
+      in >> name >> batch;
+      auto it = std::find_if(records.begin(), records.end(), [&](const RungRecord& r) { return r.rung.name == name; });
+      if (it == records.end() || batch <= 0) throw DistError("rank 0 announced an unknown rung '" + msg + "'");
+      RungRecord& r = *it;
+      r.rung.spec.batch = batch;
+      r.rung.spec.search_batch = false;
+      r.tokens_per_step = tokens_per_step(r.rung.spec);
+      std::cerr << "[rank " << dist->rank() << "] " << r.rung.name << ": following rank 0\n";
+      dist->guarded([&] {
+        build(r);
+        bool stopped = false;
+        for (int64_t rep = 0; rep < prof.repetitions && !stopped; ++rep) repetition(r, stopped);
+        finish(r, false);
+      });
+    }
+    return 0;
+  }
+};
+
+// Google Benchmark's counters for one repetition (`step_s`: its mean step time).
+void set_counters(benchmark::State& st, RungRecord& rec, double step_s, const std::vector<RungRecord>& records) {
+  const double tps = static_cast<double>(rec.tokens_per_step) / step_s;
+  st.counters["tokens_per_sec"] = tps;
+  st.counters["step_ms"] = 1e3 * step_s;
+  st.counters["peak_alloc_bytes"] = static_cast<double>(rec.peak_alloc_bytes);
+  st.counters["peak_reserved_bytes"] = static_cast<double>(rec.peak_reserved_bytes);
+  st.counters["loss"] = rec.final_loss;
+  st.counters["flops_per_token"] = rec.flops_per_token;
+  if (const auto mfu = rec.mfu(tps)) st.counters["mfu"] = *mfu;
+  if (const auto own = rec.mfu_vs_precision_peak(tps)) st.counters["mfu_vs_precision_peak"] = *own;
+  st.counters["mfu_vs_measured_peak"] = rec.mfu_vs_measured_peak(tps);
+  if (ranks(rec.rung.spec) > 1) {
+    st.counters["world_size"] = ranks(rec.rung.spec);
+    if (auto single = single_process_twin(records, rec)) {
+      rec.scaling_efficiency = tps / (ranks(rec.rung.spec) * single->median_tokens_per_sec());
+      st.counters["scaling_efficiency"] = *rec.scaling_efficiency;
+    }
+  }
+}
+
+// One repetition of rung `i` as one Google Benchmark iteration: build on the first, then the timed
+// steps; after the last, the profiling pass and the parity run. Any failure ends the rung with its
+// status (oom, error, interrupted, diverged) and the next rung starts on a clean device.
+void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_rungs, Ladder& ladder,
+                    const std::vector<RungRecord>& records, const std::string& out_dir) {
+  const Profile& prof = ladder.prof;
+  const int64_t rep = static_cast<int64_t>(rec.rep_step_ms.size());
+  NvtxRange rung_range(rec.benchmark_name.c_str());  // nsys shows the ladder's structure
+  if (rec.status == "pending" && (!ladder.abort_reason.empty() || g_signal)) {
+    rec.status = g_signal ? "interrupted" : "error";
+    rec.error = g_signal ? "not run: interrupted" : "not run: " + ladder.abort_reason;
+  }
+  if (rec.status != "pending") {  // ended in an earlier repetition (diverged, oom, error) or not run
+    st.SkipWithError(first_line(rec.error).c_str());
+    return;
+  }
+  try {
+    if (rep == 0) {
+      std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec.rung.name << ": build + " << prof.warmup_steps
+                << " warm-up steps\n";
+      ladder.build(rec);
+    }
+    bool stopped = false;
+    const double total_s = ladder.repetition(rec, stopped);
+    if (stopped) {
+      ladder.release();
+      rec.status = "interrupted";
+      rec.error = "interrupted during repetition " + std::to_string(rep + 1);
+      st.SkipWithError(rec.error.c_str());
+      return;
+    }
+    st.SetIterationTime(total_s);
+    if (rec.diverged_at) {  // no counters: a non-finite one would not be JSON
+      ladder.finish(rec, i == 0);
+      st.SkipWithError(rec.error.c_str());
+      return;
+    }
+    set_counters(st, rec, total_s / static_cast<double>(prof.steps), records);
+    if (rep + 1 < prof.repetitions) return;
+    if (ladder.clocks) {
+      rec.clocks = to_json(ladder.clocks->take());
+      if (rec.throttled()) std::cerr << "    THROTTLED: " << rec.clocks["throttled_why"].get<std::string>() << "\n";
+    }
+    if (prof.breakdown_steps > 0 && ranks(rec.rung.spec) == 1) {
+      ladder.breakdown_pass(rec, out_dir);
+      if (!rec.breakdown.contains("error")) {
+        st.counters["events_per_step"] = rec.breakdown["events_per_step"].get<double>();
+        st.counters["busy_fraction"] = rec.breakdown["busy_fraction"].get<double>();
+        st.counters["profile_overhead"] = rec.breakdown["overhead"].get<double>();
+      }
+    }
+    ladder.finish(rec, i == 0);
+  } catch (const std::exception& e) {
+    ladder.fail(rec, e);
+    st.SkipWithError(first_line(rec.error).c_str());
+  }
+}
+
+// --rung REGEX (Google Benchmark's filter; a leading '-' negates it) must select a rung: checked
+// before anything runs or is written, naming the rungs there are.
+void check_rung_filter(const std::string& filter, const std::vector<RungRecord>& records) {
+  if (filter.empty()) return;
+  const bool negate = filter[0] == '-';
+  std::regex re;
+  try {
+    re = std::regex(negate ? filter.substr(1) : filter);
+  } catch (const std::regex_error& e) {
+    throw std::runtime_error("--rung '" + filter + "' is not a valid regular expression (" + e.what() + ")");
+  }
+  std::string names;
+  for (const auto& r : records) {
+    if (r.status == "pending" && std::regex_search(r.benchmark_name, re) != negate) return;
+    names += (names.empty() ? "" : ", ") + r.rung.name;
+  }
+  throw std::runtime_error("--rung '" + filter + "' matches no rung to run (rungs: " + names + ")");
+}
+
+// The device this process runs on: --device, else the profile's; under torchrun each rank its own
+// GPU (LOCAL_RANK), unless --device names one.
+DeviceInfo run_device(const LadderOptions& o, const Profile& prof, const std::optional<DistEnv>& env) {
+  DeviceInfo dev = detect_device(o.device.empty() ? prof.device : o.device);
+  if (!env || env->world_size <= 1) return dev;
+  if (dev.cuda() && o.device.empty()) dev = detect_device("cuda:" + std::to_string(env->local_rank));
+  dev.world_size = env->world_size;
+  return dev;
+}
+
+// What an earlier run in DIR leaves to this one: its complete rungs' Google Benchmark results.
+struct Kept {
+  std::vector<nlohmann::json> benchmarks;
+  nlohmann::json context;
+};
+
+// --resume: the earlier run's finished rungs are kept (their rungs.json entries and Google
+// Benchmark results), provided the profile resolves to the same rungs and the build is the same.
+// Without it, DIR must not hold a run already.
+Kept resume_or_start(const LadderOptions& o, const Profile& prof, std::vector<RungRecord>& records,
+                     const std::string& build_id) {
+  Kept kept;
+  if (!o.resume) {
+    if (files::exists(files::join(o.out_dir, "results.json")))
+      throw std::runtime_error(o.out_dir + " already holds results.json; choose another --out, or --resume it");
+    return kept;
+  }
+  const auto old = read_json_file(files::join(o.out_dir, "rungs.json"), "nothing to resume");
+  const auto old_results = read_json_file(files::join(o.out_dir, "results.json"), "nothing to resume");
+  if (old.value("fingerprint", "") != fingerprint(prof, records))
+    throw std::runtime_error("cannot resume " + o.out_dir + ": it was run with another profile or settings (" +
+                             old["profile"].value("path", "?") + "); start a new --out");
+  if (old.value("build_id", "") != build_id)
+    throw std::runtime_error("cannot resume " + o.out_dir + ": it was run by another build (" +
+                             old.value("build_id", "?") + ", this is " + build_id + "); start a new --out");
+  size_t n = 0;
+  for (auto& r : records)
+    for (const auto& j : old["rungs"])
+      if (j["name"] == r.rung.name && complete(j["status"].get<std::string>())) {
+        restore(r, j);
+        ++n;
+        for (const auto& b : old_results["benchmarks"])
+          if (b["run_name"].get<std::string>().rfind(r.benchmark_name + "/", 0) == 0) kept.benchmarks.push_back(b);
+      }
+  kept.context = old_results["context"];
+  std::cerr << "gpt2bench: resuming " << o.out_dir << ": " << n << " of " << records.size() << " rungs already complete\n";
+  return kept;
+}
+
+// The peaks: the matmul rate measured here per precision the run uses (on the CPU in every
+// precision: the best of them is the CPU's MFU peak), and the MFU's one denominator.
+void measure_peaks(const DeviceInfo& dev, std::vector<RungRecord>& records) {
+  std::map<MathMode, double> measured;
+  auto measure = [&](MathMode m) {
+    if (measured.count(m)) return;
+    std::cerr << "gpt2bench: measuring the " << to_string(m) << " matmul peak...\n";
+    measured[m] = measure_matmul_peak(dev, m);
+  };
+  if (!dev.cuda())
+    for (MathMode m : {MathMode::kFp32, MathMode::kBf16, MathMode::kFp16}) measure(m);
+  for (auto& r : records) measure(math_mode(r.rung.spec));
+  const auto [mfu_peak, mfu_basis] = mfu_peak_for(dev, measured);
+  for (auto& r : records) {
+    r.measured_peak = measured[math_mode(r.rung.spec)];
+    r.mfu_peak = mfu_peak;
+    r.mfu_basis = mfu_basis;
+  }
+}
+
+// rungs.json without its rungs: the profile, device (with its datasheet row), build, MFU basis.
+nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std::vector<RungRecord>& records,
+                          const std::string& build_id) {
+  nlohmann::json doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"plan", prof.plan},
+                                     {"batch", prof.batch}, {"warmup_steps", prof.warmup_steps},
+                                     {"steps", prof.steps}, {"repetitions", prof.repetitions},
+                                     {"parity_steps", prof.parity_steps}, {"seed", prof.seed},
+                                     {"data", prof.data.synthetic ? "synthetic" : prof.data.train_glob}}},
+                        {"device", dev},
+                        {"build", {{"torch", torch_version()}, {"cuda", build_has_cuda()}, {"git_sha", git_sha()}}}};
+  if (const auto row = dev.cuda() ? find_datasheet(dev.name) : std::nullopt)
+    doc["device"]["datasheet"] = {{"model", row->model}, {"bf16_tflops", row->bf16_tflops},
+                                  {"fp16_tflops", row->fp16_tflops}, {"tf32_tflops", row->tf32_tflops},
+                                  {"fp32_tflops", row->fp32_tflops},
+                                  {"memory_bandwidth_gbs", row->memory_bandwidth_gbs}, {"source", row->source}};
+  doc["mfu"] = {{"definition", "model FLOPs/s (matmuls only: flops.formula) / mfu peak, the same for every rung"},
+                {"peak", records.empty() ? nlohmann::json() : opt_json(records[0].mfu_peak)},
+                {"basis", records.empty() ? "" : records[0].mfu_basis},
+                {"also", "median.mfu_vs_precision_peak: over the datasheet peak of the rung's own precision; "
+                         "median.mfu_vs_measured_peak: over the matmul rate measured here in that precision"}};
+  doc["fingerprint"] = fingerprint(prof, records);
+  doc["build_id"] = build_id;
+  return doc;
+}
+
+// The one writer of DIR/rungs.json and DIR/results.json, both rewritten atomically on every flush.
+class RunWriter {
+ public:
+  RunWriter(const std::string& dir, nlohmann::json header, Kept kept)
+      : rungs_path_(files::join(dir, "rungs.json")), results_path_(files::join(dir, "results.json")),
+        doc_(std::move(header)), kept_(std::move(kept)) {}
+  void attach(const TeeReporter* reporter) { reporter_ = reporter; }
+  const std::string& rungs_path() const { return rungs_path_; }
+  const std::string& results_path() const { return results_path_; }
+  void flush(const std::vector<RungRecord>& records, const std::string& status) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& r : records) list.push_back(to_json(r));
+    doc_["rungs"] = list;
+    doc_["status"] = status;
+    files::write_file_atomic(rungs_path_, doc_.dump(2) + "\n");
+    if (!reporter_ && kept_.benchmarks.empty()) return;
+    nlohmann::json results = reporter_ ? nlohmann::json::parse(reporter_->json_so_far())
+                                       : nlohmann::json{{"context", kept_.context}, {"benchmarks", nlohmann::json::array()}};
+    nlohmann::json all = kept_.benchmarks;
+    for (const auto& b : results["benchmarks"]) all.push_back(b);
+    results["benchmarks"] = all;
+    files::write_file_atomic(results_path_, results.dump(2) + "\n");
+  }
+
+ private:
+  std::string rungs_path_, results_path_;
+  nlohmann::json doc_;
+  Kept kept_;
+  const TeeReporter* reporter_ = nullptr;
+};
+
+// The parity reference: the baseline's losses over K steps from the seed's weights and data. Out of
+// memory (the fp32 baseline at batch 32 on an 80 GB GPU) leaves the rungs to run without parity.
+void parity_reference(Ladder& ladder, const StepSpec& baseline) {
+  const Profile& prof = ladder.prof;
+  if (prof.parity_steps <= 0) return;
+  std::cerr << "gpt2bench: parity reference, " << prof.parity_steps << " baseline steps...\n";
+  try {
+    ladder.baseline_losses =
+        loss_trajectory(baseline, ladder.dev, ladder.data.train, prof.seed, static_cast<int>(prof.parity_steps)).losses;
+  } catch (const c10::OutOfMemoryError& e) {
+    ladder.release();
+    ladder.reference_error = "the baseline ran out of memory at batch " + std::to_string(baseline.batch) + " (" +
+                             first_line(e.what_without_backtrace()) + ")";
+    std::cerr << "gpt2bench: no parity reference: " << ladder.reference_error << "; the rungs run without parity\n";
+  }
+}
+
+// One Google Benchmark per pending rung: one iteration = one repetition's steps, timed on the
+// device at step boundaries and reported with one SetIterationTime (one host wait a repetition).
+void register_rungs(std::vector<RungRecord>& records, Ladder& ladder, const std::string& out_dir) {
+  const DeviceInfo& dev = ladder.dev;
+  benchmark::AddCustomContext("device", dev.name);
+  benchmark::AddCustomContext("device_type", dev.cuda() ? "cuda" : "cpu");
+  benchmark::AddCustomContext("torch_version", torch_version());
+  benchmark::AddCustomContext("git_sha", git_sha());
+  benchmark::AddCustomContext("profile", ladder.prof.name);
+  benchmark::AddCustomContext("world_size", std::to_string(dev.world_size));
+  const size_t n = records.size();
+  for (size_t i = 0; i < n; ++i) {
+    RungRecord* rec = &records[i];
+    if (rec->status != "pending") continue;
+    auto fn = [rec, i, n, &ladder, &records, out_dir](benchmark::State& st) {
+      for (auto _ : st) run_repetition(st, *rec, i, n, ladder, records, out_dir);
+    };
+    benchmark::RegisterBenchmark(rec->benchmark_name.c_str(), fn)
+        ->UseManualTime()
+        ->Iterations(1)
+        ->Repetitions(static_cast<int>(ladder.prof.repetitions))
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
+void run_benchmarks(const std::string& rung_filter, TeeReporter& reporter) {
+  std::vector<std::string> args = {"gpt2bench", "--benchmark_counters_tabular=true",
+                                   isatty(STDOUT_FILENO) ? "--benchmark_color=auto" : "--benchmark_color=false"};
+  if (!rung_filter.empty()) args.push_back("--benchmark_filter=" + rung_filter);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  benchmark::Initialize(&argc, argv.data());
+  if (!g_signal) benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::ClearRegisteredBenchmarks();
+}
+
+// The summary table and the exit code: 130 interrupted, 1 on an error or a lost rank, else 0.
+int conclude(const std::vector<RungRecord>& ran, const Ladder& ladder, const RunWriter& writer, const std::string& dir) {
+  std::cout << "\n" << summary_table(ran, ladder.dev.cuda()) << "\nresults: " << writer.results_path()
+            << "\n         " << writer.rungs_path() << "\n";
+  bool parity_failed = false, errored = false;
+  for (const auto& r : ran) {
+    parity_failed = parity_failed || r.parity.verdict == "fail";
+    errored = errored || r.status == "error";
+  }
+  if (parity_failed) std::cout << "\n!! PARITY FAILED on at least one rung: see the parity column and rungs.json\n";
+  if (g_signal) {
+    std::cout << "\ninterrupted: the finished rungs are saved; gpt2bench ladder --resume " << dir << " runs the rest\n";
+    return 130;
+  }
+  if (!ladder.abort_reason.empty()) std::cout << "\naborted: " << ladder.abort_reason << "\n";
+  return errored || !ladder.abort_reason.empty() ? 1 : 0;
+}
+
+}  // namespace
+
+int run_ladder(const LadderOptions& o) {
+  // 1. Everything that can fail on bad input, before DIR is touched.
+  Profile prof = load_profile(o.profile_path);
+  const auto env = dist_env_from_environment();
+  const DeviceInfo dev = run_device(o, prof, env);
+  std::vector<RungRecord> records = plan_rungs(prof, dev);
+  check_rung_filter(o.rung_filter, records);
+  const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
+  std::unique_ptr<Dist> dist;
+  if (env && env->world_size > 1) dist = std::make_unique<Dist>(*env, dev, std::chrono::seconds(prof.dist_timeout_s));
+  auto meter = make_memory_meter(dev);
+  if (dist && dist->rank() != 0) {  // the other ranks write nothing: they follow rank 0's data-parallel rungs
+    meter->set_limit(prof.settings.cpu_memory_budget);
+    Ladder follower{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, nullptr};
+    if (prof.parity_steps > 0) follower.baseline_losses.assign(prof.parity_steps, 0.0);  // only its length is used
+    return follower.follow(records);
+  }
+  const std::string build_id = git_sha() + " torch " + torch_version() + (build_has_cuda() ? " cuda" : " cpu");
+  Kept kept = resume_or_start(o, prof, records, build_id);
+  files::create_dirs(o.out_dir);
+  // From here on Ctrl-C / SIGTERM stop the ladder cleanly: the rung in flight stops at its next
+  // step, the rest are not started, and the finished rungs' results stay valid on disk.
+  auto old_int = std::signal(SIGINT, on_signal), old_term = std::signal(SIGTERM, on_signal);
+  std::cerr << "gpt2bench: " << records.size() << " rung(s) of profile '" << prof.name << "' on " << dev.name << " ("
+            << (dev.cuda() ? "cuda" : "cpu") << ", torch " << torch_version()
+            << (dist ? ", " + std::to_string(dist->world_size()) + " processes, " + dist->backend() : std::string())
+            << ")\n";
+  if (prof.repetitions < 5)
+    std::cerr << "gpt2bench: warning: " << prof.repetitions << " repetitions per rung: too few to tell a real "
+              << "difference from noise (the median's interval and the U test want 5 or more; GPUs 9)\n";
+
+  // 2. The peaks, the writer, the parity reference.
+  measure_peaks(dev, records);
+  RunWriter writer(o.out_dir, run_header(prof, dev, records, build_id), std::move(kept));
+  // From here on the CPU runs out of memory as a GPU does: at the allocation that goes over the
+  // budget, wherever it is (batch search, build, warm-up, timed steps, breakdown, parity).
+  meter->set_limit(prof.settings.cpu_memory_budget);
+  Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, make_clock_sampler(dev)};
+  writer.flush(records, "running");
+  parity_reference(ladder, records[0].rung.spec);
+
+  // 3. The rungs under Google Benchmark, the results rewritten after each.
+  register_rungs(records, ladder, o.out_dir);
+  std::set<std::string> told;  // Google Benchmark reports a rung twice: its repetitions, then their aggregates
+  TeeReporter reporter(
+      [&](const std::string& name) {
+        writer.flush(records, "running");
+        for (const auto& r : records)
+          if (name.rfind(r.benchmark_name + "/", 0) == 0 && told.insert(r.rung.name).second)
+            std::cerr << rung_line(r, compared_with(records, r)) << "\n";
+      },
+      o.verbose);
+  writer.attach(&reporter);
+  run_benchmarks(o.rung_filter, reporter);
+  std::signal(SIGINT, old_int), std::signal(SIGTERM, old_term);
+  if (dist) dist->post("done");
+  std::vector<RungRecord> ran;  // rungs the filter left out stay "pending" in rungs.json and out of the summary
+  for (const auto& r : records)
+    if (r.status != "pending") ran.push_back(r);
+  writer.flush(records, run_status(ran, g_signal != 0, !ladder.abort_reason.empty()));
+  benchmark::Shutdown();
+  return conclude(ran, ladder, writer, o.out_dir);
+}
+
+int run_breakdown(const BreakdownOptions& o) {
+  Profile prof = load_profile(o.profile_path);
+  DeviceInfo dev = detect_device(o.device.empty() ? prof.device : o.device);
+  std::vector<RungRecord> records = plan_rungs(prof, dev);
+  const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
+  std::vector<RungRecord*> chosen;
+  for (auto& r : records)
+    if ((o.rung.empty() || r.rung.name == o.rung || r.rung.name.substr(3) == o.rung) && r.status == "pending" &&
+        ranks(r.rung.spec) == 1)
+      chosen.push_back(&r);
+  if (chosen.empty()) {
+    std::string names;
+    for (const auto& r : records) names += (names.empty() ? "" : ", ") + r.rung.name;
+    throw std::runtime_error("no rung named '" + o.rung + "' to profile (rungs: " + names + ")");
+  }
+  const int steps = static_cast<int>(std::max<int64_t>(1, prof.breakdown_steps));
+  auto meter = make_memory_meter(dev);
+  std::printf("%-28s %10s %10s %9s %9s %9s %9s %9s %9s\n", "rung", "events", "step ms", "data", "forward", "loss",
+              "backward", "optim", "overhead");
+  for (RungRecord* r : chosen) {
+    if (r->rung.spec.search_batch) r->rung.spec.batch = find_batch(r->rung.spec, dev, data.train, prof.seed, *meter, r->batch_search);
+    r->rung.spec.search_batch = false;
+    const Breakdown p = breakdown_rung(r->rung.spec, dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
+                                       steps, *meter);
+    write_breakdown(o.out_dir, r->rung.name, p);
+    auto ph = [&](const char* k) { return p.summary.phase_ms.count(k) ? p.summary.phase_ms.at(k) : 0.0; };
+    std::printf("%-28s %10.0f %10.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8.1f%%\n", r->rung.name.c_str(),
+                p.summary.events_per_step, p.summary.step_ms, ph("data"), ph("forward"), ph("loss"), ph("backward"),
+                ph("optimizer"), 100 * p.summary.overhead);
+  }
+  std::printf("(events per step: %s; phase times in ms per step; written to %s/breakdown/)\n",
+              dev.cuda() ? "kernel launches" : "ATen ops", o.out_dir.c_str());
+  return 0;
+}
+
+}  // namespace gpt2

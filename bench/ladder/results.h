@@ -1,0 +1,102 @@
+// defines: TeeReporter (console + Google Benchmark JSON kept in memory and
+//          flushed after each rung), RungRecord (what rungs.json holds per rung), summary_table
+#pragma once
+#include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/ladder/parity.h"
+#include "config/profile.h"
+#include "variants/registry.h"
+
+namespace gpt2 {
+
+// The facts of one rung that are not Google Benchmark numbers, plus the medians for the summary.
+struct RungRecord {
+  ResolvedRung rung;
+  RungKind kind = RungKind::kRecipe;  // from the plan
+  std::string compare_to;             // the rung it is measured against ("" for the baseline)
+  std::string variant;                // the variant it adds (or, dropping one, removes); "" if none
+  std::string benchmark_name;
+  // pending | ok | skipped (an earlier rung's step here) | diverged | oom | interrupted | error
+  std::string status = "pending";
+  std::string error;
+  int64_t tokens_per_step = 0;
+  double flops_per_token = 0;   // the FLOP model's (model/config.h), the MFU numerator
+  FlopModel flops;
+  std::optional<double> counted_flops_per_token;  // from the profiling pass's op shapes
+  // MFU's denominator: the device's dense bf16 tensor-core peak (datasheet; on the CPU the best
+  // matmul rate measured in any precision), the same for every rung; none for an unknown GPU.
+  std::optional<double> mfu_peak;
+  std::string mfu_basis;
+  std::optional<double> datasheet_peak;  // the datasheet peak of the precision the rung computes in
+  double measured_peak = 0;              // the matmul rate measured here in that precision
+  std::vector<double> rep_tokens_per_sec;  // one per repetition
+  std::vector<double> rep_step_ms;
+  int64_t peak_alloc_bytes = 0, peak_reserved_bytes = 0;
+  double final_loss = 0;
+  ParityResult parity;
+  std::string sdpa_backend_used = "n/a";
+  int64_t diverged_at = 0;  // the first step with a non-finite loss (1-based, warm-up included), 0 if none
+  std::vector<double> rank_step_ms, rank_peak_alloc_bytes;  // data-parallel rungs: per rank, last repetition
+  std::optional<double> scaling_efficiency;
+  nlohmann::json breakdown;  // the breakdown pass's summary and memory breakdown, when it ran
+  nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
+  nlohmann::json clocks;   // NVML's clocks, power, temperature over the timed repetitions (bench/clocks.h)
+  bool throttled() const { return clocks.is_object() && clocks.value("throttled", false); }
+
+  double median_tokens_per_sec() const;
+  double median_step_ms() const;
+  // Model FLOPs/s over: the headline peak (MFU), the rung's precision's datasheet peak, the
+  // matmul rate measured in that precision. nullopt where there is no such peak.
+  std::optional<double> mfu(double tokens_per_sec) const;
+  std::optional<double> mfu_vs_precision_peak(double tokens_per_sec) const;
+  double mfu_vs_measured_peak(double tokens_per_sec) const;
+  std::optional<double> mfu() const { return mfu(median_tokens_per_sec()); }
+};
+nlohmann::json to_json(const RungRecord& r);
+// The measured part of a rung back from rungs.json (for --resume); the planned part (name, spec
+// as resolved now) stays as it is, except the batch a batch search chose.
+void restore(RungRecord& r, const nlohmann::json& j);
+
+// Display reporter for RunSpecifiedBenchmarks: shows the console output and keeps Google
+// Benchmark's own JSON document in memory; after each benchmark's runs it calls `on_rung(name)`.
+class TeeReporter : public benchmark::BenchmarkReporter {
+ public:
+  // `console`: also show Google Benchmark's own console table (gpt2bench ladder --verbose).
+  TeeReporter(std::function<void(const std::string&)> on_rung, bool console);
+  bool ReportContext(const Context& c) override;
+  void ReportRuns(const std::vector<Run>& runs) override;
+  void Finalize() override;
+  // Google Benchmark's JSON with the runs so far, closed so that it parses.
+  std::string json_so_far() const;
+
+ private:
+  benchmark::ConsoleReporter console_;
+  benchmark::JSONReporter json_;
+  std::ostringstream json_out_, json_err_;
+  std::function<void(const std::string&)> on_rung_;
+  bool console_on_;
+};
+
+// One line for a rung that has ended (what the console shows as it goes): status, tok/s, the ratio
+// to the rung it is compared with (`against`), parity, spread. Never longer than 160 characters.
+std::string rung_line(const RungRecord& r, const RungRecord* against);
+
+// The run's status in rungs.json: interrupted (a signal), aborted (a lost rank), partial (a rung
+// ended in error, oom or interrupted), else complete.
+std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, bool aborted);
+
+// The ok rung `r` is measured against: its compare_to, or where that did not run, that one's.
+const RungRecord* compared_with(const std::vector<RungRecord>& rungs, const RungRecord& r);
+
+// The closing table: rung, tok/s, speedup over the previous rung and over the baseline, memory, MFU, parity.
+std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda);
+
+}  // namespace gpt2

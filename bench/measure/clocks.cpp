@@ -1,0 +1,193 @@
+#include "bench/measure/clocks.h"
+
+#include <dlfcn.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+namespace gpt2 {
+
+namespace {
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
+ClockSummary summarize_clocks(const std::vector<ClockSample>& samples, double max_sm_mhz) {
+  ClockSummary s;
+  s.available = true;
+  s.samples = static_cast<int>(samples.size());
+  s.max_sm_mhz = max_sm_mhz;
+  std::vector<double> sm, mem, power;
+  uint64_t seen = 0;
+  for (const auto& x : samples) {
+    sm.push_back(x.sm_mhz), mem.push_back(x.mem_mhz), power.push_back(x.power_w);
+    s.temp_c_max = std::max(s.temp_c_max, x.temp_c);
+    seen |= x.reasons;
+  }
+  s.sm_mhz_median = median_of(sm), s.mem_mhz_median = median_of(mem), s.power_w_median = median_of(power);
+  const std::pair<uint64_t, const char*> names[] = {{kReasonSwPowerCap, "sw_power_cap"},
+                                                    {kReasonHwSlowdown, "hw_slowdown"},
+                                                    {kReasonSwThermal, "sw_thermal_slowdown"},
+                                                    {kReasonHwThermal, "hw_thermal_slowdown"},
+                                                    {kReasonHwPowerBrake, "hw_power_brake_slowdown"}};
+  for (const auto& [bit, name] : names)
+    if (seen & bit) s.reasons.push_back(name);
+  char buf[160];
+  if (const uint64_t bad = seen & (kReasonHwSlowdown | kReasonSwThermal | kReasonHwThermal | kReasonHwPowerBrake)) {
+    s.throttled = true;
+    for (const auto& [bit, name] : names)
+      if (bad & bit) s.throttled_why += (s.throttled_why.empty() ? "" : ", ") + std::string(name);
+  }
+  if (max_sm_mhz > 0 && !samples.empty() && s.sm_mhz_median < 0.9 * max_sm_mhz) {
+    std::snprintf(buf, sizeof(buf), "median SM clock %.0f MHz is %.0f%% of the %.0f MHz maximum", s.sm_mhz_median,
+                  100 * s.sm_mhz_median / max_sm_mhz, max_sm_mhz);
+    s.throttled_why = s.throttled ? std::string(buf) + "; " + s.throttled_why : std::string(buf);
+    s.throttled = true;
+  }
+  return s;
+}
+
+ClockSummary unavailable_clocks(const std::string& why) {
+  ClockSummary s;
+  s.unavailable_why = why;
+  return s;
+}
+
+nlohmann::json to_json(const ClockSummary& s) {
+  if (!s.available) return {{"available", false}, {"why", s.unavailable_why}};
+  return {{"available", true},
+          {"samples", s.samples},
+          {"sm_mhz_median", s.sm_mhz_median},
+          {"mem_mhz_median", s.mem_mhz_median},
+          {"power_w_median", s.power_w_median},
+          {"temp_c_max", s.temp_c_max},
+          {"max_sm_mhz", s.max_sm_mhz},
+          {"reasons", s.reasons},
+          {"throttled", s.throttled},
+          {"throttled_why", s.throttled_why}};
+}
+
+namespace {
+
+class UnavailableSampler : public ClockSampler {
+ public:
+  explicit UnavailableSampler(std::string why) : why_(std::move(why)) {}
+  void start() override {}
+  void stop() override {}
+  ClockSummary take() override { return unavailable_clocks(why_); }
+
+ private:
+  std::string why_;
+};
+
+// The few NVML entry points used, by their C ABI (nvml.h is not needed to build).
+struct Nvml {
+  using Device = void*;
+  void* lib = nullptr;
+  int (*init)() = nullptr;
+  int (*by_pci)(const char*, Device*) = nullptr;
+  int (*by_index)(unsigned, Device*) = nullptr;
+  int (*clock)(Device, int, unsigned*) = nullptr;
+  int (*app_clock)(Device, int, unsigned*) = nullptr;
+  int (*max_clock)(Device, int, unsigned*) = nullptr;
+  int (*power)(Device, unsigned*) = nullptr;
+  int (*temperature)(Device, int, unsigned*) = nullptr;
+  int (*reasons)(Device, unsigned long long*) = nullptr;
+
+  std::string load() {
+    lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return "libnvidia-ml.so.1 not found (NVML ships with the NVIDIA driver)";
+    auto sym = [&](auto& fn, const char* name) { fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name)); };
+    sym(init, "nvmlInit_v2");
+    sym(by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
+    sym(by_index, "nvmlDeviceGetHandleByIndex_v2");
+    sym(clock, "nvmlDeviceGetClockInfo");
+    sym(app_clock, "nvmlDeviceGetApplicationsClock");
+    sym(max_clock, "nvmlDeviceGetMaxClockInfo");
+    sym(power, "nvmlDeviceGetPowerUsage");
+    sym(temperature, "nvmlDeviceGetTemperature");
+    sym(reasons, "nvmlDeviceGetCurrentClocksEventReasons");
+    if (!reasons) sym(reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    if (!init || !clock || !(by_pci || by_index)) return "libnvidia-ml.so.1 lacks the NVML entry points used";
+    if (init() != 0) return "nvmlInit failed";
+    return "";
+  }
+};
+
+constexpr int kClockSm = 1, kClockMem = 2, kTemperatureGpu = 0;
+
+class NvmlSampler : public ClockSampler {
+ public:
+  NvmlSampler(Nvml nvml, Nvml::Device dev) : nvml_(nvml), dev_(dev) {
+    unsigned mhz = 0;
+    if (nvml_.app_clock && nvml_.app_clock(dev_, kClockSm, &mhz) == 0 && mhz > 0) max_sm_ = mhz;
+    else if (nvml_.max_clock && nvml_.max_clock(dev_, kClockSm, &mhz) == 0) max_sm_ = mhz;
+  }
+  ~NvmlSampler() override { stop(); }
+  void start() override {
+    stop();
+    running_ = true;
+    thread_ = std::thread([this] {
+      while (running_) {
+        sample();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+  void stop() override {
+    running_ = false;
+    if (thread_.joinable()) thread_.join();
+  }
+  ClockSummary take() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ClockSummary s = summarize_clocks(samples_, max_sm_);
+    samples_.clear();
+    return s;
+  }
+
+ private:
+  void sample() {
+    ClockSample x;
+    unsigned v = 0;
+    if (nvml_.clock(dev_, kClockSm, &v) == 0) x.sm_mhz = v;
+    if (nvml_.clock(dev_, kClockMem, &v) == 0) x.mem_mhz = v;
+    if (nvml_.power && nvml_.power(dev_, &v) == 0) x.power_w = v / 1000.0;
+    if (nvml_.temperature && nvml_.temperature(dev_, kTemperatureGpu, &v) == 0) x.temp_c = v;
+    unsigned long long r = 0;
+    if (nvml_.reasons && nvml_.reasons(dev_, &r) == 0) x.reasons = r;
+    std::lock_guard<std::mutex> lock(mu_);
+    samples_.push_back(x);
+  }
+  Nvml nvml_;
+  Nvml::Device dev_;
+  double max_sm_ = 0;
+  std::atomic<bool> running_{false};
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<ClockSample> samples_;
+};
+
+}  // namespace
+
+std::unique_ptr<ClockSampler> make_clock_sampler(const DeviceInfo& d) {
+  if (!d.cuda()) return std::make_unique<UnavailableSampler>("no NVML on a CPU");
+  Nvml nvml;
+  const std::string why = nvml.load();
+  if (!why.empty()) return std::make_unique<UnavailableSampler>(why);
+  Nvml::Device dev = nullptr;
+  const bool found = (!d.pci_bus_id.empty() && nvml.by_pci && nvml.by_pci(d.pci_bus_id.c_str(), &dev) == 0) ||
+                     (nvml.by_index && nvml.by_index(static_cast<unsigned>(d.index), &dev) == 0);
+  if (!found) return std::make_unique<UnavailableSampler>("NVML does not know " + d.name + " (" + d.pci_bus_id + ")");
+  return std::make_unique<NvmlSampler>(nvml, dev);
+}
+
+}  // namespace gpt2

@@ -1,0 +1,54 @@
+// defines: ClockSample, ClockSummary, summarize_clocks, ClockSampler/make_clock_sampler — the SM and
+//          memory clocks, power and temperature during a rung's timed repetitions (NVML on CUDA), so
+//          that a throttled run is not read as a slow variant. No libtorch.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/runtime/device_info.h"
+
+namespace gpt2 {
+
+// NVML's clock-event ("throttle") reason bits that the verdict reads.
+inline constexpr uint64_t kReasonSwPowerCap = 0x4, kReasonHwSlowdown = 0x8, kReasonSwThermal = 0x20,
+                          kReasonHwThermal = 0x40, kReasonHwPowerBrake = 0x80;
+
+struct ClockSample {
+  double sm_mhz = 0, mem_mhz = 0, power_w = 0, temp_c = 0;
+  uint64_t reasons = 0;  // NVML clock-event reasons
+};
+
+struct ClockSummary {
+  bool available = false;
+  std::string unavailable_why;
+  int samples = 0;
+  double sm_mhz_median = 0, mem_mhz_median = 0, power_w_median = 0, temp_c_max = 0;
+  double max_sm_mhz = 0;             // NVML's maximum for the current application settings
+  std::vector<std::string> reasons;  // every reason seen in any sample, by name
+  bool throttled = false;
+  std::string throttled_why;
+};
+// Throttled: the median SM clock is below 90% of `max_sm_mhz`, or a thermal or hardware-slowdown
+// reason was set in any sample. A software power cap alone is recorded, not flagged.
+ClockSummary summarize_clocks(const std::vector<ClockSample>& samples, double max_sm_mhz);
+ClockSummary unavailable_clocks(const std::string& why);
+nlohmann::json to_json(const ClockSummary& s);
+
+// Samples every ~20 ms on a thread of its own between start() and stop(); samples() accumulates
+// over start/stop pairs until take() hands them over (with the max clock) and clears them.
+class ClockSampler {
+ public:
+  virtual ~ClockSampler() = default;
+  virtual void start() = 0;
+  virtual void stop() = 0;
+  virtual ClockSummary take() = 0;
+};
+// NVML (libnvidia-ml.so.1, loaded at run time: it ships with the driver) for a CUDA device; one
+// that reports "unavailable" with the reason on the CPU or without NVML.
+std::unique_ptr<ClockSampler> make_clock_sampler(const DeviceInfo& d);
+
+}  // namespace gpt2

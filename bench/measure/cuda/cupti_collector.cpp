@@ -1,0 +1,146 @@
+// The CUDA profiler: CUPTI's Activity API (kernels, memcpy, memset, and the runtime calls that
+// launched them). A kernel's phase is the phase during which the runtime call with its correlation
+// id started: phases are timestamped on CUPTI's clock as they open and close, on whatever thread.
+#include <cupti.h>
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+#include <unordered_map>
+
+#include "bench/measure/cuda/cupti.h"
+#include "bench/runtime/cuda/cuda_backend.h"
+#include "bench/runtime/phase.h"
+#include "bench/measure/profiler.h"
+
+namespace gpt2::cuda {
+namespace {
+
+constexpr size_t kBufferBytes = 8u << 20;
+
+struct Store {
+  std::mutex mu;
+  std::vector<TraceEvent> device;                   // kernels, copies, sets (phase filled at the end)
+  std::unordered_map<int64_t, int64_t> launch_at;   // correlation id -> runtime call start
+  std::vector<PhaseInterval> phases;
+  uint64_t phase_start = 0;
+};
+Store* g_store = nullptr;
+
+std::string demangle(const char* name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : name;
+  std::free(d);
+  return out;
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  *size = kBufferBytes;
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* rec = nullptr;
+  std::lock_guard<std::mutex> lock(g_store->mu);
+  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    switch (rec->kind) {
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      case CUPTI_ACTIVITY_KIND_KERNEL: {
+        auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(rec);
+        g_store->device.push_back({demangle(k->name), "kernel", "", static_cast<int64_t>(k->start),
+                                   static_cast<int64_t>(k->end - k->start), 0, 0, static_cast<int64_t>(k->streamId),
+                                   static_cast<int64_t>(k->correlationId)});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(rec);
+        g_store->device.push_back({"memcpy", "memcpy", "", static_cast<int64_t>(m->start),
+                                   static_cast<int64_t>(m->end - m->start), 0, static_cast<int64_t>(m->bytes),
+                                   static_cast<int64_t>(m->streamId), static_cast<int64_t>(m->correlationId)});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(rec);
+        g_store->device.push_back({"memset", "memset", "", static_cast<int64_t>(m->start),
+                                   static_cast<int64_t>(m->end - m->start), 0, static_cast<int64_t>(m->bytes),
+                                   static_cast<int64_t>(m->streamId), static_cast<int64_t>(m->correlationId)});
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_RUNTIME:
+      case CUPTI_ACTIVITY_KIND_DRIVER: {
+        auto* a = reinterpret_cast<CUpti_ActivityAPI*>(rec);
+        g_store->launch_at[a->correlationId] = static_cast<int64_t>(a->start);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  std::free(buffer);
+}
+
+void on_phase(const char* phase, bool enter) {
+  uint64_t t = 0;
+  cuptiGetTimestamp(&t);
+  std::lock_guard<std::mutex> lock(g_store->mu);
+  if (enter) g_store->phase_start = t;
+  else g_store->phases.push_back({phase, static_cast<int64_t>(g_store->phase_start), static_cast<int64_t>(t)});
+}
+
+void check(CUptiResult r, const char* what) {
+  if (r == CUPTI_SUCCESS) return;
+  const char* msg = nullptr;
+  cuptiGetResultString(r, &msg);
+  throw std::runtime_error(std::string("CUPTI ") + what + ": " + (msg ? msg : "error"));
+}
+
+CUpti_ActivityKind activity_kind(const std::string& name) {
+  if (name == "concurrent_kernel") return CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  if (name == "memcpy") return CUPTI_ACTIVITY_KIND_MEMCPY;
+  if (name == "memset") return CUPTI_ACTIVITY_KIND_MEMSET;
+  if (name == "runtime") return CUPTI_ACTIVITY_KIND_RUNTIME;
+  if (name == "driver") return CUPTI_ACTIVITY_KIND_DRIVER;
+  throw std::logic_error("CUPTI activity kind '" + name + "' has no mapping");
+}
+
+std::vector<CUpti_ActivityKind> enabled_kinds() {
+  std::vector<CUpti_ActivityKind> out;
+  for (const char* k : kCuptiActivityKinds) out.push_back(activity_kind(k));
+  return out;
+}
+
+class CuptiCollector : public Collector {
+ public:
+  std::string source() const override { return "cupti"; }
+  void start() override {
+    store_ = std::make_unique<Store>();
+    g_store = store_.get();
+    check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "register callbacks");
+    for (auto k : enabled_kinds()) check(cuptiActivityEnable(k), "enable activity");
+    set_phase_listener(&on_phase);
+  }
+  void stop() override {
+    set_phase_listener(nullptr);
+    synchronize();
+    check(cuptiActivityFlushAll(1), "flush");
+    for (auto k : enabled_kinds()) cuptiActivityDisable(k);
+    attribute_phases(store_->device, store_->launch_at, store_->phases);
+  }
+  std::vector<TraceEvent> events() override { return store_->device; }
+  std::vector<PhaseInterval> phases() override { return store_->phases; }
+
+ private:
+  std::unique_ptr<Store> store_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> make_cupti_collector() { return std::make_unique<CuptiCollector>(); }
+
+}  // namespace gpt2::cuda

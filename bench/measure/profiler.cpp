@@ -1,0 +1,324 @@
+#include "bench/measure/profiler.h"
+
+#include <ATen/record_function.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "bench/runtime/phase.h"
+
+#ifdef GPT2BENCH_WITH_CUDA
+#include "bench/measure/cuda/cupti.h"
+#endif
+
+namespace gpt2 {
+
+// ---- the CPU collector: ATen's RecordFunction callbacks -------------------------------------
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct OpContext : at::ObserverContext {
+  int64_t start;
+  int depth;
+  const char* phase;
+};
+
+thread_local int t_depth = 0;
+std::mutex g_mu;
+std::vector<TraceEvent>* g_sink = nullptr;  // the active collector's events
+std::vector<PhaseInterval>* g_phase_sink = nullptr;
+int64_t g_phase_start = 0;
+
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction&) {
+  auto c = std::make_unique<OpContext>();
+  c->depth = t_depth++;
+  c->phase = current_phase();
+  c->start = now_ns();
+  return c;
+}
+
+void on_op_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+  const int64_t end = now_ns();
+  auto* c = static_cast<OpContext*>(ctx);
+  --t_depth;
+  TraceEvent e{fn.name(), "op", c->phase, c->start, end - c->start, c->depth, 0,
+               static_cast<int64_t>(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000)};
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_sink) g_sink->push_back(std::move(e));
+}
+
+void on_phase(const char* phase, bool enter) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_phase_sink) return;
+  if (enter) g_phase_start = now_ns();
+  else g_phase_sink->push_back({phase, g_phase_start, now_ns()});
+}
+
+class CpuOpCollector : public Collector {
+ public:
+  std::string source() const override { return "aten_record_function"; }
+  void start() override {
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      events_.clear(), phases_.clear();
+      g_sink = &events_, g_phase_sink = &phases_;
+    }
+    set_phase_listener(&on_phase);
+    handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&on_op_start, &on_op_end)
+                                        .needsInputs(false)
+                                        .scopes({at::RecordScope::FUNCTION}));
+  }
+  void stop() override {
+    at::removeCallback(handle_);
+    set_phase_listener(nullptr);
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_sink = nullptr, g_phase_sink = nullptr;
+  }
+  std::vector<TraceEvent> events() override { return events_; }
+  std::vector<PhaseInterval> phases() override { return phases_; }
+
+ private:
+  at::CallbackHandle handle_ = 0;
+  std::vector<TraceEvent> events_;
+  std::vector<PhaseInterval> phases_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> make_collector(const DeviceInfo& d) {
+#ifdef GPT2BENCH_WITH_CUDA
+  if (d.cuda()) return cuda::make_cupti_collector();
+#endif
+  return std::make_unique<CpuOpCollector>();
+}
+
+void attribute_phases(std::vector<TraceEvent>& device, const std::unordered_map<int64_t, int64_t>& launch_at,
+                      const std::vector<PhaseInterval>& phases) {
+  for (auto& e : device) {
+    auto it = launch_at.find(e.correlation);
+    if (it == launch_at.end()) continue;
+    for (const auto& p : phases)
+      if (it->second >= p.start_ns && it->second <= p.end_ns) {
+        e.phase = p.name;
+        break;
+      }
+  }
+}
+
+// ---- FLOPs counted from op shapes ------------------------------------------------------------------
+double op_flops(const std::string& name, const std::vector<std::vector<int64_t>>& shapes, bool causal) {
+  auto dims = [&](size_t i, size_t n) { return i < shapes.size() && shapes[i].size() == n; };
+  auto mm = [&](size_t a, size_t b) {  // (M,K) x (K,N)
+    if (!dims(a, 2) || !dims(b, 2)) return 0.0;
+    return 2.0 * shapes[a][0] * shapes[a][1] * shapes[b][1];
+  };
+  auto bmm = [&](size_t a, size_t b) {  // (B,M,K) x (B,K,N)
+    if (!dims(a, 3) || !dims(b, 3)) return 0.0;
+    return 2.0 * shapes[a][0] * shapes[a][1] * shapes[a][2] * shapes[b][2];
+  };
+  if (name == "aten::mm") return mm(0, 1);
+  if (name == "aten::addmm" || name == "aten::_addmm_activation") return mm(1, 2);
+  if (name == "aten::bmm") return bmm(0, 1);
+  if (name == "aten::baddbmm") return bmm(1, 2);
+  // SDPA's fused kernels (flash, efficient, cuDNN, flash-for-CPU); its math fallback is composite:
+  // the bmm ops it runs are counted instead (they compute the full T×T matrix, causal or not).
+  if (name.rfind("aten::_scaled_dot_product_", 0) == 0 && name.find("attention") != std::string::npos &&
+      name.find("_math") == std::string::npos) {
+    const bool backward = name.ends_with("_backward");
+    const size_t q = backward ? 1 : 0;  // backward kernels take grad_out first
+    if (!dims(q, 4) || !dims(q + 1, 4)) return 0.0;
+    const auto &Q = shapes[q], &K = shapes[q + 1];  // (B, H, T, D), (B, H, S, D)
+    const double forward = 4.0 * Q[0] * Q[1] * Q[2] * K[2] * Q[3] * (causal ? 0.5 : 1.0);
+    return backward ? 2 * forward : forward;
+  }
+  return 0.0;
+}
+
+struct FlopCounter::State {
+  std::mutex mu;
+  double total = 0;
+  std::map<std::string, double> by_op;
+  at::CallbackHandle handle = 0;
+};
+
+namespace {
+FlopCounter::State* g_flops = nullptr;
+thread_local int t_counted_depth = 0;  // > 0 inside an op already counted
+
+struct FlopContext : at::ObserverContext {
+  bool counted = false;
+};
+
+std::unique_ptr<at::ObserverContext> on_flop_op_start(const at::RecordFunction& fn) {
+  auto ctx = std::make_unique<FlopContext>();
+  if (t_counted_depth > 0 || !g_flops) return ctx;
+  const std::string name = fn.name();
+  std::vector<std::vector<int64_t>> shapes;
+  bool causal = false;
+  const auto inputs = fn.inputs();
+  const auto schema = fn.operator_schema();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].isTensor()) {
+      const auto s = inputs[i].toTensor().sizes();
+      shapes.emplace_back(s.begin(), s.end());
+    } else if (inputs[i].isBool() && schema && i < schema->arguments().size() &&
+               schema->arguments()[i].name() == "is_causal") {
+      causal = inputs[i].toBool();
+    }
+  }
+  const double f = op_flops(name, shapes, causal);
+  if (f <= 0) return ctx;
+  ctx->counted = true;
+  ++t_counted_depth;
+  std::lock_guard<std::mutex> lock(g_flops->mu);
+  g_flops->total += f;
+  g_flops->by_op[name] += f;
+  return ctx;
+}
+
+void on_flop_op_end(const at::RecordFunction&, at::ObserverContext* ctx) {
+  if (static_cast<FlopContext*>(ctx)->counted) --t_counted_depth;
+}
+}  // namespace
+
+FlopCounter::FlopCounter() : state_(std::make_unique<State>()) {}
+FlopCounter::~FlopCounter() { stop(); }
+
+void FlopCounter::start() {
+  g_flops = state_.get();
+  state_->handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_flop_op_start, &on_flop_op_end)
+                                             .needsInputs(true)
+                                             .scopes({at::RecordScope::FUNCTION}));
+}
+
+void FlopCounter::stop() {
+  if (!state_->handle) return;
+  at::removeCallback(state_->handle);
+  state_->handle = 0;
+  g_flops = nullptr;
+}
+
+double FlopCounter::flops() const { return state_->total; }
+std::map<std::string, double> FlopCounter::by_op() const { return state_->by_op; }
+
+// ---- summaries ---------------------------------------------------------------------------------
+std::string category(const std::string& raw, const std::string& kind) {
+  if (kind == "memcpy" || kind == "memset") return "memcpy";
+  std::string n = raw;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+  auto has = [&](std::initializer_list<const char*> keys) {
+    for (const char* k : keys)
+      if (n.find(k) != std::string::npos) return true;
+    return false;
+  };
+  if (has({"cross_entropy", "nll_loss", "log_softmax"})) return "loss";
+  if (has({"scaled_dot_product", "flash", "attention", "fmha", "softmax", "masked_fill", "triu"})) return "attention";
+  // Batched matmuls (scores, weighted values) only occur in attention in this model; on the GPU
+  // they are GEMM kernels like any other and count as matmul.
+  if (kind == "op" && has({"bmm", "aten::matmul"})) return "attention";
+  if (has({"adam", "_foreach", "lerp", "addcdiv", "addcmul", "_amp_"})) return "optimizer";
+  if (has({"layer_norm", "layernorm", "aten::mean", "aten::var", "reduce"})) return "normalization";
+  if (has({"mm", "matmul", "linear", "gemm", "cutlass", "xmma", "nvjet", "cublas", "ampere_sgemm", "_addmm"}))
+    return "matmul";
+  if (has({"copy_", "aten::to", "_to_copy", "memcpy"})) return "memcpy";
+  if (has({"embedding"})) return "embedding";
+  if (kind == "op" && n.rfind("aten::", 0) == 0) return "elementwise";
+  if (kind == "kernel" && has({"elementwise", "vectorized", "unrolled", "gelu", "dropout", "tanh", "pow"}))
+    return "elementwise";
+  return "other";
+}
+
+ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, double wall_s, const std::string& source) {
+  ProfileSummary s;
+  s.source = source;
+  s.steps = steps;
+  const double per = steps > 0 ? 1.0 / steps : 0.0;
+  s.step_ms = 1e3 * wall_s * per;
+  std::map<std::string, NameStat> by_name;
+  double busy_ns = 0;
+  std::vector<std::pair<int64_t, int64_t>> device_spans;
+  for (const auto& e : events) {
+    const std::string cat = category(e.name, e.kind);
+    const bool counted_time = e.kind != "op" || e.depth == 0;  // nested ops' time is inside their caller's
+    const double ms = counted_time ? e.dur_ns / 1e6 : 0.0;
+    if (e.kind != "memcpy" && e.kind != "memset") s.events_per_step += per;
+    s.phase_events[e.phase.empty() ? "other" : e.phase] += per;
+    s.category_events[cat] += per;
+    if (counted_time) {
+      s.phase_ms[e.phase.empty() ? "other" : e.phase] += ms * per;
+      s.category_ms[cat] += ms * per;
+      auto& n = by_name[e.name];
+      n.name = e.name;
+      n.total_ms += ms * per;
+    }
+    by_name[e.name].count += per;
+    by_name[e.name].name = e.name;
+    if (e.kind == "memcpy") s.bytes_copied_per_step += e.bytes * per;
+    if (e.kind == "op" && e.depth == 0) busy_ns += e.dur_ns;
+    if (e.kind != "op") device_spans.emplace_back(e.start_ns, e.start_ns + e.dur_ns);
+  }
+  // GPU: the union of kernel/copy intervals (concurrent streams overlap); CPU: time in ops.
+  std::sort(device_spans.begin(), device_spans.end());
+  int64_t covered = 0, until = INT64_MIN;
+  for (const auto& [a, b] : device_spans) {
+    if (b <= until) continue;
+    covered += b - std::max(a, until);
+    until = b;
+  }
+  busy_ns += covered;
+  s.busy_fraction = wall_s > 0 ? std::min(1.0, busy_ns / (wall_s * 1e9)) : 0.0;
+  double counted = 0;
+  for (const auto& [_, ms] : s.phase_ms) counted += ms;
+  const double other = s.phase_ms.count("other") ? s.phase_ms.at("other") : 0.0;
+  s.phase_coverage = counted > 0 ? 1.0 - other / counted : 0.0;
+  for (auto& [_, n] : by_name) s.top.push_back(n);
+  std::sort(s.top.begin(), s.top.end(), [](const NameStat& a, const NameStat& b) { return a.total_ms > b.total_ms; });
+  if (s.top.size() > 10) s.top.resize(10);
+  return s;
+}
+
+nlohmann::json to_json(const ProfileSummary& s) {
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& n : s.top) top.push_back({{"name", n.name}, {"count_per_step", n.count}, {"ms_per_step", n.total_ms}});
+  return {{"source", s.source},
+          {"steps", s.steps},
+          {"step_ms", s.step_ms},
+          {"events_per_step", s.events_per_step},
+          {"phase_ms", s.phase_ms},
+          {"phase_events", s.phase_events},
+          {"category_ms", s.category_ms},
+          {"category_events", s.category_events},
+          {"top", top},
+          {"bytes_copied_per_step", s.bytes_copied_per_step},
+          {"busy_fraction", s.busy_fraction},
+          {"overhead", s.overhead},
+          {"phase_coverage", s.phase_coverage},
+          {"attribution", s.attribution},
+          {"counted_flops_per_step", s.counted_flops_per_step},
+          {"counted_flops_by_op", s.counted_flops_by_op}};
+}
+
+nlohmann::json chrome_trace(const std::vector<TraceEvent>& events, const std::vector<PhaseInterval>& phases) {
+  int64_t t0 = INT64_MAX;
+  for (const auto& e : events) t0 = std::min(t0, e.start_ns);
+  for (const auto& p : phases) t0 = std::min(t0, p.start_ns);
+  if (t0 == INT64_MAX) t0 = 0;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& p : phases)
+    list.push_back({{"name", p.name}, {"cat", "phase"}, {"ph", "X"}, {"pid", 0}, {"tid", 0},
+                    {"ts", (p.start_ns - t0) / 1e3}, {"dur", (p.end_ns - p.start_ns) / 1e3}});
+  for (const auto& e : events) {
+    nlohmann::json args = {{"phase", e.phase}, {"category", category(e.name, e.kind)}, {"depth", e.depth}};
+    if (e.bytes) args["bytes"] = e.bytes;
+    list.push_back({{"name", e.name}, {"cat", e.kind}, {"ph", "X"}, {"pid", e.kind == "op" ? 1 : 2}, {"tid", e.tid},
+                    {"ts", (e.start_ns - t0) / 1e3}, {"dur", e.dur_ns / 1e3}, {"args", args}});
+  }
+  return {{"traceEvents", list}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace gpt2

@@ -1,0 +1,118 @@
+// defines: TraceEvent, PhaseInterval, Collector/make_collector (ATen RecordFunction on the CPU,
+//          CUPTI activities on CUDA), ProfileSummary/summarize, category, chrome_trace
+// What a rung's profiled steps did, and where the time went, in one shape for CPU and GPU.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bench/runtime/device_info.h"
+
+namespace gpt2 {
+
+struct TraceEvent {
+  std::string name;
+  std::string kind;   // "op" (ATen op, CPU) | "kernel" | "memcpy" | "memset" (CUDA)
+  std::string phase;  // data | forward | loss | backward | optimizer | "" (outside the step's phases)
+  int64_t start_ns = 0, dur_ns = 0;
+  int depth = 0;      // ATen ops: 0 = called by our code, >0 = called by another op
+  int64_t bytes = 0;  // memcpy/memset
+  int64_t tid = 0;    // CPU thread, or CUDA stream
+  int64_t correlation = 0;  // CUDA: the id CUPTI gives the launch and the work it queued
+};
+
+struct PhaseInterval {
+  std::string name;
+  int64_t start_ns = 0, end_ns = 0;
+};
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  virtual std::string source() const = 0;  // "aten_record_function" | "cupti"
+  virtual void start() = 0;
+  virtual void stop() = 0;
+  virtual std::vector<TraceEvent> events() = 0;  // after stop()
+  virtual std::vector<PhaseInterval> phases() = 0;
+};
+std::unique_ptr<Collector> make_collector(const DeviceInfo& d);
+
+// The CUPTI activity kinds the CUDA collector enables: kernels, copies and sets, and both API
+// layers that launch them. ATen launches its kernels through the runtime API; cuBLAS and cuDNN launch
+// theirs through the driver API (cuLaunchKernel), so without "driver" their kernels have no launch
+// record and no phase (on the H100, 25.6 of 39.0 ms of 07_sdpa's step landed in "other").
+inline constexpr const char* kCuptiActivityKinds[] = {"concurrent_kernel", "memcpy", "memset", "runtime", "driver"};
+
+// GPU work runs later than the launch that queued it: each device event's phase is the phase open
+// when the runtime call with the same correlation id started (`launch_at`: correlation -> start,
+// on the clock of `phases`). Events whose launch is unknown keep an empty phase.
+void attribute_phases(std::vector<TraceEvent>& device, const std::unordered_map<int64_t, int64_t>& launch_at,
+                      const std::vector<PhaseInterval>& phases);
+
+// FLOPs of one matmul-like ATen op from its input shapes (`shapes`: one per tensor input, in order;
+// `causal`: an SDPA kernel's is_causal): mm/addmm/_addmm_activation 2·M·N·K, bmm/baddbmm 2·B·M·N·K,
+// SDPA kernels 4·B·H·T·S·D forward (halved when causal) and twice that backward (model FLOPs: the
+// recomputation flash attention does is not counted). 0 for any other op.
+double op_flops(const std::string& name, const std::vector<std::vector<int64_t>>& shapes, bool causal);
+
+// Counts op_flops over every ATen op run between start() and stop(), on any device (RecordFunction
+// sees CUDA ops as they are issued). An op inside a counted one is not counted again. It records
+// inputs, so it is run over a step of its own, never over timed ones.
+class FlopCounter {
+ public:
+  FlopCounter();
+  ~FlopCounter();
+  void start();
+  void stop();
+  double flops() const;
+  std::map<std::string, double> by_op() const;
+
+ public:
+  struct State;  // the callbacks' sink (profiler.cpp)
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+// matmul | attention | normalization | elementwise | embedding | loss | optimizer | memcpy | other
+std::string category(const std::string& name, const std::string& kind = "op");
+
+struct NameStat {
+  std::string name;
+  double count = 0, total_ms = 0;  // per step
+};
+
+struct ProfileSummary {
+  std::string source;
+  int steps = 0;
+  double step_ms = 0;                          // wall time per profiled step
+  double events_per_step = 0;                  // ATen ops (all depths) or kernel launches
+  std::map<std::string, double> phase_ms;      // per step: top-level ops (CPU) or device time (GPU)
+  std::map<std::string, double> phase_events;  // per step
+  std::map<std::string, double> category_ms, category_events;  // per step
+  std::vector<NameStat> top;                   // by time, the 10 largest
+  double bytes_copied_per_step = 0;            // memcpy (GPU)
+  double busy_fraction = 0;                    // device busy (GPU) or in ops (CPU) over wall time
+  double overhead = 0;                         // (profiled step time / unprofiled) - 1, set by the caller
+  // The share of the counted time (kernels and copies on a GPU, top-level ops on the CPU) that a
+  // phase holds; the rest is phase_ms["other"]. A trustworthy breakdown has it >= 0.95.
+  double phase_coverage = 0;
+  std::string attribution;                     // how time was given to phases, in words (set by the caller)
+  // FLOPs of one step counted from the matmul/SDPA ops' shapes (FlopCounter, set by the caller).
+  double counted_flops_per_step = 0;
+  std::map<std::string, double> counted_flops_by_op;
+};
+
+// `wall_s`: the wall time of the `steps` profiled steps. CPU times count top-level ops only, so
+// nested ops are not counted twice; counts include every op.
+ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, double wall_s, const std::string& source);
+nlohmann::json to_json(const ProfileSummary& s);
+// Chrome trace format (opens in Perfetto): one complete ("X") event per op or kernel, and the phases.
+nlohmann::json chrome_trace(const std::vector<TraceEvent>& events, const std::vector<PhaseInterval>& phases);
+
+}  // namespace gpt2

@@ -1,0 +1,264 @@
+// The CUDA side of bench/device.h and bench/memory.h. Compiled only in the CUDA build
+// (GPT2BENCH_CUDA=ON), and made to run on a machine without a GPU or a driver: every entry point
+// checks device_count() first or is only reached after detect_device found a device.
+#include "bench/runtime/cuda/cuda_backend.h"
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <torch/csrc/cuda/nccl.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+
+#include <sstream>
+
+#include "bench/runtime/graph_capture.h"
+
+namespace gpt2::cuda {
+
+int device_count() { return static_cast<int>(c10::cuda::device_count()); }
+
+void activate(int index) {
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+  at::globalContext().lazyInitDevice(at::kCUDA);
+}
+
+DeviceInfo describe(int index) {
+  cudaDeviceProp p{};
+  C10_CUDA_CHECK(cudaGetDeviceProperties(&p, index));
+  DeviceInfo d;
+  d.type = DeviceType::kCuda;
+  d.index = index;
+  d.name = p.name;
+  d.cc_major = p.major;
+  d.cc_minor = p.minor;
+  d.sm_count = p.multiProcessorCount;
+  d.total_memory = static_cast<int64_t>(p.totalGlobalMem);
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  auto ver = [](int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); };
+  d.driver_version = ver(driver);
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), index) == cudaSuccess) d.pci_bus_id = bus;
+  d.runtime_version = ver(runtime);
+  d.bf16 = p.major >= 8;             // bf16 tensor cores from Ampere
+  d.tf32 = p.major >= 8;             // TF32 tensor cores from Ampere
+  d.flash_attention = p.major >= 8;  // PyTorch's flash SDPA kernels need sm80+
+  return d;
+}
+
+namespace {
+
+// A CUDA event per mark on the device's current stream; intervals() waits for the last one only.
+class CudaStepTimer : public StepTimer {
+ public:
+  explicit CudaStepTimer(int index) : index_(static_cast<c10::DeviceIndex>(index)) {}
+  void mark() override {
+    if (used_ == events_.size()) events_.emplace_back(std::make_unique<c10::cuda::CUDAEvent>(cudaEventDefault));
+    events_[used_++]->record(c10::cuda::getCurrentCUDAStream(index_));
+  }
+  std::vector<double> intervals() override {
+    std::vector<double> out;
+    if (used_ > 0) events_[used_ - 1]->synchronize();
+    for (size_t i = 1; i < used_; ++i) out.push_back(events_[i - 1]->elapsed_time(*events_[i]) / 1e3);
+    used_ = 0;  // the events are reused by the next repetition
+    return out;
+  }
+
+ private:
+  c10::DeviceIndex index_;
+  std::vector<std::unique_ptr<c10::cuda::CUDAEvent>> events_;
+  size_t used_ = 0;
+};
+
+// Peak allocated/reserved bytes from the CUDA caching allocator, reset per rung.
+class CachingAllocatorMeter : public MemoryMeter {
+ public:
+  explicit CachingAllocatorMeter(int index) : index_(static_cast<c10::DeviceIndex>(index)) { activate(index); }
+  void reset_peak() override { c10::cuda::CUDACachingAllocator::resetPeakStats(index_); }
+  MemoryStats read() override {
+    const auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(index_);
+    constexpr auto kAll = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    return {s.allocated_bytes[kAll].current, s.allocated_bytes[kAll].peak, s.reserved_bytes[kAll].peak};
+  }
+
+ private:
+  c10::DeviceIndex index_;
+};
+
+// `waiter` runs nothing queued after this call until `waitee`'s work queued so far is done.
+void wait_stream(const c10::cuda::CUDAStream& waiter, const c10::cuda::CUDAStream& waitee) {
+  c10::cuda::CUDAEvent ev;
+  ev.record(waitee);
+  ev.block(waiter);
+}
+
+// Pinned staging, copies on a side stream one batch ahead (double-buffered pinned buffers).
+class PinnedPrefetchMover : public BatchMover {
+ public:
+  PinnedPrefetchMover(Loader& l, int index)
+      : loader_(l), device_(c10::kCUDA, static_cast<c10::DeviceIndex>(index)),
+        side_(c10::cuda::getStreamFromPool(false, device_.index())) {
+    const auto pinned = at::TensorOptions().dtype(at::kLong).pinned_memory(true);
+    for (int i = 0; i < 2; ++i) {
+      host_x_[i] = at::empty({l.batch(), l.context()}, pinned);
+      host_y_[i] = at::empty({l.batch(), l.context()}, pinned);
+    }
+  }
+  std::pair<at::Tensor, at::Tensor> next() override {
+    if (!next_x_.defined()) prefetch();
+    const auto current = c10::cuda::getCurrentCUDAStream(device_.index());
+    copied_[slot_].block(current);  // compute waits for this batch's copy, not the host
+    // Made on the side stream, used on the compute stream: keep the allocator from reusing
+    // their memory before the compute stream is done with them.
+    next_x_.record_stream(current);
+    next_y_.record_stream(current);
+    std::pair<at::Tensor, at::Tensor> out{next_x_, next_y_};
+    prefetch();  // the following batch's copy overlaps this step's compute
+    return out;
+  }
+
+ private:
+  void prefetch() {
+    auto [x, y] = loader_.next();
+    slot_ ^= 1;
+    copied_[slot_].synchronize();  // the copy that last read this pinned buffer is done
+    host_x_[slot_].copy_(x);
+    host_y_[slot_].copy_(y);
+    c10::cuda::CUDAStreamGuard guard(side_);
+    next_x_ = host_x_[slot_].to(device_, /*non_blocking=*/true);
+    next_y_ = host_y_[slot_].to(device_, /*non_blocking=*/true);
+    copied_[slot_].record(side_);
+  }
+  Loader& loader_;
+  c10::Device device_;
+  c10::cuda::CUDAStream side_;
+  at::Tensor host_x_[2], host_y_[2], next_x_, next_y_;
+  c10::cuda::CUDAEvent copied_[2];
+  int slot_ = 0;
+};
+
+// capture_with's steps on a real device (bench/graph_capture.h has the protocol and its reasons).
+class DeviceCapture : public CaptureSteps {
+ public:
+  DeviceCapture(std::unique_ptr<at::cuda::CUDAGraph>& graph, c10::cuda::CUDAStream stream)
+      : graph_(graph), stream_(stream) {}
+  void quiesce() override {
+    c10::cuda::device_synchronize();
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  }
+  void begin() override { graph_->capture_begin(); }
+  void end() override { graph_->capture_end(); }
+  void abandon() noexcept override {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream_.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t partial = nullptr;
+      if (cudaStreamEndCapture(stream_.stream(), &partial) == cudaSuccess && partial) cudaGraphDestroy(partial);
+    }
+    try {  // stop routing this stream's allocations to the graph's pool, then give the pool back
+      const auto pool = graph_->pool();
+      c10::cuda::CUDACachingAllocator::endAllocateToPool(stream_.device_index(), pool);
+      c10::cuda::CUDACachingAllocator::releasePool(stream_.device_index(), pool);
+    } catch (...) {
+    }
+    graph_.reset();
+    (void)cudaGetLastError();  // clear the sticky error of the failed capture
+    try {
+      c10::cuda::device_synchronize();
+      c10::cuda::CUDACachingAllocator::emptyCache();
+    } catch (...) {
+    }
+  }
+
+ private:
+  std::unique_ptr<at::cuda::CUDAGraph>& graph_;
+  c10::cuda::CUDAStream stream_;
+};
+
+// The whole step captured once and replayed. Capture needs a side stream and a few warm-up runs
+// (lazy cuBLAS/allocator state, gradient buffers); those runs really train, so `state` is saved
+// before them and put back after the capture: the first replay then takes the step eager would.
+class CudaGraphExecutor : public Executor {
+ public:
+  CudaGraphExecutor(StepBody body, std::vector<at::Tensor> state) : body_(std::move(body)), state_(std::move(state)) {}
+  at::Tensor run(const at::Tensor& x, const at::Tensor& y) override {
+    if (!graph_) capture(x, y);
+    static_x_.copy_(x);
+    static_y_.copy_(y);
+    graph_->replay();
+    return static_loss_.clone();  // the next replay overwrites static_loss_: each step gets its own
+  }
+
+ private:
+  void capture(const at::Tensor& x, const at::Tensor& y) {
+    static_x_ = x.clone();
+    static_y_ = y.clone();
+    std::vector<at::Tensor> saved;
+    {
+      at::NoGradGuard no_grad;
+      for (const auto& t : state_) saved.push_back(t.clone());
+    }
+    auto side = c10::cuda::getStreamFromPool();
+    wait_stream(side, c10::cuda::getCurrentCUDAStream());
+    {
+      c10::cuda::CUDAStreamGuard guard(side);
+      for (int i = 0; i < 3; ++i) body_(static_x_, static_y_);
+      graph_ = std::make_unique<at::cuda::CUDAGraph>();
+      DeviceCapture steps(graph_, side);
+      static_loss_ = capture_with(steps, [&] { return body_(static_x_, static_y_); });
+    }
+    wait_stream(c10::cuda::getCurrentCUDAStream(), side);
+    at::NoGradGuard no_grad;
+    for (size_t i = 0; i < state_.size(); ++i) state_[i].copy_(saved[i]);
+  }
+  StepBody body_;
+  std::vector<at::Tensor> state_;
+  std::unique_ptr<at::cuda::CUDAGraph> graph_;  // null until captured, and again after a failed capture
+  at::Tensor static_x_, static_y_, static_loss_;
+};
+
+}  // namespace
+
+std::unique_ptr<BatchMover> make_pinned_mover(Loader& loader, int index) {
+  return std::make_unique<PinnedPrefetchMover>(loader, index);
+}
+std::unique_ptr<Executor> make_graph_executor(StepBody body, std::vector<at::Tensor> state) {
+  return std::make_unique<CudaGraphExecutor>(std::move(body), std::move(state));
+}
+
+std::unique_ptr<StepTimer> make_step_timer(int index) { return std::make_unique<CudaStepTimer>(index); }
+std::unique_ptr<MemoryMeter> make_memory_meter(int index) { return std::make_unique<CachingAllocatorMeter>(index); }
+c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                    std::chrono::milliseconds timeout) {
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
+}
+
+void synchronize() { c10::cuda::device_synchronize(); }
+void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
+
+std::string library_report() {
+  std::ostringstream s;
+  const auto& hooks = at::detail::getCUDAHooks();
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  s << "CUDA runtime " << runtime / 1000 << "." << (runtime % 1000) / 10 << ", devices: " << device_count() << "\n";
+  s << "cuDNN: " << (hooks.hasCuDNN() ? "yes, version " + std::to_string(hooks.versionCuDNN()) : std::string("no"))
+    << "\n";
+  const auto nccl = torch::cuda::nccl::version();
+  s << "NCCL: version " << (nccl >> 32) << "." << ((nccl >> 16) & 0xffff) << "." << (nccl & 0xffff) << "\n";
+  uint32_t cupti = 0;
+  s << "CUPTI: " << (cuptiGetVersion(&cupti) == CUPTI_SUCCESS ? "API version " + std::to_string(cupti) : std::string("unavailable"))
+    << "\n";
+  return s.str();
+}
+
+}  // namespace gpt2::cuda

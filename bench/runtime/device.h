@@ -1,0 +1,88 @@
+// defines: detect_device, torch_device, StepTimer/make_step_timer, synchronize, empty_cache,
+//          datasheet_peak_flops, measure_matmul_peak — everything that differs between CPU and CUDA
+//          besides memory (bench/memory.h). CUDA code lives in bench/cuda/, compiled in the CUDA build.
+#pragma once
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/runtime/device_info.h"
+#include "model/data.h"
+
+namespace gpt2 {
+
+// `want`: "auto" (CUDA if this build has it and a device is present, else CPU), "cpu", "cuda", "cuda:N".
+// Throws std::runtime_error when the device asked for is not there, saying why. A CUDA device found
+// is made current and its CUDA state (context, caching allocator) initialised before this returns,
+// so nothing later (allocator statistics, events, streams) meets a device that is not set up.
+DeviceInfo detect_device(const std::string& want = "auto");
+c10::Device torch_device(const DeviceInfo& d);
+// Whether this CPU computes bf16 natively, from /proc/cpuinfo's flags line: "native (AMX-BF16)",
+// "native (AVX512-BF16)" or "emulated (...)". On an AVX2-only AMD EPYC a bf16 step was 20x an fp32 one.
+std::string cpu_bf16_support(const std::string& cpuinfo_flags);
+bool build_has_cuda();
+
+// Times work queued on the device without waiting for it: mark() at each step boundary queues a
+// CUDA event on the device's current stream (on the CPU, where ATen ops run synchronously, it reads
+// a steady clock); intervals() waits once, for the last mark, and returns the seconds between
+// consecutive marks, then starts over. So a timed repetition synchronizes the host once, at its end.
+class StepTimer {
+ public:
+  virtual ~StepTimer() = default;
+  virtual void mark() = 0;
+  virtual std::vector<double> intervals() = 0;
+};
+std::unique_ptr<StepTimer> make_step_timer(const DeviceInfo& d);
+
+// Brings the loader's batches to the device. Plain: .to(device) on the current stream. Pinned
+// (CUDA): staged through pinned host buffers and copied non_blocking on a side stream one batch
+// ahead, so the copy of batch n+1 overlaps the compute of batch n.
+class BatchMover {
+ public:
+  virtual ~BatchMover() = default;
+  virtual std::pair<at::Tensor, at::Tensor> next() = 0;  // (B, T) int64 input and target, on the device
+};
+std::unique_ptr<BatchMover> make_batch_mover(const DeviceInfo& d, Loader& loader, bool pinned);
+
+// Runs the step's body: eagerly, or (CUDA) captured once as a CUDA graph and then replayed with
+// the inputs copied into static buffers. `state` (parameters, optimizer state) is restored after
+// the capture's warm-up runs, so a graph takes the same steps as eager execution.
+using StepBody = std::function<at::Tensor(const at::Tensor& x, const at::Tensor& y)>;
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual at::Tensor run(const at::Tensor& x, const at::Tensor& y) = 0;
+};
+std::unique_ptr<Executor> make_executor(ExecutorKind k, const DeviceInfo& d, StepBody body,
+                                        std::vector<at::Tensor> state);
+
+void synchronize(const DeviceInfo& d);
+void empty_cache(const DeviceInfo& d);  // return cached device memory between rungs
+
+// Dense peak FLOP/s from the datasheet (bench/datasheet.h) for known GPUs at the precision the rung
+// computes in; nullopt for any other device, the CPU included, and for a precision without tensor cores.
+std::optional<double> datasheet_peak_flops(const DeviceInfo& d, MathMode m);
+// The best FLOP/s of a large square GEMM in that math mode, measured here and now.
+double measure_matmul_peak(const DeviceInfo& d, MathMode m);
+c10::ScalarType compute_dtype(MathMode m);  // the dtype matmuls run in
+// Sets ATen's float32 matmul precision for a scope ("high" = TF32 allowed), restoring it after.
+class MatmulPrecisionGuard {
+ public:
+  explicit MatmulPrecisionGuard(bool tf32);
+  ~MatmulPrecisionGuard();
+  MatmulPrecisionGuard(const MatmulPrecisionGuard&) = delete;
+  MatmulPrecisionGuard& operator=(const MatmulPrecisionGuard&) = delete;
+
+ private:
+  std::string saved_;
+};
+
+}  // namespace gpt2

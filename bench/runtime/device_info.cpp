@@ -1,0 +1,26 @@
+#include "bench/runtime/device_info.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/enum_names.h"
+
+namespace gpt2 {
+
+NLOHMANN_JSON_SERIALIZE_ENUM(MathMode, {{MathMode::kFp32, "fp32"}, {MathMode::kTf32, "tf32"},
+                                        {MathMode::kBf16, "bf16"}, {MathMode::kFp16, "fp16"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(ExecutorKind, {{ExecutorKind::kEager, "eager"}, {ExecutorKind::kCudaGraph, "cuda_graph"}})
+
+std::string to_string(MathMode v) { return enum_name(v); }
+std::string to_string(ExecutorKind v) { return enum_name(v); }
+
+void to_json(nlohmann::json& j, const DeviceInfo& d) {
+  j = {{"type", d.cuda() ? "cuda" : "cpu"}, {"index", d.index}, {"name", d.name},
+       {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+       {"sm_count", d.sm_count}, {"total_memory", d.total_memory}, {"driver_version", d.driver_version},
+       {"runtime_version", d.runtime_version}, {"bf16", d.bf16}, {"tf32", d.tf32},
+       {"flash_attention", d.flash_attention}, {"world_size", d.world_size}};
+  if (!d.pci_bus_id.empty()) j["pci_bus_id"] = d.pci_bus_id;
+  if (!d.bf16_support.empty()) j["bf16_support"] = d.bf16_support;
+}
+
+}  // namespace gpt2

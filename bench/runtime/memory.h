@@ -1,0 +1,39 @@
+// defines: MemoryStats, MemoryMeter/make_memory_meter, CountingCpuAllocator hooks, process_peak_rss
+// On CUDA the caching allocator's own stats; on the CPU a counting wrapper around ATen's CPU
+// allocator (bytes live in tensors) plus the process's resident-memory high-water mark.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "bench/runtime/device_info.h"
+
+namespace gpt2 {
+
+struct MemoryStats {
+  int64_t allocated = 0;       // bytes held by tensors now
+  int64_t peak_allocated = 0;  // since the last reset
+  int64_t peak_reserved = 0;   // CUDA: caching allocator's reserved peak; CPU: process peak RSS
+};
+
+class MemoryMeter {
+ public:
+  virtual ~MemoryMeter() = default;
+  virtual void reset_peak() = 0;
+  virtual MemoryStats read() = 0;
+  // CPU: an allocation that would make the bytes held by tensors exceed `bytes` throws
+  // c10::OutOfMemoryError, as a full GPU does, wherever it happens (0 = no limit). CUDA: the
+  // device's memory is the limit; this does nothing.
+  virtual void set_limit(int64_t bytes) {}
+};
+std::unique_ptr<MemoryMeter> make_memory_meter(const DeviceInfo& d);
+
+// Puts the counting wrapper in front of ATen's CPU allocator (idempotent; call before the
+// tensors to be counted are made).
+void install_counting_cpu_allocator();
+int64_t cpu_bytes_allocated();
+// VmHWM of this process in bytes; reset_process_peak_rss() restarts it from the current RSS
+// (Linux /proc/self/clear_refs) and returns false where the kernel refuses.
+int64_t process_peak_rss();
+bool reset_process_peak_rss();
+
+}  // namespace gpt2

@@ -1,0 +1,30 @@
+// defines: PhaseRange — marks a phase of the training step (data, forward, loss, backward,
+//          optimizer): an NVTX range for nsys, and the process-wide "current phase" that the
+//          profilers attribute ops and kernel launches to (process-wide, not thread-local: autograd
+//          runs backward on its own threads, and steps never overlap).
+#pragma once
+#include <atomic>
+
+#include "bench/runtime/nvtx.h"
+
+namespace gpt2 {
+
+// Called on every phase enter/exit while set (the CUDA profiler timestamps them); nullptr = none.
+using PhaseListener = void (*)(const char* phase, bool enter);
+void set_phase_listener(PhaseListener listener);
+const char* current_phase();  // "" outside any phase
+
+class PhaseRange {
+ public:
+  explicit PhaseRange(const char* phase);
+  ~PhaseRange();
+  PhaseRange(const PhaseRange&) = delete;
+  PhaseRange& operator=(const PhaseRange&) = delete;
+
+ private:
+  NvtxRange nvtx_;
+  const char* phase_;
+  const char* outer_;
+};
+
+}  // namespace gpt2

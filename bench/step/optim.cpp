@@ -1,0 +1,94 @@
+#include "bench/step/optim.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+namespace gpt2 {
+
+AdamW::AdamW(std::vector<at::Tensor> params, const OptimizerOptions& o) : o_(o), params_(std::move(params)) {
+  for (const auto& p : params_) {
+    exp_avg_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
+    exp_avg_sq_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
+    if (o_.kind == OptimizerKind::kAdamwFused) step_t_.push_back(at::zeros({}, p.options().dtype(at::kFloat)));
+  }
+}
+
+int64_t AdamW::state_bytes() const {
+  int64_t b = 0;
+  for (size_t i = 0; i < params_.size(); ++i) b += exp_avg_[i].nbytes() + exp_avg_sq_[i].nbytes();
+  for (const auto& s : step_t_) b += s.nbytes();
+  return b;
+}
+
+std::vector<at::Tensor> AdamW::state_tensors() const {
+  std::vector<at::Tensor> out = exp_avg_;
+  out.insert(out.end(), exp_avg_sq_.begin(), exp_avg_sq_.end());
+  out.insert(out.end(), step_t_.begin(), step_t_.end());
+  return out;
+}
+
+void AdamW::zero_grad() {
+  for (auto& p : params_) p.mutable_grad().reset();
+}
+
+void AdamW::step(const at::Tensor& grad_scale, const at::Tensor& found_inf) {
+  at::NoGradGuard no_grad;
+  std::vector<size_t> live;
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].grad().defined()) live.push_back(i);
+  ++step_;
+  switch (o_.kind) {
+    case OptimizerKind::kAdamwLoop: return step_loop(live);
+    case OptimizerKind::kAdamwForeach: return step_foreach(live);
+    case OptimizerKind::kAdamwFused: return step_fused(live, grad_scale, found_inf);
+  }
+}
+
+void AdamW::step_loop(const std::vector<size_t>& live) {
+  const double bc1 = 1.0 - std::pow(o_.beta1, step_), bc2 = 1.0 - std::pow(o_.beta2, step_);
+  for (size_t i : live) {
+    auto& p = params_[i];
+    const auto& g = p.grad();
+    p.mul_(1.0 - o_.lr * o_.weight_decay);
+    exp_avg_[i].lerp_(g, 1.0 - o_.beta1);
+    exp_avg_sq_[i].mul_(o_.beta2).addcmul_(g, g, 1.0 - o_.beta2);
+    auto denom = (exp_avg_sq_[i].sqrt() / std::sqrt(bc2)).add_(o_.eps);
+    p.addcdiv_(exp_avg_[i], denom, -o_.lr / bc1);
+  }
+}
+
+void AdamW::step_foreach(const std::vector<size_t>& live) {
+  std::vector<at::Tensor> p, g, m, v;
+  for (size_t i : live) p.push_back(params_[i]), g.push_back(params_[i].grad()), m.push_back(exp_avg_[i]), v.push_back(exp_avg_sq_[i]);
+  if (p.empty()) return;
+  const double bc1 = 1.0 - std::pow(o_.beta1, step_), bc2 = 1.0 - std::pow(o_.beta2, step_);
+  at::_foreach_mul_(p, 1.0 - o_.lr * o_.weight_decay);
+  at::_foreach_lerp_(m, g, 1.0 - o_.beta1);
+  at::_foreach_mul_(v, o_.beta2);
+  at::_foreach_addcmul_(v, g, g, 1.0 - o_.beta2);
+  auto denom = at::_foreach_sqrt(v);
+  at::_foreach_div_(denom, std::sqrt(bc2));
+  at::_foreach_add_(denom, o_.eps);
+  at::_foreach_addcdiv_(p, m, denom, -o_.lr / bc1);
+}
+
+void AdamW::step_fused(const std::vector<size_t>& live, const at::Tensor& grad_scale, const at::Tensor& found_inf) {
+  std::vector<at::Tensor> p, g, m, v, s;
+  for (size_t i : live)
+    p.push_back(params_[i]), g.push_back(params_[i].grad()), m.push_back(exp_avg_[i]), v.push_back(exp_avg_sq_[i]),
+        s.push_back(step_t_[i]);
+  if (p.empty()) return;
+  // The step count lives on the device (as torch.optim's fused path keeps it), so no host value
+  // enters the kernel's arguments and the step can be captured in a CUDA graph.
+  at::_foreach_add_(s, 1.0);
+  at::_fused_adamw_(p, g, m, v, /*max_exp_avg_sqs=*/{}, s, o_.lr, o_.beta1, o_.beta2, o_.weight_decay, o_.eps,
+                    /*amsgrad=*/false, /*maximize=*/false,
+                    grad_scale.defined() ? std::optional<at::Tensor>(grad_scale) : std::nullopt,
+                    found_inf.defined() ? std::optional<at::Tensor>(found_inf) : std::nullopt);
+  // A step the scaler skipped (inf/nan gradients) must not count: the kernel left the parameters
+  // alone, so take the increment back on the device, as torch.optim's fused AdamW does.
+  if (found_inf.defined()) at::_foreach_sub_(s, std::vector<at::Tensor>(s.size(), found_inf));
+}
+
+}  // namespace gpt2

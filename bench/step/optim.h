@@ -1,0 +1,36 @@
+// defines: AdamW — the seed's optimizer in the three forms PyTorch has: a per-tensor loop (Python's
+//          _single_tensor_adamw), foreach ops (_multi_tensor_adamw) and the fused kernel
+//          (at::_fused_adamw_). Same math in all three; none reads a value back to the host.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+#include "bench/step/step_spec.h"
+
+namespace gpt2 {
+
+class AdamW {
+ public:
+  AdamW(std::vector<at::Tensor> params, const OptimizerOptions& o);
+  // Parameters without a gradient are left as they are. With `grad_scale`/`found_inf` (fused
+  // only, device tensors) the kernel unscales the gradients and skips the update on inf/nan.
+  void step(const at::Tensor& grad_scale = {}, const at::Tensor& found_inf = {});
+  void zero_grad();  // grads set to undefined (set_to_none=True, PyTorch's default)
+  // Bytes of optimizer state (exp_avg + exp_avg_sq + step counters), for the memory breakdown.
+  int64_t state_bytes() const;
+  std::vector<at::Tensor> state_tensors() const;  // exp_avg, exp_avg_sq, device step counters
+  const std::vector<at::Tensor>& params() const { return params_; }
+
+ private:
+  void step_loop(const std::vector<size_t>& live);
+  void step_foreach(const std::vector<size_t>& live);
+  void step_fused(const std::vector<size_t>& live, const at::Tensor& grad_scale, const at::Tensor& found_inf);
+
+  OptimizerOptions o_;
+  std::vector<at::Tensor> params_, exp_avg_, exp_avg_sq_;
+  std::vector<at::Tensor> step_t_;  // fused only: float32 step counters on the parameter's device
+  int64_t step_ = 0;                // loop/foreach keep the count on the host, as PyTorch does
+};
+
+}  // namespace gpt2

@@ -1,0 +1,73 @@
+#include "bench/step/step_spec.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/enum_names.h"
+
+namespace gpt2 {
+
+NLOHMANN_JSON_SERIALIZE_ENUM(Precision, {{Precision::kFp32, "fp32"},
+                                         {Precision::kBf16Cast, "bf16_cast"},
+                                         {Precision::kBf16Autocast, "bf16_autocast"},
+                                         {Precision::kFp16Autocast, "fp16_autocast"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(OptimizerKind, {{OptimizerKind::kAdamwLoop, "adamw_loop"},
+                                             {OptimizerKind::kAdamwForeach, "adamw_foreach"},
+                                             {OptimizerKind::kAdamwFused, "adamw_fused"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(SdpaBackend, {{SdpaBackend::kAuto, "auto"}, {SdpaBackend::kFlash, "flash"},
+                                           {SdpaBackend::kEfficient, "efficient"}, {SdpaBackend::kCudnn, "cudnn"},
+                                           {SdpaBackend::kMath, "math"}})
+
+StepSpec baseline_spec(const ModelOptions& model, int64_t batch, const DeviceInfo& dev) {
+  StepSpec s;
+  s.model = model;
+  s.batch = batch;
+  s.optimizer.kind = dev.cuda() ? OptimizerKind::kAdamwForeach : OptimizerKind::kAdamwLoop;
+  s.dist.world_size = dev.world_size;
+  return s;
+}
+
+int ranks(const StepSpec& s) { return s.dist.backend == "none" ? 1 : s.dist.world_size; }
+int64_t tokens_per_step(const StepSpec& s) { return s.batch * s.model.context * ranks(s); }
+
+std::string to_string(Precision v) { return enum_name(v); }
+MathMode math_mode(const StepSpec& s) {
+  switch (s.precision) {
+    case Precision::kBf16Cast:
+    case Precision::kBf16Autocast: return MathMode::kBf16;
+    case Precision::kFp16Autocast: return MathMode::kFp16;
+    default: return s.tf32 ? MathMode::kTf32 : MathMode::kFp32;
+  }
+}
+
+
+std::string to_string(OptimizerKind v) { return enum_name(v); }
+std::string to_string(SdpaBackend v) { return enum_name(v); }
+
+void to_json(nlohmann::json& j, const StepSpec& s) {
+  const auto& m = s.model;
+  j = {{"model",
+        {{"preset", m.preset}, {"vocab_size", m.vocab_size}, {"padded_vocab", m.padded_vocab()},
+         {"context", m.context}, {"n_embd", m.n_embd}, {"n_head", m.n_head}, {"n_layer", m.n_layer},
+         {"dropout", m.dropout}, {"qkv_bias", m.qkv_bias}, {"tie_weights", m.tie_weights},
+         {"attention", to_string(m.attention)}, {"layers", to_string(m.layers)}, {"fused_qkv", m.fused_qkv},
+         {"fused_bias_gelu", m.fused_bias_gelu}, {"parameters", parameter_count(m)}}},
+       {"precision", to_string(s.precision)},
+       {"tf32", s.tf32},
+       {"math_mode", to_string(math_mode(s))},
+       {"optimizer",
+        {{"kind", to_string(s.optimizer.kind)}, {"lr", s.optimizer.lr}, {"weight_decay", s.optimizer.weight_decay},
+         {"beta1", s.optimizer.beta1}, {"beta2", s.optimizer.beta2}, {"eps", s.optimizer.eps}}},
+       {"loader", {{"pinned", s.loader.pinned}}},
+       {"executor", to_string(s.executor)},
+       {"sdpa_backend", to_string(s.sdpa_backend)},
+       {"batch", s.batch},
+       {"search_batch", s.search_batch},
+       {"sync_every_step", s.sync_every_step},
+       {"dist", {{"world_size", s.dist.world_size}, {"backend", s.dist.backend}}},
+       {"settings",
+        {{"sdpa_backend", to_string(s.settings.sdpa_backend)}, {"vocab_multiple", s.settings.vocab_multiple},
+         {"max_batch", s.settings.max_batch}, {"cpu_memory_budget", s.settings.cpu_memory_budget}}}};
+}
+
+
+}  // namespace gpt2

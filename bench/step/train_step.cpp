@@ -1,0 +1,213 @@
+#include "bench/step/train_step.h"
+
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <ATen/Context.h>
+
+#include "bench/runtime/nvtx.h"
+#include "bench/runtime/phase.h"
+
+namespace gpt2 {
+
+TrainStep::SdpaBackendGuard::SdpaBackendGuard(SdpaBackend b) {
+  auto& ctx = at::globalContext();
+  flash = ctx.userEnabledFlashSDP(), efficient = ctx.userEnabledMemEfficientSDP();
+  math = ctx.userEnabledMathSDP(), cudnn = ctx.userEnabledCuDNNSDP();
+  if (b == SdpaBackend::kAuto) return;
+  ctx.setSDPUseFlash(b == SdpaBackend::kFlash);
+  ctx.setSDPUseMemEfficient(b == SdpaBackend::kEfficient);
+  ctx.setSDPUseMath(b == SdpaBackend::kMath);
+  ctx.setSDPUseCuDNN(b == SdpaBackend::kCudnn);
+}
+
+TrainStep::SdpaBackendGuard::~SdpaBackendGuard() {
+  auto& ctx = at::globalContext();
+  ctx.setSDPUseFlash(flash);
+  ctx.setSDPUseMemEfficient(efficient);
+  ctx.setSDPUseMath(math);
+  ctx.setSDPUseCuDNN(cudnn);
+}
+
+namespace {
+// Autocast on for a scope, with the caller's state put back however the scope ends (an exception
+// from the model must not leave the process autocasting).
+class AutocastGuard {
+ public:
+  AutocastGuard(c10::DeviceType device, bool on, at::ScalarType dtype)
+      : device_(device), enabled_(at::autocast::is_autocast_enabled(device)),
+        dtype_(at::autocast::get_autocast_dtype(device)), cache_(at::autocast::is_autocast_cache_enabled()) {
+    if (!on) return;
+    at::autocast::set_autocast_enabled(device_, true);
+    at::autocast::set_autocast_dtype(device_, dtype);
+    at::autocast::set_autocast_cache_enabled(false);  // the cache is not valid across graph replays
+  }
+  ~AutocastGuard() {
+    at::autocast::set_autocast_enabled(device_, enabled_);
+    at::autocast::set_autocast_dtype(device_, dtype_);
+    at::autocast::set_autocast_cache_enabled(cache_);
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  c10::DeviceType device_;
+  bool enabled_;
+  at::ScalarType dtype_;
+  bool cache_;
+};
+
+int dist_rank(const StepSpec& spec, Dist* dist) {
+  if (spec.dist.backend == "none") return 0;
+  TORCH_CHECK(dist && dist->world_size() == spec.dist.world_size && spec.dist.world_size > 1, "a DDP step of world size ",
+              spec.dist.world_size, " needs a process group of that size (run with --nproc N or torchrun)");
+  return dist->rank();
+}
+}  // namespace
+
+TrainStep::TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tokens, uint64_t seed, Dist* dist)
+    : spec_(spec),
+      dev_(dev),
+      device_(torch_device(dev)),
+      matmul_precision_(spec.tf32),  // TF32 is process-wide in ATen: set for this step's lifetime
+      sdpa_backend_(spec.sdpa_backend),
+      loader_(std::move(tokens), spec.batch, spec.model.context, dist_rank(spec, dist), ranks(spec)) {
+  at::manual_seed(seed);
+  model_ = GPT2(spec_.model);
+  init_weights(*model_, seed);
+  model_->to(device_);
+  if (spec_.precision == Precision::kBf16Cast) model_->to(at::kBFloat16);  // weights, grads, optimizer state
+  model_->train();
+  if (spec_.dist.backend != "none") {
+    dist->broadcast_from_rank0(model_->parameters());  // identical weights everywhere, as DDP does
+    grad_sync_ = dist->grad_sync(model_->parameters());
+  }
+  opt_ = std::make_unique<AdamW>(model_->parameters(), spec_.optimizer);
+  if (spec_.precision == Precision::kFp16Autocast) {
+    auto f = at::TensorOptions().device(device_).dtype(at::kFloat);
+    scale_ = at::full({}, 65536.0, f);  // GradScaler's defaults: init 2^16, x2 every 2000 clean steps, /2 on inf
+    growth_tracker_ = at::zeros({}, f.dtype(at::kInt));
+    found_inf_ = at::zeros({}, f);
+  }
+  mover_ = make_batch_mover(dev_, loader_, spec_.loader.pinned);
+  std::vector<at::Tensor> state = model_->parameters();
+  for (const auto& t : opt_->state_tensors()) state.push_back(t);
+  if (scale_.defined()) state.insert(state.end(), {scale_, growth_tracker_});
+  executor_ = make_executor(spec_.executor, dev_, [this](const at::Tensor& x, const at::Tensor& y) { return body(x, y); },
+                            std::move(state));
+}
+
+TrainStep::~TrainStep() = default;
+
+std::string TrainStep::sdpa_backend_used() const {
+  if (spec_.model.attention != AttentionImpl::kSdpa) return "n/a";
+  const auto& m = spec_.model;
+  const auto dtype = spec_.precision == Precision::kFp32 ? at::kFloat : compute_dtype(math_mode(spec_));
+  auto q = at::empty({spec_.batch, m.n_head, m.context, m.n_embd / m.n_head}, at::device(device_).dtype(dtype));
+  switch (at::_fused_sdp_choice(q, q, q, {}, m.dropout, /*is_causal=*/true)) {
+    case 0: return "math";
+    case 1: return "flash";
+    case 2: return "efficient";
+    case 3: return "cudnn";
+    case 4: return "overrideable";
+    default: return "none";
+  }
+}
+
+at::Tensor TrainStep::step() {
+  NvtxRange step_range("step");
+  at::Tensor x, y;  // (B, T) int64 each, on the device
+  {
+    PhaseRange r("data");
+    std::tie(x, y) = mover_->next();
+  }
+  at::Tensor loss = executor_->run(x, y);
+  if (spec_.sync_every_step) (void)loss.item<float>();
+  return loss;
+}
+
+double TrainStep::eval_loss(const at::Tensor& x, const at::Tensor& y) {
+  at::NoGradGuard no_grad;
+  return forward_loss(x.to(device_), y.to(device_)).item<double>();
+}
+
+at::Tensor TrainStep::forward_loss(const at::Tensor& x, const at::Tensor& y) {
+  const bool autocast = spec_.precision == Precision::kBf16Autocast || spec_.precision == Precision::kFp16Autocast;
+  AutocastGuard guard(device_.type(), autocast, compute_dtype(math_mode(spec_)));  // over forward and loss
+  at::Tensor logits;
+  {
+    PhaseRange r("forward");
+    logits = model_->forward(x);  // (B, T, Vp)
+  }
+  PhaseRange r("loss");
+  return at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), y.view({-1}));
+}
+
+at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {
+  if (grad_sync_) grad_sync_->prepare_for_forward();
+  at::Tensor loss = forward_loss(x, y);
+  if (grad_sync_) grad_sync_->prepare_for_backward();  // buckets all-reduce as backward fills them
+  {
+    PhaseRange r("backward");
+    (scale_.defined() ? loss * scale_ : loss).backward();
+  }
+  {
+    PhaseRange r("optimizer");
+    if (!scale_.defined()) {
+      opt_->step();
+    } else {
+      // GradScaler.step: find inf/nan in the gradients; the fused kernel unscales and skips the
+      // update itself (no host sync); the other forms need the verdict on the host, as in PyTorch.
+      std::vector<at::Tensor> grads;
+      for (const auto& p : opt_->params())
+        if (p.grad().defined()) grads.push_back(p.grad());
+      found_inf_.zero_();
+      const bool fused = spec_.optimizer.kind == OptimizerKind::kAdamwFused;
+      at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, fused ? at::ones_like(scale_) : scale_.reciprocal());
+      if (fused)
+        opt_->step(scale_, found_inf_);
+      else if (found_inf_.item<float>() == 0.0f)
+        opt_->step();
+      at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, 2.0, 0.5, 2000);
+    }
+    opt_->zero_grad();
+  }
+  return loss.detach();
+}
+
+TimedSteps time_steps(int64_t steps, const std::function<at::Tensor()>& step, StepTimer& timer,
+                      const std::function<bool()>& stop) {
+  TimedSteps t;
+  timer.mark();
+  for (int64_t i = 0; i < steps; ++i) {
+    if (stop()) {
+      t.stopped = true;
+      break;
+    }
+    t.losses.push_back(step());
+    timer.mark();
+  }
+  t.seconds = timer.intervals();
+  return t;
+}
+
+Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps,
+                           Dist* dist) {
+  spec.model.dropout = 0.0;  // dropout masks depend on the kernels' RNG use, not on the math
+  TrainStep ts(spec, dev, tokens, seed, dist);
+  Trajectory t;
+  for (int i = 0; i < steps; ++i) {
+    const double local = ts.step().item<double>();
+    if (ranks(spec) == 1) {
+      t.losses.push_back(local);
+    } else {  // the global batch's loss: the mean over ranks
+      double sum = 0;
+      for (double l : dist->allgather({local})) sum += l;
+      t.losses.push_back(sum / ranks(spec));
+    }
+  }
+  auto [x0, y0] = Loader(tokens, spec.batch, spec.model.context, dist_rank(spec, dist), ranks(spec)).next();
+  t.first_batch_after = ts.eval_loss(x0, y0);
+  return t;
+}
+
+}  // namespace gpt2

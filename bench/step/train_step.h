@@ -1,0 +1,92 @@
+// defines: TrainStep — THE training step every rung runs: batch -> forward -> cross-entropy ->
+//          backward -> AdamW -> zero grads. Built from a StepSpec; never told which variants made it.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/runtime/device.h"
+#include "bench/runtime/dist.h"
+#include "bench/step/optim.h"
+#include "bench/step/step_spec.h"
+#include "model/data.h"
+#include "model/gpt2.h"
+
+namespace gpt2 {
+
+class TrainStep {
+ public:
+  // `tokens`: the training stream (int32, CPU). Weights come from init_weights(seed); dropout's
+  // RNG (ATen's global generator) is seeded from `seed` too, so two TrainSteps of one spec, run
+  // one after the other, take identical steps.
+  // With spec.dist.backend != "none", `dist` is the process group: the parameters are broadcast
+  // from rank 0, this rank reads its slice of each global batch, and c10d's Reducer averages the
+  // gradients during backward.
+  TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tokens, uint64_t seed, Dist* dist = nullptr);
+  ~TrainStep();
+  TrainStep(const TrainStep&) = delete;
+  TrainStep& operator=(const TrainStep&) = delete;
+
+  // One optimizer step. Returns the loss as a device scalar; nothing waits for the device unless
+  // the spec asks for a host read every step (sync_every_step).
+  at::Tensor step();
+
+  const StepSpec& spec() const { return spec_; }
+  GPT2Impl& model() { return *model_; }
+  const AdamW& optimizer() const { return *opt_; }
+  int64_t tokens_per_step() const { return gpt2::tokens_per_step(spec_); }
+  // The loss on (x, y) with the step's model, precision and autocast, no gradients.
+  double eval_loss(const at::Tensor& x, const at::Tensor& y);
+  // The SDPA kernel ATen picks for this step's attention shapes ("math", "flash", ...), or "n/a".
+  std::string sdpa_backend_used() const;
+
+ private:
+  at::Tensor body(const at::Tensor& x, const at::Tensor& y);  // what a CUDA graph captures
+  at::Tensor forward_loss(const at::Tensor& x, const at::Tensor& y);
+
+  StepSpec spec_;
+  DeviceInfo dev_;
+  c10::Device device_;
+  MatmulPrecisionGuard matmul_precision_;
+  struct SdpaBackendGuard {
+    explicit SdpaBackendGuard(SdpaBackend b);
+    ~SdpaBackendGuard();
+    bool flash, efficient, math, cudnn;
+  } sdpa_backend_;
+  GPT2 model_{nullptr};
+  std::unique_ptr<AdamW> opt_;
+  Loader loader_;
+  std::unique_ptr<BatchMover> mover_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<GradSync> grad_sync_;
+  at::Tensor scale_, growth_tracker_, found_inf_;  // fp16 gradient scaler state (device)
+};
+
+// One repetition: `steps` calls of `step`, the timer marked before the first and after each, losses
+// kept on the device; `stop()` is asked before each step (a signal). The host waits for the device
+// once, after the last step (timer.intervals()), so nothing between steps synchronizes unless the
+// step itself does (sync_every_step).
+struct TimedSteps {
+  std::vector<double> seconds;     // one per step taken
+  std::vector<at::Tensor> losses;  // device scalars, one per step taken
+  bool stopped = false;            // stop() said so before all steps were taken
+};
+TimedSteps time_steps(int64_t steps, const std::function<at::Tensor()>& step, StepTimer& timer,
+                      const std::function<bool()>& stop);
+
+// K steps of `spec` from the seed's weights and data, dropout off, loss read after each step:
+// the trajectory the parity check compares across rungs (never timed); data-parallel, the losses
+// are the means over ranks, i.e. the global batch's. `first_batch_after` is
+// the first batch's loss measured again after the K steps: whether training lowers it is the
+// check for variants that change the problem, where per-step losses on new batches are noise.
+struct Trajectory {
+  std::vector<double> losses;
+  double first_batch_after = 0;
+};
+Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps,
+                           Dist* dist = nullptr);
+
+}  // namespace gpt2

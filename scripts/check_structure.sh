@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The structure the README's Design section states, checked: one-way includes between the
+# libraries (common -> model -> runtime -> step -> variants -> measure -> config -> ladder -> cli),
+# no function in bench/ over 80 lines, and no rung-name parsing ("_top+") in C++ or Python.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bad=0
+# forbid DIR PATTERN...: DIR's sources include nothing matching the patterns.
+forbid() {
+  local dir=$1; shift
+  for p in "$@"; do
+    hits=$(grep -rn --include='*.h' --include='*.cpp' "#include \"$p" "$dir" 2>/dev/null)
+    [ -n "$hits" ] && { echo "structure: $dir must not include $p*:"; echo "$hits" | sed 's/^/  /'; bad=1; }
+  done
+}
+forbid common model/ bench/ config/ variants/
+forbid model bench/ config/ variants/
+forbid bench/runtime bench/step/ bench/measure/ bench/ladder/ config/ variants/
+forbid bench/step bench/measure/ bench/ladder/ config/ variants/
+forbid variants bench/measure/ bench/ladder/ config/
+forbid bench/measure bench/ladder/ config/ variants/
+forbid config bench/measure/ bench/ladder/
+python3 scripts/long_functions.py 80 $(find bench -name '*.cpp') || { echo "structure: functions over 80 lines in bench/ (above)"; bad=1; }
+hits=$(grep -rn --include='*.cpp' --include='*.h' --include='*.py' '_top+' bench model variants config reports/gpt2bench_report)
+[ -n "$hits" ] && { echo "structure: rung names parsed (use rungs.json's kind/compare_to):"; echo "$hits"; bad=1; }
+[ $bad -eq 0 ] && echo "structure: one-way includes, no function in bench/ over 80 lines, no name parsing"
+exit $bad
