@@ -99,10 +99,32 @@ TEST(TimedLoop, AStopBetweenStepsEndsTheRepetition) {
 
 RungRecord rung(const std::string& name, const std::string& status, const std::string& error = "") {
   RungRecord r;
-  r.rung.name = name;
-  r.status = status;
-  r.error = error;
+  r.plan.rung.name = name;
+  r.out.status = rung_status_from(status);
+  r.out.error = error;
   return r;
+}
+
+// The plan stays as planned: batch_scaling's answer is the outcome's, and the step that runs is the
+// planned one at that batch.
+TEST(RungRecord, TheRunBatchIsAnOutcomeNotAnEditOfThePlan) {
+  RungRecord r;
+  r.plan.rung.spec.batch = 8;
+  r.plan.rung.spec.search_batch = true;
+  r.plan.rung.spec.model.context = 16;
+  EXPECT_EQ(r.spec().batch, 8);
+  r.out.batch = 32;
+  EXPECT_EQ(r.spec().batch, 32);
+  EXPECT_FALSE(r.spec().search_batch);
+  EXPECT_EQ(r.tokens_per_step(), 32 * 16);
+  EXPECT_EQ(r.plan.rung.spec.batch, 8);
+  EXPECT_TRUE(r.plan.rung.spec.search_batch);
+  const auto j = to_json(r);
+  EXPECT_EQ(j["spec"]["batch"], 32);
+  EXPECT_EQ(j["planned_batch"], 8);
+  EXPECT_EQ(j["status"], "pending");
+  EXPECT_EQ(rung_status_from("oom"), RungStatus::kOom);
+  EXPECT_THROW(rung_status_from("fine"), std::invalid_argument);
 }
 
 TEST(RunStatus, PartialWhenAnyRungFailed) {

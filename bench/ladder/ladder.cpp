@@ -108,8 +108,8 @@ int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor
 // The rung that measures the same step on one process: the data-parallel rung without ddp.
 const RungRecord* single_process_twin(const std::vector<RungRecord>& records, const RungRecord& r) {
   for (const auto& o : records) {
-    if (o.status != "ok" || ranks(o.rung.spec) != 1) continue;
-    StepSpec a = o.rung.spec, b = r.rung.spec;
+    if (o.out.status != RungStatus::kOk || ranks(o.spec()) != 1) continue;
+    StepSpec a = o.spec(), b = r.spec();
     a.dist = b.dist;
     a.executor = b.executor;  // ddp runs eagerly where the single-process rung may use a CUDA graph
     if (a == b) return &o;
@@ -126,26 +126,24 @@ std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
   std::vector<RungRecord> records;
   for (const auto& plan : expand_plan(prof)) {
     RungRecord r;
-    r.rung = resolve(plan.name, plan.variants, base, dev);
-    r.kind = plan.kind;
-    r.compare_to = plan.compare_to;
-    r.variant = plan.variant;
-    r.benchmark_name = prof.model.preset + "/" + plan.name;
-    r.tokens_per_step = tokens_per_step(r.rung.spec);
-    r.flops = flop_model(r.rung.spec.model);
-    r.flops_per_token = r.flops.per_token();
-    r.datasheet_peak = datasheet_peak_flops(dev, math_mode(r.rung.spec));
+    r.plan.rung = resolve(plan.name, plan.variants, base, dev);
+    r.plan.kind = plan.kind;
+    r.plan.compare_to = plan.compare_to;
+    r.plan.variant = plan.variant;
+    r.plan.benchmark_name = prof.model.preset + "/" + plan.name;
+    r.plan.flops = flop_model(r.plan.rung.spec.model);
+    r.plan.datasheet_peak = datasheet_peak_flops(dev, math_mode(r.plan.rung.spec));
     records.push_back(std::move(r));
   }
   for (size_t i = 1; i < records.size(); ++i) {
     auto& r = records[i];
-    if (r.rung.skipped.empty()) continue;
+    if (r.plan.rung.skipped.empty()) continue;
     for (size_t j = 0; j < i; ++j)
-      if (records[j].rung.spec == r.rung.spec && records[j].status == "pending") {
-        r.status = "skipped";
+      if (records[j].plan.rung.spec == r.plan.rung.spec && records[j].out.status == RungStatus::kPending) {
+        r.out.status = RungStatus::kSkipped;
         std::string names;
-        for (const auto& k : r.rung.skipped) names += (names.empty() ? "" : ", ") + k.variant;
-        r.error = "the same step as " + records[j].rung.name + " here (skipped here: " + names + ")";
+        for (const auto& k : r.plan.rung.skipped) names += (names.empty() ? "" : ", ") + k.variant;
+        r.out.error = "the same step as " + records[j].plan.rung.name + " here (skipped here: " + names + ")";
         break;
       }
   }
@@ -159,7 +157,7 @@ std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& reco
                       {"steps", prof.steps}, {"repetitions", prof.repetitions}, {"parity_steps", prof.parity_steps},
                       {"breakdown_steps", prof.breakdown_steps},
                       {"data", prof.data.synthetic ? "synthetic" : prof.data.train_glob + "|" + prof.data.val_glob}};
-  for (const auto& r : records) j["rungs"].push_back({r.rung.name, r.rung.spec});
+  for (const auto& r : records) j["rungs"].push_back({r.plan.rung.name, r.plan.rung.spec});
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (char c : j.dump()) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   char buf[17];
@@ -167,8 +165,8 @@ std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& reco
   return buf;
 }
 
-bool complete(const std::string& status) {
-  return status == "ok" || status == "skipped" || status == "diverged" || status == "oom";
+bool complete(RungStatus s) {
+  return s == RungStatus::kOk || s == RungStatus::kSkipped || s == RungStatus::kDiverged || s == RungStatus::kOom;
 }
 
 std::atomic<int> g_signal{0};
@@ -202,32 +200,29 @@ struct Ladder {
   // is checked by the rung itself: out of memory in its build or warm-up halves it (one process).
   void build(RungRecord& r) {
     live.reset();
-    const bool searched = r.rung.spec.search_batch;
+    const bool searched = r.plan.rung.spec.search_batch && r.out.batch == 0;  // a follower is told its batch
     if (searched) {
-      r.rung.spec.batch = find_batch(r.rung.spec, dev, data.train, prof.seed, meter, r.batch_search);
-      r.rung.spec.search_batch = false;
-      std::cerr << "    batch_scaling chose batch " << r.rung.spec.batch << "\n";
+      r.out.batch = find_batch(r.plan.rung.spec, dev, data.train, prof.seed, meter, r.out.batch_search);
+      std::cerr << "    batch_scaling chose batch " << r.out.batch << "\n";
     }
-    r.tokens_per_step = tokens_per_step(r.rung.spec);
-    if (dist && rank0() && ranks(r.rung.spec) > 1) dist->post(r.rung.name + " " + std::to_string(r.rung.spec.batch));
+    if (dist && rank0() && ranks(r.spec()) > 1) dist->post(r.name() + " " + std::to_string(r.spec().batch));
     auto attempt = [&](int64_t batch) {
-      r.rung.spec.batch = batch;
-      r.tokens_per_step = tokens_per_step(r.rung.spec);
+      r.out.batch = batch;
       release();
       meter.reset_peak();
-      live = std::make_unique<TrainStep>(r.rung.spec, dev, data.train, prof.seed, dist);
+      live = std::make_unique<TrainStep>(r.spec(), dev, data.train, prof.seed, dist);
       for (int64_t w = 0; w < prof.warmup_steps; ++w) live->step();
       synchronize(dev);
     };
-    if (searched && ranks(r.rung.spec) == 1) {
-      const int64_t chosen = r.rung.spec.batch;
-      backoff_on_oom(chosen, r.batch_search, attempt, [&] { release(); });
-      if (r.rung.spec.batch != chosen)
-        std::cerr << "    out of memory at batch " << chosen << " in the rung: backed off to " << r.rung.spec.batch << "\n";
+    if (searched && ranks(r.spec()) == 1) {
+      const int64_t chosen = r.out.batch;
+      backoff_on_oom(chosen, r.out.batch_search, attempt, [&] { release(); });
+      if (r.out.batch != chosen)
+        std::cerr << "    out of memory at batch " << chosen << " in the rung: backed off to " << r.out.batch << "\n";
     } else {
-      attempt(r.rung.spec.batch);
+      attempt(r.spec().batch);
     }
-    r.sdpa_backend_used = live->sdpa_backend_used();
+    r.out.sdpa_backend_used = live->sdpa_backend_used();
     if (clocks) clocks->take();  // samples of an earlier, failed rung are not this one's
   }
 
@@ -263,17 +258,17 @@ struct Ladder {
     const auto finite = at::isfinite(all);
     if (!finite.all().item<bool>()) {
       const int64_t bad = at::argmin(finite.to(at::kInt)).item<int64_t>();
-      r.diverged_at = prof.warmup_steps + static_cast<int64_t>(r.rep_step_ms.size()) * prof.steps + bad + 1;
+      r.out.diverged_at = prof.warmup_steps + static_cast<int64_t>(r.out.rep_step_ms.size()) * prof.steps + bad + 1;
     }
-    r.final_loss = all[-1].item<double>();
-    r.rep_step_ms.push_back(1e3 * step_s);
-    r.rep_tokens_per_sec.push_back(static_cast<double>(r.tokens_per_step) / step_s);
-    r.peak_alloc_bytes = mem.peak_allocated;
-    r.peak_reserved_bytes = mem.peak_reserved;
-    if (dist && ranks(r.rung.spec) > 1) {
+    r.out.final_loss = all[-1].item<double>();
+    r.out.rep_step_ms.push_back(1e3 * step_s);
+    r.out.rep_tokens_per_sec.push_back(static_cast<double>(r.tokens_per_step()) / step_s);
+    r.out.peak_alloc_bytes = mem.peak_allocated;
+    r.out.peak_reserved_bytes = mem.peak_reserved;
+    if (dist && ranks(r.spec()) > 1) {
       const auto g = dist->allgather({1e3 * step_s, static_cast<double>(mem.peak_allocated)});
-      r.rank_step_ms.clear(), r.rank_peak_alloc_bytes.clear();
-      for (size_t k = 0; k + 1 < g.size(); k += 2) r.rank_step_ms.push_back(g[k]), r.rank_peak_alloc_bytes.push_back(g[k + 1]);
+      r.out.rank_step_ms.clear(), r.out.rank_peak_alloc_bytes.clear();
+      for (size_t k = 0; k + 1 < g.size(); k += 2) r.out.rank_step_ms.push_back(g[k]), r.out.rank_peak_alloc_bytes.push_back(g[k + 1]);
     }
     return total;
   }
@@ -284,17 +279,17 @@ struct Ladder {
     release();
     std::cerr << "    breakdown pass: " << prof.breakdown_steps << " steps\n";
     try {
-      const Breakdown p = breakdown_rung(r.rung.spec, dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
+      const Breakdown p = breakdown_rung(r.spec(), dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
                                          static_cast<int>(prof.breakdown_steps), meter);
-      write_breakdown(out_dir, r.rung.name, p);
-      r.breakdown = to_json(p.summary);
-      r.breakdown["memory"] = to_json(p.memory);
+      write_breakdown(out_dir, r.plan.rung.name, p);
+      r.out.breakdown = to_json(p.summary);
+      r.out.breakdown["memory"] = to_json(p.memory);
       if (p.summary.counted_flops_per_step > 0)
-        r.counted_flops_per_token = p.summary.counted_flops_per_step / static_cast<double>(r.tokens_per_step);
+        r.out.counted_flops_per_token = p.summary.counted_flops_per_step / static_cast<double>(r.tokens_per_step());
     } catch (const std::exception& e) {
       const bool oom = dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr;
-      r.breakdown = {{"error", (oom ? "out of memory in the breakdown pass: " : "the breakdown pass failed: ") + error_text(e)}};
-      std::cerr << "    " << first_line(r.breakdown["error"].get<std::string>()) << "\n";
+      r.out.breakdown = {{"error", (oom ? "out of memory in the breakdown pass: " : "the breakdown pass failed: ") + error_text(e)}};
+      std::cerr << "    " << first_line(r.out.breakdown["error"].get<std::string>()) << "\n";
     }
     release();
   }
@@ -303,36 +298,36 @@ struct Ladder {
   // run that runs out of memory leaves the rung's measurements standing: parity n/a, with why.
   void finish(RungRecord& r, bool is_baseline) {
     release();
-    if (r.diverged_at) {
-      r.status = "diverged";
-      r.error = "non-finite loss at step " + std::to_string(r.diverged_at);
+    if (r.out.diverged_at) {
+      r.out.status = RungStatus::kDiverged;
+      r.out.error = "non-finite loss at step " + std::to_string(r.out.diverged_at);
       return;
     }
-    r.status = "ok";
+    r.out.status = RungStatus::kOk;
     if (is_baseline) {
-      r.parity.rule = "the reference";
-      r.parity.losses = baseline_losses;
+      r.out.parity.rule = "the reference";
+      r.out.parity.losses = baseline_losses;
       return;
     }
     // Data-parallel rungs run it whenever the profile asks (their ranks take it together).
-    if (baseline_losses.empty() && !(ranks(r.rung.spec) > 1 && prof.parity_steps > 0)) {
-      r.parity.rule = reference_error.empty() ? "no parity steps" : "no parity reference: " + reference_error;
+    if (baseline_losses.empty() && !(ranks(r.spec()) > 1 && prof.parity_steps > 0)) {
+      r.out.parity.rule = reference_error.empty() ? "no parity steps" : "no parity reference: " + reference_error;
       return;
     }
     // Data-parallel parity is at equal global batch: each of N ranks takes B/N of the rows.
-    StepSpec s = r.rung.spec;
-    ParityClass cls = r.rung.parity;
+    StepSpec s = r.spec();
+    ParityClass cls = r.plan.rung.parity;
     if (ranks(s) > 1) {
       if (s.batch % ranks(s) == 0) s.batch /= ranks(s);
       else cls = ParityClass::kProblem;  // no equal global batch to compare with
     }
     try {
       const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(prof.parity_steps), dist);
-      r.parity = baseline_losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline_losses);
-      if (baseline_losses.empty()) r.parity.rule = "no parity reference: " + reference_error;
+      r.out.parity = baseline_losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline_losses);
+      if (baseline_losses.empty()) r.out.parity.rule = "no parity reference: " + reference_error;
     } catch (const c10::OutOfMemoryError& e) {
-      r.parity = ParityResult{};
-      r.parity.rule = "out of memory in the parity run at batch " + std::to_string(s.batch) + ": " +
+      r.out.parity = ParityResult{};
+      r.out.parity.rule = "out of memory in the parity run at batch " + std::to_string(s.batch) + ": " +
                       first_line(e.what_without_backtrace());
     }
     release();
@@ -343,19 +338,19 @@ struct Ladder {
   void fail(RungRecord& r, const std::exception& e) {
     release();
     if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) {
-      r.status = "oom";
-      r.error = "out of memory at batch " + std::to_string(r.rung.spec.batch) + ": " + error_text(e);
+      r.out.status = RungStatus::kOom;
+      r.out.error = "out of memory at batch " + std::to_string(r.spec().batch) + ": " + error_text(e);
     } else {
-      r.status = "error";
-      r.error = error_text(e);
+      r.out.status = RungStatus::kError;
+      r.out.error = error_text(e);
     }
-    if (dist && ranks(r.rung.spec) > 1) {  // a data-parallel rung failed: was it a lost rank?
+    if (dist && ranks(r.spec()) > 1) {  // a data-parallel rung failed: was it a lost rank?
       try {
         dynamic_cast<const DistError*>(&e) ? throw DistError(e.what()) : dist->rethrow(e);
       } catch (const DistError& d) {
-        r.error = d.what();
+        r.out.error = d.what();
       }
-      abort_reason = r.error;  // the other ranks are gone or out of step: later rungs would hang
+      abort_reason = r.out.error;  // the other ranks are gone or out of step: later rungs would hang
     }
   }
 
@@ -366,13 +361,11 @@ struct Ladder {
       std::string name;
       int64_t batch = 0;
       in >> name >> batch;
-      auto it = std::find_if(records.begin(), records.end(), [&](const RungRecord& r) { return r.rung.name == name; });
+      auto it = std::find_if(records.begin(), records.end(), [&](const RungRecord& r) { return r.plan.rung.name == name; });
       if (it == records.end() || batch <= 0) throw DistError("rank 0 announced an unknown rung '" + msg + "'");
       RungRecord& r = *it;
-      r.rung.spec.batch = batch;
-      r.rung.spec.search_batch = false;
-      r.tokens_per_step = tokens_per_step(r.rung.spec);
-      std::cerr << "[rank " << dist->rank() << "] " << r.rung.name << ": following rank 0\n";
+      r.out.batch = batch;
+      std::cerr << "[rank " << dist->rank() << "] " << r.plan.rung.name << ": following rank 0\n";
       dist->guarded([&] {
         build(r);
         bool stopped = false;
@@ -386,21 +379,21 @@ struct Ladder {
 
 // Google Benchmark's counters for one repetition (`step_s`: its mean step time).
 void set_counters(benchmark::State& st, RungRecord& rec, double step_s, const std::vector<RungRecord>& records) {
-  const double tps = static_cast<double>(rec.tokens_per_step) / step_s;
+  const double tps = static_cast<double>(rec.tokens_per_step()) / step_s;
   st.counters["tokens_per_sec"] = tps;
   st.counters["step_ms"] = 1e3 * step_s;
-  st.counters["peak_alloc_bytes"] = static_cast<double>(rec.peak_alloc_bytes);
-  st.counters["peak_reserved_bytes"] = static_cast<double>(rec.peak_reserved_bytes);
-  st.counters["loss"] = rec.final_loss;
-  st.counters["flops_per_token"] = rec.flops_per_token;
+  st.counters["peak_alloc_bytes"] = static_cast<double>(rec.out.peak_alloc_bytes);
+  st.counters["peak_reserved_bytes"] = static_cast<double>(rec.out.peak_reserved_bytes);
+  st.counters["loss"] = rec.out.final_loss;
+  st.counters["flops_per_token"] = rec.flops_per_token();
   if (const auto mfu = rec.mfu(tps)) st.counters["mfu"] = *mfu;
   if (const auto own = rec.mfu_vs_precision_peak(tps)) st.counters["mfu_vs_precision_peak"] = *own;
   st.counters["mfu_vs_measured_peak"] = rec.mfu_vs_measured_peak(tps);
-  if (ranks(rec.rung.spec) > 1) {
-    st.counters["world_size"] = ranks(rec.rung.spec);
+  if (ranks(rec.spec()) > 1) {
+    st.counters["world_size"] = ranks(rec.spec());
     if (auto single = single_process_twin(records, rec)) {
-      rec.scaling_efficiency = tps / (ranks(rec.rung.spec) * single->median_tokens_per_sec());
-      st.counters["scaling_efficiency"] = *rec.scaling_efficiency;
+      rec.out.scaling_efficiency = tps / (ranks(rec.spec()) * single->median_tokens_per_sec());
+      st.counters["scaling_efficiency"] = *rec.out.scaling_efficiency;
     }
   }
 }
@@ -411,19 +404,19 @@ void set_counters(benchmark::State& st, RungRecord& rec, double step_s, const st
 void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_rungs, Ladder& ladder,
                     const std::vector<RungRecord>& records, const std::string& out_dir) {
   const Profile& prof = ladder.prof;
-  const int64_t rep = static_cast<int64_t>(rec.rep_step_ms.size());
-  NvtxRange rung_range(rec.benchmark_name.c_str());  // nsys shows the ladder's structure
-  if (rec.status == "pending" && (!ladder.abort_reason.empty() || g_signal)) {
-    rec.status = g_signal ? "interrupted" : "error";
-    rec.error = g_signal ? "not run: interrupted" : "not run: " + ladder.abort_reason;
+  const int64_t rep = static_cast<int64_t>(rec.out.rep_step_ms.size());
+  NvtxRange rung_range(rec.plan.benchmark_name.c_str());  // nsys shows the ladder's structure
+  if (rec.out.status == RungStatus::kPending && (!ladder.abort_reason.empty() || g_signal)) {
+    rec.out.status = g_signal ? RungStatus::kInterrupted : RungStatus::kError;
+    rec.out.error = g_signal ? "not run: interrupted" : "not run: " + ladder.abort_reason;
   }
-  if (rec.status != "pending") {  // ended in an earlier repetition (diverged, oom, error) or not run
-    st.SkipWithError(first_line(rec.error).c_str());
+  if (rec.out.status != RungStatus::kPending) {  // ended in an earlier repetition (diverged, oom, error) or not run
+    st.SkipWithError(first_line(rec.out.error).c_str());
     return;
   }
   try {
     if (rep == 0) {
-      std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec.rung.name << ": build + " << prof.warmup_steps
+      std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec.plan.rung.name << ": build + " << prof.warmup_steps
                 << " warm-up steps\n";
       ladder.build(rec);
     }
@@ -431,35 +424,35 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
     const double total_s = ladder.repetition(rec, stopped);
     if (stopped) {
       ladder.release();
-      rec.status = "interrupted";
-      rec.error = "interrupted during repetition " + std::to_string(rep + 1);
-      st.SkipWithError(rec.error.c_str());
+      rec.out.status = RungStatus::kInterrupted;
+      rec.out.error = "interrupted during repetition " + std::to_string(rep + 1);
+      st.SkipWithError(rec.out.error.c_str());
       return;
     }
     st.SetIterationTime(total_s);
-    if (rec.diverged_at) {  // no counters: a non-finite one would not be JSON
+    if (rec.out.diverged_at) {  // no counters: a non-finite one would not be JSON
       ladder.finish(rec, i == 0);
-      st.SkipWithError(rec.error.c_str());
+      st.SkipWithError(rec.out.error.c_str());
       return;
     }
     set_counters(st, rec, total_s / static_cast<double>(prof.steps), records);
     if (rep + 1 < prof.repetitions) return;
     if (ladder.clocks) {
-      rec.clocks = to_json(ladder.clocks->take());
-      if (rec.throttled()) std::cerr << "    THROTTLED: " << rec.clocks["throttled_why"].get<std::string>() << "\n";
+      rec.out.clocks = to_json(ladder.clocks->take());
+      if (rec.throttled()) std::cerr << "    THROTTLED: " << rec.out.clocks["throttled_why"].get<std::string>() << "\n";
     }
-    if (prof.breakdown_steps > 0 && ranks(rec.rung.spec) == 1) {
+    if (prof.breakdown_steps > 0 && ranks(rec.spec()) == 1) {
       ladder.breakdown_pass(rec, out_dir);
-      if (!rec.breakdown.contains("error")) {
-        st.counters["events_per_step"] = rec.breakdown["events_per_step"].get<double>();
-        st.counters["busy_fraction"] = rec.breakdown["busy_fraction"].get<double>();
-        st.counters["profile_overhead"] = rec.breakdown["overhead"].get<double>();
+      if (!rec.out.breakdown.contains("error")) {
+        st.counters["events_per_step"] = rec.out.breakdown["events_per_step"].get<double>();
+        st.counters["busy_fraction"] = rec.out.breakdown["busy_fraction"].get<double>();
+        st.counters["profile_overhead"] = rec.out.breakdown["overhead"].get<double>();
       }
     }
     ladder.finish(rec, i == 0);
   } catch (const std::exception& e) {
     ladder.fail(rec, e);
-    st.SkipWithError(first_line(rec.error).c_str());
+    st.SkipWithError(first_line(rec.out.error).c_str());
   }
 }
 
@@ -476,8 +469,8 @@ void check_rung_filter(const std::string& filter, const std::vector<RungRecord>&
   }
   std::string names;
   for (const auto& r : records) {
-    if (r.status == "pending" && std::regex_search(r.benchmark_name, re) != negate) return;
-    names += (names.empty() ? "" : ", ") + r.rung.name;
+    if (r.out.status == RungStatus::kPending && std::regex_search(r.plan.benchmark_name, re) != negate) return;
+    names += (names.empty() ? "" : ", ") + r.plan.rung.name;
   }
   throw std::runtime_error("--rung '" + filter + "' matches no rung to run (rungs: " + names + ")");
 }
@@ -520,11 +513,11 @@ Kept resume_or_start(const LadderOptions& o, const Profile& prof, std::vector<Ru
   size_t n = 0;
   for (auto& r : records)
     for (const auto& j : old["rungs"])
-      if (j["name"] == r.rung.name && complete(j["status"].get<std::string>())) {
+      if (j["name"] == r.plan.rung.name && complete(rung_status_from(j["status"].get<std::string>()))) {
         restore(r, j);
         ++n;
         for (const auto& b : old_results["benchmarks"])
-          if (b["run_name"].get<std::string>().rfind(r.benchmark_name + "/", 0) == 0) kept.benchmarks.push_back(b);
+          if (b["run_name"].get<std::string>().rfind(r.plan.benchmark_name + "/", 0) == 0) kept.benchmarks.push_back(b);
       }
   kept.context = old_results["context"];
   std::cerr << "gpt2bench: resuming " << o.out_dir << ": " << n << " of " << records.size() << " rungs already complete\n";
@@ -542,12 +535,12 @@ void measure_peaks(const DeviceInfo& dev, std::vector<RungRecord>& records) {
   };
   if (!dev.cuda())
     for (MathMode m : {MathMode::kFp32, MathMode::kBf16, MathMode::kFp16}) measure(m);
-  for (auto& r : records) measure(math_mode(r.rung.spec));
+  for (auto& r : records) measure(math_mode(r.plan.rung.spec));
   const auto [mfu_peak, mfu_basis] = mfu_peak_for(dev, measured);
   for (auto& r : records) {
-    r.measured_peak = measured[math_mode(r.rung.spec)];
-    r.mfu_peak = mfu_peak;
-    r.mfu_basis = mfu_basis;
+    r.plan.measured_peak = measured[math_mode(r.plan.rung.spec)];
+    r.plan.mfu_peak = mfu_peak;
+    r.plan.mfu_basis = mfu_basis;
   }
 }
 
@@ -567,8 +560,8 @@ nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std:
                                   {"fp32_tflops", row->fp32_tflops},
                                   {"memory_bandwidth_gbs", row->memory_bandwidth_gbs}, {"source", row->source}};
   doc["mfu"] = {{"definition", "model FLOPs/s (matmuls only: flops.formula) / mfu peak, the same for every rung"},
-                {"peak", records.empty() ? nlohmann::json() : opt_json(records[0].mfu_peak)},
-                {"basis", records.empty() ? "" : records[0].mfu_basis},
+                {"peak", records.empty() ? nlohmann::json() : opt_json(records[0].plan.mfu_peak)},
+                {"basis", records.empty() ? "" : records[0].plan.mfu_basis},
                 {"also", "median.mfu_vs_precision_peak: over the datasheet peak of the rung's own precision; "
                          "median.mfu_vs_measured_peak: over the matmul rate measured here in that precision"}};
   doc["fingerprint"] = fingerprint(prof, records);
@@ -637,11 +630,11 @@ void register_rungs(std::vector<RungRecord>& records, Ladder& ladder, const std:
   const size_t n = records.size();
   for (size_t i = 0; i < n; ++i) {
     RungRecord* rec = &records[i];
-    if (rec->status != "pending") continue;
+    if (rec->out.status != RungStatus::kPending) continue;
     auto fn = [rec, i, n, &ladder, &records, out_dir](benchmark::State& st) {
       for (auto _ : st) run_repetition(st, *rec, i, n, ladder, records, out_dir);
     };
-    benchmark::RegisterBenchmark(rec->benchmark_name.c_str(), fn)
+    benchmark::RegisterBenchmark(rec->plan.benchmark_name.c_str(), fn)
         ->UseManualTime()
         ->Iterations(1)
         ->Repetitions(static_cast<int>(ladder.prof.repetitions))
@@ -667,8 +660,8 @@ int conclude(const std::vector<RungRecord>& ran, const Ladder& ladder, const Run
             << "\n         " << writer.rungs_path() << "\n";
   bool parity_failed = false, errored = false;
   for (const auto& r : ran) {
-    parity_failed = parity_failed || r.parity.verdict == "fail";
-    errored = errored || r.status == "error";
+    parity_failed = parity_failed || r.out.parity.verdict == "fail";
+    errored = errored || r.out.status == RungStatus::kError;
   }
   if (parity_failed) std::cout << "\n!! PARITY FAILED on at least one rung: see the parity column and rungs.json\n";
   if (g_signal) {
@@ -720,7 +713,7 @@ int run_ladder(const LadderOptions& o) {
   meter->set_limit(prof.settings.cpu_memory_budget);
   Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, make_clock_sampler(dev)};
   writer.flush(records, "running");
-  parity_reference(ladder, records[0].rung.spec);
+  parity_reference(ladder, records[0].plan.rung.spec);
 
   // 3. The rungs under Google Benchmark, the results rewritten after each.
   register_rungs(records, ladder, o.out_dir);
@@ -729,7 +722,7 @@ int run_ladder(const LadderOptions& o) {
       [&](const std::string& name) {
         writer.flush(records, "running");
         for (const auto& r : records)
-          if (name.rfind(r.benchmark_name + "/", 0) == 0 && told.insert(r.rung.name).second)
+          if (name.rfind(r.plan.benchmark_name + "/", 0) == 0 && told.insert(r.plan.rung.name).second)
             std::cerr << rung_line(r, compared_with(records, r)) << "\n";
       },
       o.verbose);
@@ -739,7 +732,7 @@ int run_ladder(const LadderOptions& o) {
   if (dist) dist->post("done");
   std::vector<RungRecord> ran;  // rungs the filter left out stay "pending" in rungs.json and out of the summary
   for (const auto& r : records)
-    if (r.status != "pending") ran.push_back(r);
+    if (r.out.status != RungStatus::kPending) ran.push_back(r);
   writer.flush(records, run_status(ran, g_signal != 0, !ladder.abort_reason.empty()));
   benchmark::Shutdown();
   return conclude(ran, ladder, writer, o.out_dir);
@@ -752,12 +745,12 @@ int run_breakdown(const BreakdownOptions& o) {
   const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
   std::vector<RungRecord*> chosen;
   for (auto& r : records)
-    if ((o.rung.empty() || r.rung.name == o.rung || r.rung.name.substr(3) == o.rung) && r.status == "pending" &&
-        ranks(r.rung.spec) == 1)
+    if ((o.rung.empty() || r.plan.rung.name == o.rung || r.plan.rung.name.substr(3) == o.rung) && r.out.status == RungStatus::kPending &&
+        ranks(r.spec()) == 1)
       chosen.push_back(&r);
   if (chosen.empty()) {
     std::string names;
-    for (const auto& r : records) names += (names.empty() ? "" : ", ") + r.rung.name;
+    for (const auto& r : records) names += (names.empty() ? "" : ", ") + r.plan.rung.name;
     throw std::runtime_error("no rung named '" + o.rung + "' to profile (rungs: " + names + ")");
   }
   const int steps = static_cast<int>(std::max<int64_t>(1, prof.breakdown_steps));
@@ -765,13 +758,13 @@ int run_breakdown(const BreakdownOptions& o) {
   std::printf("%-28s %10s %10s %9s %9s %9s %9s %9s %9s\n", "rung", "events", "step ms", "data", "forward", "loss",
               "backward", "optim", "overhead");
   for (RungRecord* r : chosen) {
-    if (r->rung.spec.search_batch) r->rung.spec.batch = find_batch(r->rung.spec, dev, data.train, prof.seed, *meter, r->batch_search);
-    r->rung.spec.search_batch = false;
-    const Breakdown p = breakdown_rung(r->rung.spec, dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
+    if (r->plan.rung.spec.search_batch)
+      r->out.batch = find_batch(r->plan.rung.spec, dev, data.train, prof.seed, *meter, r->out.batch_search);
+    const Breakdown p = breakdown_rung(r->spec(), dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
                                        steps, *meter);
-    write_breakdown(o.out_dir, r->rung.name, p);
+    write_breakdown(o.out_dir, r->plan.rung.name, p);
     auto ph = [&](const char* k) { return p.summary.phase_ms.count(k) ? p.summary.phase_ms.at(k) : 0.0; };
-    std::printf("%-28s %10.0f %10.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8.1f%%\n", r->rung.name.c_str(),
+    std::printf("%-28s %10.0f %10.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8.1f%%\n", r->plan.rung.name.c_str(),
                 p.summary.events_per_step, p.summary.step_ms, ph("data"), ph("forward"), ph("loss"), ph("backward"),
                 ph("optimizer"), 100 * p.summary.overhead);
   }

@@ -8,34 +8,43 @@
 #include <iomanip>
 
 #include "bench/measure/stats.h"
+#include "common/enum_names.h"
 #include "common/files.h"
 
 namespace gpt2 {
 
-
-namespace {
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+NLOHMANN_JSON_SERIALIZE_ENUM(RungStatus, {{RungStatus::kPending, "pending"}, {RungStatus::kOk, "ok"},
+                                         {RungStatus::kSkipped, "skipped"}, {RungStatus::kDiverged, "diverged"},
+                                         {RungStatus::kOom, "oom"}, {RungStatus::kInterrupted, "interrupted"},
+                                         {RungStatus::kError, "error"}})
+std::string to_string(RungStatus s) { return enum_name(s); }
+RungStatus rung_status_from(const std::string& s) {
+  for (RungStatus k : {RungStatus::kPending, RungStatus::kOk, RungStatus::kSkipped, RungStatus::kDiverged,
+                       RungStatus::kOom, RungStatus::kInterrupted, RungStatus::kError})
+    if (to_string(k) == s) return k;
+  throw std::invalid_argument("unknown rung status '" + s + "'");
 }
-}  // namespace
 
-double RungRecord::median_tokens_per_sec() const { return median(rep_tokens_per_sec); }
+StepSpec RungRecord::spec() const {
+  StepSpec s = plan.rung.spec;
+  if (out.batch > 0) s.batch = out.batch, s.search_batch = false;
+  return s;
+}
+
+double RungRecord::median_tokens_per_sec() const { return median(out.rep_tokens_per_sec); }
+double RungRecord::median_step_ms() const { return median(out.rep_step_ms); }
 
 std::optional<double> RungRecord::mfu(double tps) const {
-  if (!mfu_peak || *mfu_peak <= 0) return std::nullopt;
-  return flops_per_token * tps / *mfu_peak;
+  if (!plan.mfu_peak || *plan.mfu_peak <= 0) return std::nullopt;
+  return flops_per_token() * tps / *plan.mfu_peak;
 }
 std::optional<double> RungRecord::mfu_vs_precision_peak(double tps) const {
-  if (!datasheet_peak || *datasheet_peak <= 0) return std::nullopt;
-  return flops_per_token * tps / *datasheet_peak;
+  if (!plan.datasheet_peak || *plan.datasheet_peak <= 0) return std::nullopt;
+  return flops_per_token() * tps / *plan.datasheet_peak;
 }
 double RungRecord::mfu_vs_measured_peak(double tps) const {
-  return measured_peak > 0 ? flops_per_token * tps / measured_peak : 0.0;
+  return plan.measured_peak > 0 ? flops_per_token() * tps / plan.measured_peak : 0.0;
 }
-double RungRecord::median_step_ms() const { return median(rep_step_ms); }
 
 nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
 
@@ -43,21 +52,21 @@ nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*
 // the formula's variant that matches the attention the rung computes (the manual attention
 // computes the full T×T matrix; SDPA with is_causal the lower triangle).
 nlohmann::json flops_json(const RungRecord& r) {
-  const FlopModel& f = r.flops;
+  const FlopModel& f = r.plan.flops;
   // SDPA's math fallback (e.g. dropout > 0 on the CPU) computes the full matrix as the manual one does.
-  const bool manual = r.rung.spec.model.attention != AttentionImpl::kSdpa || r.sdpa_backend_used == "math";
+  const bool manual = r.plan.rung.spec.model.attention != AttentionImpl::kSdpa || r.out.sdpa_backend_used == "math";
   nlohmann::json j = {{"per_token", f.per_token()},
                       {"formula", f.formula},
                       {"matmul_weights", f.matmul_weights},
                       {"attention_causal_per_token", f.attention_causal},
                       {"attention_noncausal_per_token", f.attention_full},
                       {"per_token_noncausal", f.per_token_full_attention()}};
-  if (r.counted_flops_per_token) {
+  if (r.out.counted_flops_per_token) {
     const double expect = manual ? f.per_token_full_attention() : f.per_token();
-    j["counted_per_token"] = *r.counted_flops_per_token;
+    j["counted_per_token"] = *r.out.counted_flops_per_token;
     j["counted_compared_with"] = manual ? "per_token_noncausal (this attention computes the full T x T matrix)"
                                         : "per_token (causal SDPA kernel)";
-    j["counted_vs_formula"] = *r.counted_flops_per_token / expect;
+    j["counted_vs_formula"] = *r.out.counted_flops_per_token / expect;
   }
   return j;
 }
@@ -76,94 +85,87 @@ int published_rung(const ResolvedRung& r) {
 
 nlohmann::json to_json(const RungRecord& r) {
   nlohmann::json skipped = nlohmann::json::array();
-  for (const auto& s : r.rung.skipped) skipped.push_back({{"variant", s.variant}, {"reason", s.reason}});
+  for (const auto& s : r.plan.rung.skipped) skipped.push_back({{"variant", s.variant}, {"reason", s.reason}});
   nlohmann::json j = {
-      {"name", r.rung.name},
-      {"kind", to_string(r.kind)},
-      {"compare_to", r.compare_to},
-      {"variant", r.variant},
-      {"benchmark", r.benchmark_name},
-      {"status", r.status},
-      {"variants", r.rung.variants},
-      {"published_rung", published_rung(r.rung)},
-      {"applied", r.rung.applied},
+      {"name", r.plan.rung.name},
+      {"kind", to_string(r.plan.kind)},
+      {"compare_to", r.plan.compare_to},
+      {"variant", r.plan.variant},
+      {"benchmark", r.plan.benchmark_name},
+      {"status", r.out.status},
+      {"variants", r.plan.rung.variants},
+      {"published_rung", published_rung(r.plan.rung)},
+      {"applied", r.plan.rung.applied},
       {"skipped", skipped},
-      {"spec", r.rung.spec},
-      {"tokens_per_step", r.tokens_per_step},
-      {"flops_per_token", r.flops_per_token},
+      {"spec", r.spec()},  // the step as it ran (batch_scaling's batch); the planned batch beside it
+      {"planned_batch", r.plan.rung.spec.batch},
+      {"tokens_per_step", r.tokens_per_step()},
+      {"flops_per_token", r.flops_per_token()},
       {"flops", flops_json(r)},
-      {"peak_flops", {{"mfu", opt(r.mfu_peak)}, {"mfu_basis", r.mfu_basis},
-                      {"datasheet", opt(r.datasheet_peak)}, {"measured_matmul", r.measured_peak}}},
-      {"parity", {{"class", to_string(r.rung.parity)}, {"verdict", r.parity.verdict}, {"rule", r.parity.rule},
-                  {"max_abs_dev", r.parity.max_abs_dev}, {"losses", r.parity.losses},
-                  {"baseline_losses", r.parity.baseline_losses}}},
+      {"peak_flops", {{"mfu", opt(r.plan.mfu_peak)}, {"mfu_basis", r.plan.mfu_basis},
+                      {"datasheet", opt(r.plan.datasheet_peak)}, {"measured_matmul", r.plan.measured_peak}}},
+      {"parity", {{"class", to_string(r.plan.rung.parity)}, {"verdict", r.out.parity.verdict}, {"rule", r.out.parity.rule},
+                  {"max_abs_dev", r.out.parity.max_abs_dev}, {"losses", r.out.parity.losses},
+                  {"baseline_losses", r.out.parity.baseline_losses}}},
   };
-  if (!r.error.empty()) j["error"] = r.error;
-  j["sdpa_backend_used"] = r.sdpa_backend_used;
-  if (r.diverged_at) j["diverged_at_step"] = r.diverged_at;
-  if (!r.breakdown.is_null()) j["breakdown"] = r.breakdown;
-  if (ranks(r.rung.spec) > 1) {
-    j["world_size"] = ranks(r.rung.spec);
-    j["rank_step_ms"] = r.rank_step_ms;
-    j["rank_peak_alloc_bytes"] = r.rank_peak_alloc_bytes;
-    j["scaling_efficiency"] = r.scaling_efficiency ? nlohmann::json(*r.scaling_efficiency) : nlohmann::json();
+  if (!r.out.error.empty()) j["error"] = r.out.error;
+  j["sdpa_backend_used"] = r.out.sdpa_backend_used;
+  if (r.out.diverged_at) j["diverged_at_step"] = r.out.diverged_at;
+  if (!r.out.breakdown.is_null()) j["breakdown"] = r.out.breakdown;
+  if (ranks(r.plan.rung.spec) > 1) {
+    j["world_size"] = ranks(r.plan.rung.spec);
+    j["rank_step_ms"] = r.out.rank_step_ms;
+    j["rank_peak_alloc_bytes"] = r.out.rank_peak_alloc_bytes;
+    j["scaling_efficiency"] = r.out.scaling_efficiency ? nlohmann::json(*r.out.scaling_efficiency) : nlohmann::json();
   }
-  if (!r.batch_search.empty()) j["batch_search"] = r.batch_search;
-  if (!r.clocks.is_null()) j["clocks"] = r.clocks;
-  if (r.status == "ok") {
+  if (!r.out.batch_search.empty()) j["batch_search"] = r.out.batch_search;
+  if (!r.out.clocks.is_null()) j["clocks"] = r.out.clocks;
+  if (r.out.status == RungStatus::kOk) {
     const double tps = r.median_tokens_per_sec();
     j["median"] = {{"tokens_per_sec", tps}, {"step_ms", r.median_step_ms()},
                    {"mfu", opt(r.mfu(tps))}, {"mfu_vs_precision_peak", opt(r.mfu_vs_precision_peak(tps))},
-                   {"mfu_vs_measured_peak", r.mfu_vs_measured_peak(tps)}, {"peak_alloc_bytes", r.peak_alloc_bytes},
-                   {"peak_reserved_bytes", r.peak_reserved_bytes}, {"loss", r.final_loss}};
-    j["repetitions"] = {{"tokens_per_sec", r.rep_tokens_per_sec}, {"step_ms", r.rep_step_ms}};
-    const MedianInterval ci = median_interval(r.rep_tokens_per_sec);
+                   {"mfu_vs_measured_peak", r.mfu_vs_measured_peak(tps)}, {"peak_alloc_bytes", r.out.peak_alloc_bytes},
+                   {"peak_reserved_bytes", r.out.peak_reserved_bytes}, {"loss", r.out.final_loss}};
+    j["repetitions"] = {{"tokens_per_sec", r.out.rep_tokens_per_sec}, {"step_ms", r.out.rep_step_ms}};
+    const MedianInterval ci = median_interval(r.out.rep_tokens_per_sec);
     j["spread"] = {{"tokens_per_sec_ci", {ci.low, ci.high}},
                    {"ci_level", ci.level},
                    {"ci_method", "distribution-free interval of the median from order statistics (binomial)"},
-                   {"cv", coefficient_of_variation(r.rep_tokens_per_sec)},
+                   {"cv", coefficient_of_variation(r.out.rep_tokens_per_sec)},
                    {"repetitions", ci.n}};
   }
   return j;
 }
 
 void restore(RungRecord& r, const nlohmann::json& j) {
-  r.status = j.at("status").get<std::string>();
-  r.error = j.value("error", "");
-  r.rung.spec.batch = j.at("spec").at("batch").get<int64_t>();
-  r.rung.spec.search_batch = false;
-  r.tokens_per_step = j.at("tokens_per_step").get<int64_t>();
-  const auto& peaks = j.at("peak_flops");
-  r.measured_peak = peaks.at("measured_matmul").get<double>();
-  const auto optional = [](const nlohmann::json& v) { return v.is_null() ? std::nullopt : std::optional<double>(v.get<double>()); };
-  r.datasheet_peak = optional(peaks.at("datasheet"));
-  r.mfu_peak = optional(peaks.at("mfu"));
-  r.mfu_basis = peaks.at("mfu_basis").get<std::string>();
-  if (j.contains("flops") && j["flops"].contains("counted_per_token")) r.counted_flops_per_token = j["flops"]["counted_per_token"].get<double>();
+  r.out.status = rung_status_from(j.at("status").get<std::string>());
+  r.out.error = j.value("error", "");
+  r.out.batch = j.at("spec").at("batch").get<int64_t>();
+  if (j.contains("flops") && j["flops"].contains("counted_per_token")) r.out.counted_flops_per_token = j["flops"]["counted_per_token"].get<double>();
   const auto& p = j.at("parity");
-  r.parity.verdict = p.at("verdict").get<std::string>();
-  r.parity.rule = p.at("rule").get<std::string>();
-  r.parity.max_abs_dev = p.at("max_abs_dev").get<double>();
-  r.parity.losses = p.at("losses").get<std::vector<double>>();
-  r.parity.baseline_losses = p.at("baseline_losses").get<std::vector<double>>();
-  r.sdpa_backend_used = j.value("sdpa_backend_used", "n/a");
-  r.diverged_at = j.value("diverged_at_step", int64_t{0});
-  if (j.contains("batch_search")) r.batch_search = j["batch_search"];
-  if (j.contains("clocks")) r.clocks = j["clocks"];
-  if (j.contains("breakdown")) r.breakdown = j["breakdown"];
-  if (j.contains("rank_step_ms")) r.rank_step_ms = j["rank_step_ms"].get<std::vector<double>>();
-  if (j.contains("rank_peak_alloc_bytes")) r.rank_peak_alloc_bytes = j["rank_peak_alloc_bytes"].get<std::vector<double>>();
+  r.out.parity.verdict = p.at("verdict").get<std::string>();
+  r.out.parity.rule = p.at("rule").get<std::string>();
+  r.out.parity.max_abs_dev = p.at("max_abs_dev").get<double>();
+  r.out.parity.losses = p.at("losses").get<std::vector<double>>();
+  r.out.parity.baseline_losses = p.at("baseline_losses").get<std::vector<double>>();
+  r.out.sdpa_backend_used = j.value("sdpa_backend_used", "n/a");
+  r.out.diverged_at = j.value("diverged_at_step", int64_t{0});
+  if (j.contains("batch_search")) r.out.batch_search = j["batch_search"];
+  if (j.contains("clocks")) r.out.clocks = j["clocks"];
+  if (j.contains("breakdown")) r.out.breakdown = j["breakdown"];
+  if (j.contains("rank_step_ms")) r.out.rank_step_ms = j["rank_step_ms"].get<std::vector<double>>();
+  if (j.contains("rank_peak_alloc_bytes")) r.out.rank_peak_alloc_bytes = j["rank_peak_alloc_bytes"].get<std::vector<double>>();
   if (j.contains("scaling_efficiency") && !j["scaling_efficiency"].is_null())
-    r.scaling_efficiency = j["scaling_efficiency"].get<double>();
+    r.out.scaling_efficiency = j["scaling_efficiency"].get<double>();
   if (j.contains("repetitions")) {
-    r.rep_tokens_per_sec = j["repetitions"].at("tokens_per_sec").get<std::vector<double>>();
-    r.rep_step_ms = j["repetitions"].at("step_ms").get<std::vector<double>>();
+    r.out.rep_tokens_per_sec = j["repetitions"].at("tokens_per_sec").get<std::vector<double>>();
+    r.out.rep_step_ms = j["repetitions"].at("step_ms").get<std::vector<double>>();
   }
   if (j.contains("median")) {
     const auto& m = j["median"];
-    r.peak_alloc_bytes = m.at("peak_alloc_bytes").get<int64_t>();
-    r.peak_reserved_bytes = m.at("peak_reserved_bytes").get<int64_t>();
-    r.final_loss = m.at("loss").get<double>();
+    r.out.peak_alloc_bytes = m.at("peak_alloc_bytes").get<int64_t>();
+    r.out.peak_reserved_bytes = m.at("peak_reserved_bytes").get<int64_t>();
+    r.out.final_loss = m.at("loss").get<double>();
   }
 }
 
@@ -191,32 +193,32 @@ void TeeReporter::Finalize() {
 }
 
 const RungRecord* compared_with(const std::vector<RungRecord>& rungs, const RungRecord& r) {
-  for (std::string name = r.compare_to; !name.empty();) {
-    auto it = std::find_if(rungs.begin(), rungs.end(), [&](const RungRecord& o) { return o.rung.name == name; });
+  for (std::string name = r.plan.compare_to; !name.empty();) {
+    auto it = std::find_if(rungs.begin(), rungs.end(), [&](const RungRecord& o) { return o.plan.rung.name == name; });
     if (it == rungs.end()) return nullptr;
-    if (it->status == "ok") return &*it;
-    name = it->compare_to;
+    if (it->out.status == RungStatus::kOk) return &*it;
+    name = it->plan.compare_to;
   }
   return nullptr;
 }
 
 std::string rung_line(const RungRecord& r, const RungRecord* against) {
   char buf[256];
-  if (r.status != "ok") {
-    std::string why = r.error.substr(0, r.error.find('\n'));
+  if (r.out.status != RungStatus::kOk) {
+    std::string why = r.out.error.substr(0, r.out.error.find('\n'));
     if (why.size() > 110) why = why.substr(0, 107) + "...";
-    std::snprintf(buf, sizeof(buf), "    %s %s: %s", r.rung.name.c_str(), r.status.c_str(), why.c_str());
+    std::snprintf(buf, sizeof(buf), "    %s %s: %s", r.plan.rung.name.c_str(), to_string(r.out.status).c_str(), why.c_str());
     return buf;
   }
   const double t = r.median_tokens_per_sec();
   std::string vs = "-";
   if (against) {
     char v[96];
-    std::snprintf(v, sizeof(v), "%.2fx vs %s", t / against->median_tokens_per_sec(), against->rung.name.c_str());
+    std::snprintf(v, sizeof(v), "%.2fx vs %s", t / against->median_tokens_per_sec(), against->plan.rung.name.c_str());
     vs = v;
   }
-  std::snprintf(buf, sizeof(buf), "    %s ok: %.0f tok/s, %s, parity %s, cv %.1f%%%s", r.rung.name.c_str(), t,
-                vs.c_str(), r.parity.verdict.c_str(), 100 * coefficient_of_variation(r.rep_tokens_per_sec),
+  std::snprintf(buf, sizeof(buf), "    %s ok: %.0f tok/s, %s, parity %s, cv %.1f%%%s", r.plan.rung.name.c_str(), t,
+                vs.c_str(), r.out.parity.verdict.c_str(), 100 * coefficient_of_variation(r.out.rep_tokens_per_sec),
                 r.throttled() ? ", THROTTLED" : "");
   std::string line = buf;
   return line.size() > 160 ? line.substr(0, 157) + "..." : line;
@@ -228,7 +230,7 @@ std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, boo
   if (interrupted) return "interrupted";
   if (aborted) return "aborted";
   for (const auto& r : ran)
-    if (r.status == "error" || r.status == "oom" || r.status == "interrupted") return "partial";
+    if (r.out.status == RungStatus::kError || r.out.status == RungStatus::kOom || r.out.status == RungStatus::kInterrupted) return "partial";
   return "complete";
 }
 
@@ -245,10 +247,10 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
   const RungRecord* base = nullptr;
   std::vector<std::string> told;  // each skipped variant's reason is printed once
   for (const auto& r : rungs) {
-    s << std::left << std::setw(28) << r.rung.name << std::right;
-    if (r.status != "ok") {
-      s << "  " << r.status << (r.error.empty() ? "" : ": " + r.error.substr(0, r.error.find('\n'))) << "\n";
-      for (const auto& sk : r.rung.skipped) told.push_back(sk.variant);
+    s << std::left << std::setw(28) << r.plan.rung.name << std::right;
+    if (r.out.status != RungStatus::kOk) {
+      s << "  " << to_string(r.out.status) << (r.out.error.empty() ? "" : ": " + r.out.error.substr(0, r.out.error.find('\n'))) << "\n";
+      for (const auto& sk : r.plan.rung.skipped) told.push_back(sk.variant);
       continue;
     }
     const double t = r.median_tokens_per_sec();
@@ -266,15 +268,15 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     if (m) std::snprintf(mfu, sizeof(mfu), "%.2f%%", 100.0 * *m);
     else std::snprintf(mfu, sizeof(mfu), "-");
     s << std::setw(12) << tok << std::setw(9) << ratio(prev) << std::setw(9) << ratio(base) << std::setw(11) << ms
-      << std::setw(12) << gb(r.peak_alloc_bytes) << std::setw(12) << gb(r.peak_reserved_bytes) << std::setw(9) << mfu
-      << "  " << (r.parity.verdict == "fail" ? "FAIL" : r.parity.verdict);
-    if (r.parity.verdict != "n/a") {
+      << std::setw(12) << gb(r.out.peak_alloc_bytes) << std::setw(12) << gb(r.out.peak_reserved_bytes) << std::setw(9) << mfu
+      << "  " << (r.out.parity.verdict == "fail" ? "FAIL" : r.out.parity.verdict);
+    if (r.out.parity.verdict != "n/a") {
       char dev[48];
-      std::snprintf(dev, sizeof(dev), " (max dev %.2e)", r.parity.max_abs_dev);
+      std::snprintf(dev, sizeof(dev), " (max dev %.2e)", r.out.parity.max_abs_dev);
       s << dev;
     }
-    if (r.throttled()) s << "  THROTTLED: " << r.clocks.value("throttled_why", "");
-    for (const auto& sk : r.rung.skipped)
+    if (r.throttled()) s << "  THROTTLED: " << r.out.clocks.value("throttled_why", "");
+    for (const auto& sk : r.plan.rung.skipped)
       if (std::find(told.begin(), told.end(), sk.variant) == told.end()) {
         told.push_back(sk.variant);
         s << "\n" << std::string(30, ' ') << "skipped " << sk.variant << ": " << sk.reason;
@@ -284,7 +286,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
   }
   s << "(memory in GB; " << (cuda ? "reserved = CUDA caching allocator" : "peak RSS = process high-water mark")
     << ")\nMFU: model FLOPs/s (matmuls only, rungs.json's flops.formula) over "
-    << (rungs.empty() ? std::string("-") : rungs[0].mfu_basis) << "\n";
+    << (rungs.empty() ? std::string("-") : rungs[0].plan.mfu_basis) << "\n";
   return s.str();
 }
 

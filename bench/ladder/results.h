@@ -17,26 +17,32 @@
 
 namespace gpt2 {
 
-// The facts of one rung that are not Google Benchmark numbers, plus the medians for the summary.
-struct RungRecord {
-  ResolvedRung rung;
-  RungKind kind = RungKind::kRecipe;  // from the plan
+enum class RungStatus { kPending, kOk, kSkipped, kDiverged, kOom, kInterrupted, kError };
+std::string to_string(RungStatus s);
+RungStatus rung_status_from(const std::string& s);  // throws std::invalid_argument on an unknown name
+
+// What a rung is: resolved from the plan and the device, then fixed (a run never writes it).
+struct RungPlanned {
+  ResolvedRung rung;                  // name, variants applied and skipped, the StepSpec as planned
+  std::string benchmark_name;
+  RungKind kind = RungKind::kRecipe;
   std::string compare_to;             // the rung it is measured against ("" for the baseline)
   std::string variant;                // the variant it adds (or, dropping one, removes); "" if none
-  std::string benchmark_name;
-  // pending | ok | skipped (an earlier rung's step here) | diverged | oom | interrupted | error
-  std::string status = "pending";
-  std::string error;
-  int64_t tokens_per_step = 0;
-  double flops_per_token = 0;   // the FLOP model's (model/config.h), the MFU numerator
-  FlopModel flops;
-  std::optional<double> counted_flops_per_token;  // from the profiling pass's op shapes
+  FlopModel flops;                    // the MFU numerator (model/config.h)
   // MFU's denominator: the device's dense bf16 tensor-core peak (datasheet; on the CPU the best
   // matmul rate measured in any precision), the same for every rung; none for an unknown GPU.
   std::optional<double> mfu_peak;
   std::string mfu_basis;
   std::optional<double> datasheet_peak;  // the datasheet peak of the precision the rung computes in
   double measured_peak = 0;              // the matmul rate measured here in that precision
+};
+
+// What happened when it ran.
+struct RungOutcome {
+  RungStatus status = RungStatus::kPending;  // skipped: an earlier rung's step here
+  std::string error;
+  int64_t batch = 0;  // the batch it ran at (batch_scaling's choice after any back-off); 0 = the planned one
+  std::optional<double> counted_flops_per_token;  // from the breakdown pass's op shapes
   std::vector<double> rep_tokens_per_sec;  // one per repetition
   std::vector<double> rep_step_ms;
   int64_t peak_alloc_bytes = 0, peak_reserved_bytes = 0;
@@ -48,9 +54,21 @@ struct RungRecord {
   std::optional<double> scaling_efficiency;
   nlohmann::json breakdown;  // the breakdown pass's summary and memory breakdown, when it ran
   nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
-  nlohmann::json clocks;   // NVML's clocks, power, temperature over the timed repetitions (bench/clocks.h)
-  bool throttled() const { return clocks.is_object() && clocks.value("throttled", false); }
+  nlohmann::json clocks;   // NVML's clocks, power, temperature over the timed repetitions (measure/clocks.h)
+};
 
+// One rung: the plan and, once it has run, the outcome; rungs.json holds both.
+struct RungRecord {
+  RungPlanned plan;
+  RungOutcome out;
+
+  const std::string& name() const { return plan.rung.name; }
+  // The step the rung runs: the planned one at the batch it runs at.
+  StepSpec spec() const;
+  int64_t tokens_per_step() const { return gpt2::tokens_per_step(spec()); }
+  double flops_per_token() const { return plan.flops.per_token(); }
+  bool ok() const { return out.status == RungStatus::kOk; }
+  bool throttled() const { return out.clocks.is_object() && out.clocks.value("throttled", false); }
   double median_tokens_per_sec() const;
   double median_step_ms() const;
   // Model FLOPs/s over: the headline peak (MFU), the rung's precision's datasheet peak, the
@@ -61,8 +79,7 @@ struct RungRecord {
   std::optional<double> mfu() const { return mfu(median_tokens_per_sec()); }
 };
 nlohmann::json to_json(const RungRecord& r);
-// The measured part of a rung back from rungs.json (for --resume); the planned part (name, spec
-// as resolved now) stays as it is, except the batch a batch search chose.
+// The outcome of a rung back from rungs.json (for --resume); the plan is the one resolved now.
 void restore(RungRecord& r, const nlohmann::json& j);
 
 // Display reporter for RunSpecifiedBenchmarks: shows the console output and keeps Google

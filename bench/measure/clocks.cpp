@@ -1,5 +1,7 @@
 #include "bench/measure/clocks.h"
 
+#include "bench/measure/stats.h"
+
 #include <dlfcn.h>
 #include <nlohmann/json.hpp>
 
@@ -12,14 +14,6 @@
 
 namespace gpt2 {
 
-namespace {
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-}  // namespace
 
 ClockSummary summarize_clocks(const std::vector<ClockSample>& samples, double max_sm_mhz) {
   ClockSummary s;
@@ -33,7 +27,7 @@ ClockSummary summarize_clocks(const std::vector<ClockSample>& samples, double ma
     s.temp_c_max = std::max(s.temp_c_max, x.temp_c);
     seen |= x.reasons;
   }
-  s.sm_mhz_median = median_of(sm), s.mem_mhz_median = median_of(mem), s.power_w_median = median_of(power);
+  s.sm_mhz_median = median(sm), s.mem_mhz_median = median(mem), s.power_w_median = median(power);
   const std::pair<uint64_t, const char*> names[] = {{kReasonSwPowerCap, "sw_power_cap"},
                                                     {kReasonHwSlowdown, "hw_slowdown"},
                                                     {kReasonSwThermal, "sw_thermal_slowdown"},

@@ -17,13 +17,20 @@ double binomial_below(int n, int k) {
 }
 }  // namespace
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 MedianInterval median_interval(std::vector<double> v, double level) {
   MedianInterval m;
   m.n = static_cast<int>(v.size());
   if (v.empty()) return m;
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
-  m.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  m.median = median(v);
   int k = 1;
   while (2 * (k + 1) <= static_cast<int>(n) && 1 - 2 * binomial_below(m.n, k + 1) >= level) ++k;
   m.low = v[k - 1];

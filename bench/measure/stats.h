@@ -15,6 +15,7 @@ struct MedianInterval {
   int n = 0;
 };
 MedianInterval median_interval(std::vector<double> values, double level = 0.95);
+double median(std::vector<double> values);  // 0 for none; the mean of the middle two for an even count
 // Sample standard deviation over the mean (0 with fewer than 2 values).
 double coefficient_of_variation(const std::vector<double>& values);
 
