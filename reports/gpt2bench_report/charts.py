@@ -13,6 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from .load import Run  # noqa: E402
 from .stats import differs  # noqa: E402
 
+GIB = float(2**30)  # memory is shown in GiB: an "80 GB" H100 holds 79.2 GiB (85.0e9 bytes)
+
 PUBLISHED = json.loads((Path(__file__).with_name("published.json")).read_text())
 PHASES = ["data", "forward", "loss", "backward", "optimizer"]
 
@@ -65,12 +67,12 @@ def memory_chart(run: Run) -> plt.Figure:
     rungs = _ok(run)
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(rungs) + 2), 4))
     x = range(len(rungs))
-    ax.bar([i - 0.2 for i in x], [r.peak_alloc_bytes / 1e9 for r in rungs], 0.4, label="peak allocated")
+    ax.bar([i - 0.2 for i in x], [r.peak_alloc_bytes / GIB for r in rungs], 0.4, label="peak allocated")
     cuda = run.device.get("type") == "cuda"
-    ax.bar([i + 0.2 for i in x], [r.peak_reserved_bytes / 1e9 for r in rungs], 0.4,
+    ax.bar([i + 0.2 for i in x], [r.peak_reserved_bytes / GIB for r in rungs], 0.4,
            label="peak reserved" if cuda else "process peak RSS")
     ax.set_xticks(list(x), [r.name for r in rungs], rotation=60, fontsize=8)
-    ax.set_ylabel("GB")
+    ax.set_ylabel("GiB (2^30 bytes)")
     ax.set_title("Memory per rung")
     ax.legend(fontsize=8)
     fig.tight_layout()

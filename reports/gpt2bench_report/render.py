@@ -19,7 +19,7 @@ def _fmt(v, spec=",.0f"):
 
 def ladder_table(run: Run) -> list[list[str]]:
     """Rows of the per-run table: every rung, skipped and failed ones included, with why."""
-    rows = [["rung", "status", "tok/s", "vs prev", "vs base", "step ms", "peak alloc GB", "MFU", "parity", "noise",
+    rows = [["rung", "status", "tok/s", "vs prev", "vs base", "step ms", "peak alloc GiB", "MFU", "parity", "noise",
              "tok/s interval", "cv"]]
     base = None
     for r in run.rungs:
@@ -39,7 +39,7 @@ def ladder_table(run: Run) -> list[list[str]]:
             r.name, "ok (throttled)" if r.throttled else "ok", _fmt(r.tokens_per_sec),
             f"{r.tokens_per_sec / prev.tokens_per_sec:.2f}x" if prev else "-",
             f"{r.tokens_per_sec / base.tokens_per_sec:.2f}x" if base else "-",
-            _fmt(r.step_ms, ".2f"), _fmt((r.peak_alloc_bytes or 0) / 1e9, ".3f"),
+            _fmt(r.step_ms, ".2f"), _fmt((r.peak_alloc_bytes or 0) / charts.GIB, ".3f"),
             "-" if r.mfu is None else f"{100 * r.mfu:.1f}%",
             r.parity_verdict + (f" ({r.parity_dev:.1e})" if r.parity_verdict != "n/a" else ""), noise,
             interval, "-" if r.cv is None else f"{100 * r.cv:.1f}%",
@@ -76,11 +76,11 @@ def run_notes(run: Run) -> list[str]:
 
 
 def device_table(runs: list[Run]) -> list[list[str]]:
-    rows = [["run", "device", "type", "SMs / threads", "memory GB", "torch", "git", "world size", "status"]]
+    rows = [["run", "device", "type", "SMs / threads", "memory GiB", "torch", "git", "world size", "status"]]
     for run in runs:
         d = run.device
         rows.append([run.path.name, d.get("name", "?"), d.get("type", "?"), str(d.get("sm_count", "?")),
-                     f"{d.get('total_memory', 0) / 1e9:.1f}", run.build.get("torch", run.context.get("torch_version", "?")),
+                     f"{d.get('total_memory', 0) / charts.GIB:.1f}", run.build.get("torch", run.context.get("torch_version", "?")),
                      run.build.get("git_sha", "?"), str(d.get("world_size", 1)), run.status])
     return rows
 

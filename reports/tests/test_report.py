@@ -65,7 +65,7 @@ def test_memory_mfu_and_phase_charts():
     ok = [r for r in rungs_json("cpu_2threads") if r["status"] == "ok"]
     fig = charts.memory_chart(run)
     alloc = [p.get_height() for p in fig.axes[0].containers[0]]
-    assert alloc == pytest.approx([r["median"]["peak_alloc_bytes"] / 1e9 for r in ok])
+    assert alloc == pytest.approx([r["median"]["peak_alloc_bytes"] / 2**30 for r in ok])  # GiB
     fig = charts.mfu_chart(run)
     assert [p.get_height() for p in fig.axes[0].patches] == pytest.approx([100 * r["median"]["mfu"] for r in ok])
     fig = charts.phase_chart(run)
