@@ -20,6 +20,7 @@
 #include "bench/runtime/datasheet.h"
 #include "bench/runtime/device.h"
 #include "bench/runtime/dist.h"
+#include "bench/ladder/ddp_check.h"
 #include "bench/ladder/ladder.h"
 #include "bench/runtime/launcher.h"
 #include "config/profile.h"
@@ -29,9 +30,7 @@
 #include "model/data.h"
 #include "variants/registry.h"
 
-#ifdef GPT2BENCH_WITH_CUDA
-#include "bench/runtime/cuda/cuda_backend.h"
-#endif
+#include "bench/runtime/backend.h"
 
 namespace gpt2 {
 namespace {
@@ -182,6 +181,19 @@ std::string get(const std::map<std::string, std::string>& f, const std::string& 
   return it == f.end() ? def : it->second;
 }
 
+// A flag's value that must be a whole number >= 1 ("--steps 0", "--batch x" are refused by name).
+int positive_int(const std::string& v, const std::string& flag) {
+  size_t used = 0;
+  int x = 0;
+  try {
+    x = std::stoi(v, &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty() || x < 1) throw std::invalid_argument(flag + " takes a whole number >= 1, got '" + v + "'");
+  return x;
+}
+
 int cmd_ladder(int argc, char** argv) {
   bool verbose = false;
   std::vector<char*> rest = without_switch(argc, argv, "--verbose", verbose);
@@ -212,57 +224,13 @@ int cmd_ladder(int argc, char** argv) {
 
 int cmd_ddp_check(int argc, char** argv) {
   auto f = parse_flags(argc, argv, 2, {"profile", "out", "steps", "batch", "device"}, kDdpCheckHelp);
-  Profile prof = load_profile(need(f, "profile", kDdpCheckHelp));
-  const std::string out = need(f, "out", kDdpCheckHelp);
-  const int steps = std::stoi(get(f, "steps", "5"));
-  DeviceInfo dev = detect_device(get(f, "device", prof.device));
-  const auto env = dist_env_from_environment();
-  std::unique_ptr<Dist> dist;
-  if (env && env->world_size > 1) {
-    if (dev.cuda()) dev = detect_device("cuda:" + std::to_string(env->local_rank));  // each rank its own GPU
-    dev.world_size = env->world_size;
-    dist = std::make_unique<Dist>(*env, dev, std::chrono::seconds(prof.dist_timeout_s));
-  }
-  StepSpec spec = baseline_spec(prof.model, f.count("batch") ? std::stoll(f["batch"]) : prof.batch, dev);
-  spec.model.dropout = 0.0;
-  if (dist) spec.dist.backend = "c10d";
-  const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
-  const int rank = dist ? dist->rank() : 0;
-  const int fault_rank = std::getenv("GPT2BENCH_FAULT_RANK") ? std::stoi(std::getenv("GPT2BENCH_FAULT_RANK")) : -1;
-  const int fault_step = std::getenv("GPT2BENCH_FAULT_STEP") ? std::stoi(std::getenv("GPT2BENCH_FAULT_STEP")) : -1;
-
-  TrainStep ts(spec, dev, data.train, prof.seed, dist.get());
-  std::vector<double> losses, mean;
-  auto train = [&] {
-    for (int i = 0; i < steps; ++i) {
-      if (rank == fault_rank && i == fault_step) std::raise(SIGKILL);
-      losses.push_back(ts.step().item<double>());
-    }
-  };
-  dist ? dist->guarded(train) : train();
-  if (dist) {
-    const auto all = dist->allgather(losses);
-    for (int i = 0; i < steps; ++i) {
-      double m = 0;
-      for (int r = 0; r < dist->world_size(); ++r) m += all[r * steps + i];
-      mean.push_back(m / dist->world_size());
-    }
-  } else {
-    mean = losses;
-  }
-  double sum = 0, sum_sq = 0;
-  for (const auto& p : ts.model().parameters()) {
-    const auto d = p.detach().to(at::kDouble);
-    sum += d.sum().item<double>();
-    sum_sq += d.pow(2).sum().item<double>();
-  }
-  files::create_dirs(out);
-  const nlohmann::json j = {{"rank", rank}, {"world_size", dist ? dist->world_size() : 1}, {"batch", spec.batch},
-                            {"losses", losses}, {"mean_losses", mean}, {"param_sum", sum}, {"param_sum_sq", sum_sq}};
-  std::ofstream(files::join(out, "rank" + std::to_string(rank) + ".json")) << j.dump(2) << "\n";
-  if (dist) dist->barrier();
-  std::cout << "rank " << rank << ": " << steps << " steps, mean losses written to " << out << "\n";
-  return 0;
+  DdpCheckOptions o;
+  o.profile_path = need(f, "profile", kDdpCheckHelp);
+  o.out_dir = need(f, "out", kDdpCheckHelp);
+  o.device = get(f, "device");
+  o.steps = positive_int(get(f, "steps", "5"), "--steps");
+  if (f.count("batch")) o.batch = positive_int(f["batch"], "--batch");
+  return run_ddp_check(o);
 }
 
 int cmd_breakdown(int argc, char** argv) {
@@ -351,10 +319,10 @@ int cmd_doctor(int argc, char** argv) {
             << (nvtx ? "yes" : "no (headers not found at configure time)") << "\n";
   std::cout << "ATen: " << at::get_num_threads() << " threads, MKL " << (at::hasMKL() ? "yes" : "no") << ", MKL-DNN "
             << (at::hasMKLDNN() ? "yes" : "no") << "\n";
-#ifdef GPT2BENCH_WITH_CUDA
-  std::cout << cuda::library_report();
-  if (cuda::device_count() == 0) std::cout << "no CUDA device found: GPU rungs would run on the CPU instead\n";
-#endif
+  if (const Backend* cuda = cuda_backend()) {
+    std::cout << cuda->library_report();
+    if (cuda->device_count() == 0) std::cout << "no CUDA device found: GPU rungs would run on the CPU instead\n";
+  }
   const DeviceInfo dev = detect_device(get(f, "device", "auto"));
   std::cout << "device: " << dev.name << " (" << (dev.cuda() ? "cuda" : "cpu") << ")\n";
   if (dev.cuda())
@@ -388,12 +356,7 @@ std::optional<int> launched(int argc, char** argv) {
       a += "=" + std::string(argv[++i]);
     }
     if (a.rfind("--nproc=", 0) == 0) {
-      try {
-        nproc = std::stoi(a.substr(8));
-      } catch (const std::exception&) {
-        throw std::invalid_argument("--nproc takes a number of processes, got '" + a.substr(8) + "'");
-      }
-      if (nproc < 1) throw std::invalid_argument("--nproc must be at least 1");
+      nproc = positive_int(a.substr(8), "--nproc");
       continue;
     }
     rest.push_back(a);

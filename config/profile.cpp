@@ -109,6 +109,7 @@ Profile load_profile(const std::string& path) {
   // profile_steps: the key's name until the pass was renamed "breakdown" (kept for one release).
   if (r.has("profile_steps") && r.has("breakdown_steps")) r.fail("profile_steps", "give breakdown_steps only");
   p.breakdown_steps = r.get_int(r.has("profile_steps") ? "profile_steps" : "breakdown_steps", p.breakdown_steps, 0, 10'000);
+  if (r.has("budget_minutes")) p.budget_minutes = r.get_double("budget_minutes", 0, 0, 7 * 24 * 60);
   p.seed = static_cast<uint64_t>(r.get_int("seed", static_cast<int64_t>(p.seed), 0, INT64_MAX));
   p.lr = r.get_double("lr", p.lr, 0.0, 1e9);
   p.dist_timeout_s = r.get_int("dist_timeout_s", p.dist_timeout_s, 1, 7 * 24 * 3600);

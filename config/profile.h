@@ -42,6 +42,8 @@ struct Profile {
   int64_t repetitions = 5;
   int64_t parity_steps = 5;  // K steps compared with the baseline's losses
   int64_t breakdown_steps = 2; // steps of each rung's breakdown pass (0 = none); old name profile_steps
+  // The whole run's time budget (budget_minutes; 0 = none). Unset: 15 minutes on a CPU, none on a GPU.
+  std::optional<double> budget_minutes;
   uint64_t seed = 1337;
   double lr = 5e-4;              // AdamW's learning rate (the seed's)
   int64_t dist_timeout_s = 300;  // a collective waiting longer fails, naming the lost rank

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The structure the README's Design section states, checked: one-way includes between the
 # libraries (common -> model -> runtime -> step -> variants -> measure -> config -> ladder -> cli),
-# no function in bench/ over 80 lines, and no rung-name parsing ("_top+") in C++ or Python.
+# no function in bench/ over 80 lines, no rung-name parsing ("_top+") in C++ or Python, and no
+# build-kind #ifdef: the device Backend (bench/runtime/backend.h) is the one seam, chosen by CMake.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bad=0
@@ -23,5 +24,7 @@ forbid config bench/measure/ bench/ladder/
 python3 scripts/long_functions.py 80 $(find bench -name '*.cpp') || { echo "structure: functions over 80 lines in bench/ (above)"; bad=1; }
 hits=$(grep -rn --include='*.cpp' --include='*.h' --include='*.py' '_top+' bench model variants config reports/gpt2bench_report)
 [ -n "$hits" ] && { echo "structure: rung names parsed (use rungs.json's kind/compare_to):"; echo "$hits"; bad=1; }
-[ $bad -eq 0 ] && echo "structure: one-way includes, no function in bench/ over 80 lines, no name parsing"
+hits=$(grep -rn --include='*.cpp' --include='*.h' 'GPT2BENCH_WITH_CUDA' bench model variants config common tests fuzz)
+[ -n "$hits" ] && { echo "structure: #ifdef on the build kind (ask cuda_backend() instead):"; echo "$hits"; bad=1; }
+[ $bad -eq 0 ] && echo "structure: one-way includes, no function in bench/ over 80 lines, no name parsing, no build-kind #ifdef"
 exit $bad

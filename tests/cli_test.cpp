@@ -64,6 +64,45 @@ TEST(Cli, LadderWritesResultsWithTheCounters) {
   EXPECT_TRUE(files::exists(d / "run/breakdown/00_baseline.trace.json"));
 }
 
+// The time budget: a budget far too small for the rungs still runs every rung, at the floor (one
+// timed step per repetition, no breakdown pass), with a verdict, and records what it ran and why;
+// a progress line follows each rung. Without budget_minutes a CPU run gets 15 minutes.
+TEST(Cli, ATightTimeBudgetRunsEveryRungAtTheFloorAndSaysSo) {
+  test::TempDir d;
+  const auto profile = test::write_tiny_profile(
+      d, "name: tiny-budget\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cpu\nbatch: 2\n"
+         "warmup_steps: 0\nsteps: 4\nrepetitions: 2\nparity_steps: 2\nseed: 3\nvariants: [mask_on_the_fly]\n"
+         "budget_minutes: 0.0001\n");
+  auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("gpt2bench: 1/2 rungs, "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("gpt2bench: 2/2 rungs, "), std::string::npos) << r.output;
+  auto rungs = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  EXPECT_DOUBLE_EQ(rungs["profile"]["budget_s"].get<double>(), 0.006);
+  for (const auto& rung : rungs["rungs"]) {
+    EXPECT_EQ(rung["status"], "ok") << rung.dump();
+    EXPECT_EQ(rung["ran"]["steps_per_repetition"], 1) << rung.dump();
+    EXPECT_EQ(rung["ran"]["warmup_steps"], 1);  // the budget needs one warm-up step to time
+    EXPECT_EQ(rung["ran"]["repetitions"], 2);
+    EXPECT_NE(rung["ran"]["budget"].get<std::string>().find("1 of 4 timed steps per repetition; no breakdown pass"),
+              std::string::npos) << rung.dump();
+    EXPECT_EQ(rung["breakdown"]["skipped"], "over the time budget");
+    EXPECT_EQ(rung["repetitions"]["step_ms"].size(), 2u);
+  }
+  EXPECT_EQ(rungs["rungs"][1]["parity"]["verdict"], "pass");
+
+  const auto unbudgeted = test::write_tiny_profile(
+      d, "name: tiny-budget\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cpu\nbatch: 2\n"
+         "warmup_steps: 1\nsteps: 3\nrepetitions: 2\nparity_steps: 2\nseed: 3\nvariants: []\nbreakdown_steps: 0\n");
+  r = test::run_gpt2bench("ladder --profile " + unbudgeted + " --out " + (d / "run2"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  rungs = nlohmann::json::parse(test::read_text(d / "run2/rungs.json"));
+  EXPECT_DOUBLE_EQ(rungs["profile"]["budget_s"].get<double>(), 900.0);
+  EXPECT_EQ(rungs["profile"]["budget_basis"], "15 minutes (a CPU's default)");
+  EXPECT_EQ(rungs["rungs"][0]["ran"]["steps_per_repetition"], 3);
+  EXPECT_EQ(rungs["rungs"][0]["ran"]["budget"], "");
+}
+
 // The FLOP model in rungs.json, the independent count from the op shapes beside it (the manual
 // attention computes the full T×T matrix, SDPA with is_causal the triangle), and MFU's one
 // denominator with its basis.
@@ -151,6 +190,14 @@ TEST(Cli, UsageErrors) {
   r = test::run_gpt2bench("ladder --profile /nonexistent.yaml --out /tmp/never");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("/nonexistent.yaml: no such file"), std::string::npos) << r.output;
+  for (const char* bad : {"--steps 0", "--steps x", "--batch -2", "--nproc 2x"}) {
+    r = test::run_gpt2bench(std::string("ddp-check --profile x.yaml --out /tmp/never ") + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
+    EXPECT_NE(r.output.find("takes a whole number >= 1"), std::string::npos) << bad << ": " << r.output;
+  }
+  r = test::run_gpt2bench("doctor --device cuda:x");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("unknown device 'cuda:x'"), std::string::npos) << r.output;
 }
 
 TEST(Cli, PrepareThenTrainOnTheShards) {

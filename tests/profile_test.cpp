@@ -103,7 +103,7 @@ TEST(Profile, MissingOrBrokenFiles) {
 TEST(Plan, BaselineFirstAndNumbered) {
   Profile p;
   p.plan = "recipes";
-  p.recipes = {{"mine", {"a"}}, {"yours", {"b", "c"}}};
+  p.recipes = {{"mine", {"a"}, RungKind::kRecipe, "", ""}, {"yours", {"b", "c"}, RungKind::kRecipe, "", ""}};
   auto rungs = expand_plan(p);
   ASSERT_EQ(rungs.size(), 3u);
   EXPECT_EQ(rungs[0].name, "00_baseline");

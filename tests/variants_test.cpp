@@ -91,7 +91,9 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
       const Support s = v->supports(devs[i]);
       const bool expect = it == want.end() ? true : it->second[i];
       EXPECT_EQ(s.ok, expect) << v->name << " on " << devs[i].name;
-      if (!s.ok) EXPECT_FALSE(s.why_not.empty()) << v->name << " must say why not";
+      if (!s.ok) {
+        EXPECT_FALSE(s.why_not.empty()) << v->name << " must say why not";
+      }
     }
   }
   DeviceInfo two = cpu();
@@ -119,7 +121,9 @@ TEST(Variants, ParityOnTheCpu) {
     const ParityResult r = judge_parity(v->parity, tr, reference);
     EXPECT_EQ(r.verdict, "pass") << v->name << ": " << r.rule << ", max dev " << r.max_abs_dev << ", losses "
                                  << at::tensor(tr.losses) << " baseline " << at::tensor(reference);
-    if (v->parity == ParityClass::kExact) EXPECT_LT(r.max_abs_dev, 1e-4) << v->name;
+    if (v->parity == ParityClass::kExact) {
+      EXPECT_LT(r.max_abs_dev, 1e-4) << v->name;
+    }
   }
 }
 

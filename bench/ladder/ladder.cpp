@@ -20,6 +20,7 @@
 #include <set>
 
 #include "bench/ladder/backoff.h"
+#include "bench/ladder/budget.h"
 #include "bench/measure/clocks.h"
 #include "bench/runtime/datasheet.h"
 #include "bench/runtime/device.h"
@@ -193,6 +194,9 @@ struct Ladder {
   std::string abort_reason;         // set once the run cannot go on (a lost rank)
   std::string reference_error;      // why there is no parity reference (it ran out of memory)
   std::unique_ptr<ClockSampler> clocks;  // NVML over the timed steps (unavailable on the CPU)
+  TimeBudget budget{0};      // the run's time budget (bench/ladder/budget.h)
+  int64_t rungs_to_run = 0;  // selected by --rung and not done already
+  int64_t rungs_started = 0;
 
   bool rank0() const { return !dist || dist->rank() == 0; }
 
@@ -206,12 +210,19 @@ struct Ladder {
       std::cerr << "    batch_scaling chose batch " << r.out.batch << "\n";
     }
     if (dist && rank0() && ranks(r.spec()) > 1) dist->post(r.name() + " " + std::to_string(r.spec().batch));
+    // Under a time budget at least one warm-up step, whose time the budget's fit is based on.
+    r.out.warmup_steps = std::max<int64_t>(prof.warmup_steps, budget.limited() ? 1 : 0);
     auto attempt = [&](int64_t batch) {
       r.out.batch = batch;
       release();
       meter.reset_peak();
       live = std::make_unique<TrainStep>(r.spec(), dev, data.train, prof.seed, dist);
-      for (int64_t w = 0; w < prof.warmup_steps; ++w) live->step();
+      for (int64_t w = 0; w < r.out.warmup_steps; ++w) {
+        const double t0 = budget.elapsed_s();
+        live->step();
+        synchronize(dev);
+        r.out.warmup_step_s = budget.elapsed_s() - t0;
+      }
       synchronize(dev);
     };
     if (searched && ranks(r.spec()) == 1) {
@@ -224,6 +235,26 @@ struct Ladder {
     }
     r.out.sdpa_backend_used = live->sdpa_backend_used();
     if (clocks) clocks->take();  // samples of an earlier, failed rung are not this one's
+  }
+
+  // The timed steps per repetition and whether the breakdown pass runs: the profile's, or under a
+  // time budget what fits this rung's share (what is left of it after build and warm-up). Data-
+  // parallel rungs keep the profile's (every rank must take the same steps).
+  void fit(RungRecord& r, double share_s, double started_s) {
+    r.out.steps = prof.steps;
+    if (!budget.limited() || ranks(r.spec()) > 1) return;
+    const RungCost cost{prof.repetitions, prof.steps, prof.parity_steps, prof.breakdown_steps, r.out.warmup_steps};
+    const double left = share_s - (budget.elapsed_s() - started_s);
+    const RungFit f = fit_rung(left, r.out.warmup_step_s, cost);
+    r.out.steps = f.steps;
+    std::string note;
+    if (f.steps < prof.steps) note = std::to_string(f.steps) + " of " + std::to_string(prof.steps) + " timed steps per repetition";
+    if (!f.breakdown) note += std::string(note.empty() ? "" : "; ") + "no breakdown pass";
+    if (note.empty()) return;
+    r.out.budget_note = note + " (time budget: " + format_duration(left) + " left for this rung at " +
+                        format_duration(r.out.warmup_step_s) + " a step)";
+    if (!f.breakdown) r.out.breakdown = {{"skipped", "over the time budget"}};
+    std::cerr << "    " << r.out.budget_note << "\n";
   }
 
   // Frees the live step and gives the device a clean state for what comes next, whatever the last
@@ -246,7 +277,7 @@ struct Ladder {
   double repetition(RungRecord& r, bool& stopped) {
     auto timer = make_step_timer(dev);
     if (clocks) clocks->start();
-    const TimedSteps t = time_steps(prof.steps, [&] { return live->step(); }, *timer, [] { return g_signal != 0; });
+    const TimedSteps t = time_steps(r.out.steps, [&] { return live->step(); }, *timer, [] { return g_signal != 0; });
     if (clocks) clocks->stop();
     stopped = t.stopped;
     if (t.seconds.empty()) return 0;
@@ -258,7 +289,7 @@ struct Ladder {
     const auto finite = at::isfinite(all);
     if (!finite.all().item<bool>()) {
       const int64_t bad = at::argmin(finite.to(at::kInt)).item<int64_t>();
-      r.out.diverged_at = prof.warmup_steps + static_cast<int64_t>(r.out.rep_step_ms.size()) * prof.steps + bad + 1;
+      r.out.diverged_at = r.out.warmup_steps + static_cast<int64_t>(r.out.rep_step_ms.size()) * r.out.steps + bad + 1;
     }
     r.out.final_loss = all[-1].item<double>();
     r.out.rep_step_ms.push_back(1e3 * step_s);
@@ -368,6 +399,7 @@ struct Ladder {
       std::cerr << "[rank " << dist->rank() << "] " << r.plan.rung.name << ": following rank 0\n";
       dist->guarded([&] {
         build(r);
+        r.out.steps = prof.steps;
         bool stopped = false;
         for (int64_t rep = 0; rep < prof.repetitions && !stopped; ++rep) repetition(r, stopped);
         finish(r, false);
@@ -416,9 +448,12 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
   }
   try {
     if (rep == 0) {
-      std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec.plan.rung.name << ": build + " << prof.warmup_steps
-                << " warm-up steps\n";
+      const double started = ladder.budget.elapsed_s();
+      const double share = ladder.budget.share_s(ladder.rungs_to_run - ladder.rungs_started++);
+      std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec.plan.rung.name << ": build + "
+                << std::max<int64_t>(prof.warmup_steps, ladder.budget.limited() ? 1 : 0) << " warm-up steps\n";
       ladder.build(rec);
+      ladder.fit(rec, share, started);
     }
     bool stopped = false;
     const double total_s = ladder.repetition(rec, stopped);
@@ -435,13 +470,13 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
       st.SkipWithError(rec.out.error.c_str());
       return;
     }
-    set_counters(st, rec, total_s / static_cast<double>(prof.steps), records);
+    set_counters(st, rec, total_s / static_cast<double>(rec.out.steps), records);
     if (rep + 1 < prof.repetitions) return;
     if (ladder.clocks) {
       rec.out.clocks = to_json(ladder.clocks->take());
       if (rec.throttled()) std::cerr << "    THROTTLED: " << rec.out.clocks["throttled_why"].get<std::string>() << "\n";
     }
-    if (prof.breakdown_steps > 0 && ranks(rec.spec()) == 1) {
+    if (prof.breakdown_steps > 0 && ranks(rec.spec()) == 1 && !rec.out.breakdown.contains("skipped")) {
       ladder.breakdown_pass(rec, out_dir);
       if (!rec.out.breakdown.contains("error")) {
         st.counters["events_per_step"] = rec.out.breakdown["events_per_step"].get<double>();
@@ -457,9 +492,10 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
 }
 
 // --rung REGEX (Google Benchmark's filter; a leading '-' negates it) must select a rung: checked
-// before anything runs or is written, naming the rungs there are.
-void check_rung_filter(const std::string& filter, const std::vector<RungRecord>& records) {
-  if (filter.empty()) return;
+// before anything runs or is written, naming the rungs there are. Returns how many it selects.
+int64_t check_rung_filter(const std::string& filter, const std::vector<RungRecord>& records) {
+  auto pending = [](const RungRecord& r) { return r.out.status == RungStatus::kPending; };
+  if (filter.empty()) return std::count_if(records.begin(), records.end(), pending);
   const bool negate = filter[0] == '-';
   std::regex re;
   try {
@@ -468,21 +504,13 @@ void check_rung_filter(const std::string& filter, const std::vector<RungRecord>&
     throw std::runtime_error("--rung '" + filter + "' is not a valid regular expression (" + e.what() + ")");
   }
   std::string names;
+  int64_t selected = 0;
   for (const auto& r : records) {
-    if (r.out.status == RungStatus::kPending && std::regex_search(r.plan.benchmark_name, re) != negate) return;
+    if (pending(r) && std::regex_search(r.plan.benchmark_name, re) != negate) ++selected;
     names += (names.empty() ? "" : ", ") + r.plan.rung.name;
   }
-  throw std::runtime_error("--rung '" + filter + "' matches no rung to run (rungs: " + names + ")");
-}
-
-// The device this process runs on: --device, else the profile's; under torchrun each rank its own
-// GPU (LOCAL_RANK), unless --device names one.
-DeviceInfo run_device(const LadderOptions& o, const Profile& prof, const std::optional<DistEnv>& env) {
-  DeviceInfo dev = detect_device(o.device.empty() ? prof.device : o.device);
-  if (!env || env->world_size <= 1) return dev;
-  if (dev.cuda() && o.device.empty()) dev = detect_device("cuda:" + std::to_string(env->local_rank));
-  dev.world_size = env->world_size;
-  return dev;
+  if (selected == 0) throw std::runtime_error("--rung '" + filter + "' matches no rung to run (rungs: " + names + ")");
+  return selected;
 }
 
 // What an earlier run in DIR leaves to this one: its complete rungs' Google Benchmark results.
@@ -545,12 +573,22 @@ void measure_peaks(const DeviceInfo& dev, std::vector<RungRecord>& records) {
 }
 
 // rungs.json without its rungs: the profile, device (with its datasheet row), build, MFU basis.
+// The run's time budget in seconds (0 = none): the profile's budget_minutes, else 15 minutes on a
+// CPU (make ladder on any 2-core machine) and none on a GPU.
+double run_budget_s(const Profile& prof, const DeviceInfo& dev) {
+  if (prof.budget_minutes) return *prof.budget_minutes * 60;
+  return dev.cuda() ? 0 : 15 * 60;
+}
+
 nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std::vector<RungRecord>& records,
                           const std::string& build_id) {
   nlohmann::json doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"plan", prof.plan},
                                      {"batch", prof.batch}, {"warmup_steps", prof.warmup_steps},
                                      {"steps", prof.steps}, {"repetitions", prof.repetitions},
                                      {"parity_steps", prof.parity_steps}, {"seed", prof.seed},
+                                     {"budget_s", run_budget_s(prof, dev)},
+                                     {"budget_basis", prof.budget_minutes ? "profile (budget_minutes)"
+                                                      : dev.cuda() ? "none (a GPU's default)" : "15 minutes (a CPU's default)"},
                                      {"data", prof.data.synthetic ? "synthetic" : prof.data.train_glob}}},
                         {"device", dev},
                         {"build", {{"torch", torch_version()}, {"cuda", build_has_cuda()}, {"git_sha", git_sha()}}}};
@@ -678,9 +716,10 @@ int run_ladder(const LadderOptions& o) {
   // 1. Everything that can fail on bad input, before DIR is touched.
   Profile prof = load_profile(o.profile_path);
   const auto env = dist_env_from_environment();
-  const DeviceInfo dev = run_device(o, prof, env);
+  const DeviceInfo dev = rank_device(o.device.empty() ? prof.device : o.device, !o.device.empty(), env);
   std::vector<RungRecord> records = plan_rungs(prof, dev);
   check_rung_filter(o.rung_filter, records);
+  const TimeBudget budget(run_budget_s(prof, dev));
   const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
   std::unique_ptr<Dist> dist;
   if (env && env->world_size > 1) dist = std::make_unique<Dist>(*env, dev, std::chrono::seconds(prof.dist_timeout_s));
@@ -711,7 +750,11 @@ int run_ladder(const LadderOptions& o) {
   // From here on the CPU runs out of memory as a GPU does: at the allocation that goes over the
   // budget, wherever it is (batch search, build, warm-up, timed steps, breakdown, parity).
   meter->set_limit(prof.settings.cpu_memory_budget);
-  Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, make_clock_sampler(dev)};
+  Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, make_clock_sampler(dev), budget};
+  ladder.rungs_to_run = check_rung_filter(o.rung_filter, records);  // after --resume marked the done ones
+  if (budget.limited())
+    std::cerr << "gpt2bench: time budget " << format_duration(budget.total_s()) << " for " << ladder.rungs_to_run
+              << " rung(s): each takes the timed steps that fit its share (at least 1 per repetition)\n";
   writer.flush(records, "running");
   parity_reference(ladder, records[0].plan.rung.spec);
 
@@ -723,7 +766,9 @@ int run_ladder(const LadderOptions& o) {
         writer.flush(records, "running");
         for (const auto& r : records)
           if (name.rfind(r.plan.benchmark_name + "/", 0) == 0 && told.insert(r.plan.rung.name).second)
-            std::cerr << rung_line(r, compared_with(records, r)) << "\n";
+            std::cerr << rung_line(r, compared_with(records, r)) << "\n"
+                      << "gpt2bench: " << ladder.budget.progress(static_cast<int64_t>(told.size()), ladder.rungs_to_run)
+                      << "\n";
       },
       o.verbose);
   writer.attach(&reporter);

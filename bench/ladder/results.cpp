@@ -120,6 +120,10 @@ nlohmann::json to_json(const RungRecord& r) {
   }
   if (!r.out.batch_search.empty()) j["batch_search"] = r.out.batch_search;
   if (!r.out.clocks.is_null()) j["clocks"] = r.out.clocks;
+  if (r.out.steps > 0)
+    j["ran"] = {{"warmup_steps", r.out.warmup_steps}, {"warmup_step_s", r.out.warmup_step_s},
+                {"steps_per_repetition", r.out.steps}, {"repetitions", r.out.rep_step_ms.size()},
+                {"budget", r.out.budget_note}};
   if (r.out.status == RungStatus::kOk) {
     const double tps = r.median_tokens_per_sec();
     j["median"] = {{"tokens_per_sec", tps}, {"step_ms", r.median_step_ms()},
@@ -153,6 +157,13 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   if (j.contains("batch_search")) r.out.batch_search = j["batch_search"];
   if (j.contains("clocks")) r.out.clocks = j["clocks"];
   if (j.contains("breakdown")) r.out.breakdown = j["breakdown"];
+  if (j.contains("ran")) {
+    const auto& ran = j["ran"];
+    r.out.steps = ran.at("steps_per_repetition").get<int64_t>();
+    r.out.warmup_steps = ran.at("warmup_steps").get<int64_t>();
+    r.out.warmup_step_s = ran.at("warmup_step_s").get<double>();
+    r.out.budget_note = ran.value("budget", "");
+  }
   if (j.contains("rank_step_ms")) r.out.rank_step_ms = j["rank_step_ms"].get<std::vector<double>>();
   if (j.contains("rank_peak_alloc_bytes")) r.out.rank_peak_alloc_bytes = j["rank_peak_alloc_bytes"].get<std::vector<double>>();
   if (j.contains("scaling_efficiency") && !j["scaling_efficiency"].is_null())

@@ -42,6 +42,10 @@ struct RungOutcome {
   RungStatus status = RungStatus::kPending;  // skipped: an earlier rung's step here
   std::string error;
   int64_t batch = 0;  // the batch it ran at (batch_scaling's choice after any back-off); 0 = the planned one
+  int64_t steps = 0;  // timed steps per repetition as run (the time budget may take fewer than the profile's)
+  int64_t warmup_steps = 0;
+  double warmup_step_s = 0;   // the last warm-up step's time: what the budget's fit is based on
+  std::string budget_note;    // what the time budget changed for this rung ("" = nothing)
   std::optional<double> counted_flops_per_token;  // from the breakdown pass's op shapes
   std::vector<double> rep_tokens_per_sec;  // one per repetition
   std::vector<double> rep_step_ms;

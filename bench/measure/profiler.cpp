@@ -8,10 +8,9 @@
 #include <thread>
 
 #include "bench/runtime/phase.h"
+#include <stdexcept>
 
-#ifdef GPT2BENCH_WITH_CUDA
 #include "bench/measure/cuda/cupti.h"
-#endif
 
 namespace gpt2 {
 
@@ -91,9 +90,10 @@ class CpuOpCollector : public Collector {
 }  // namespace
 
 std::unique_ptr<Collector> make_collector(const DeviceInfo& d) {
-#ifdef GPT2BENCH_WITH_CUDA
-  if (d.cuda()) return cuda::make_cupti_collector();
-#endif
+  if (d.cuda()) {
+    if (auto c = make_cupti_collector()) return c;
+    throw std::runtime_error("a CUDA device in a build without CUPTI");
+  }
   return std::make_unique<CpuOpCollector>();
 }
 

@@ -2,101 +2,69 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <stdexcept>
+#include <string_view>
 
+#include "bench/runtime/backend.h"
 #include "bench/runtime/datasheet.h"
-
-#ifdef GPT2BENCH_WITH_CUDA
-#include "bench/runtime/cuda/cuda_backend.h"
-#endif
 
 namespace gpt2 {
 
-bool build_has_cuda() {
-#ifdef GPT2BENCH_WITH_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
+bool build_has_cuda() { return cuda_backend() != nullptr; }
 
 std::string cpu_bf16_support(const std::string& flags) {
-  auto has = [&](const char* f) { return flags.find(" " + std::string(f) + " ") != std::string::npos; };
+  auto has = [&](std::string_view f) {
+    for (size_t at = flags.find(f); at != std::string::npos; at = flags.find(f, at + 1))
+      if (at > 0 && flags[at - 1] == ' ' && at + f.size() < flags.size() && flags[at + f.size()] == ' ') return true;
+    return false;
+  };
   if (has("amx_bf16")) return "native (AMX-BF16)";
   if (has("avx512_bf16")) return "native (AVX512-BF16)";
   return "emulated (no AMX-BF16 or AVX512-BF16: bf16 math runs through conversions to fp32, slower than fp32 itself)";
 }
 
-namespace {
-DeviceInfo describe_cpu() {
-  DeviceInfo d;
-  d.type = DeviceType::kCpu;
-  std::ifstream f("/proc/cpuinfo");
-  std::string line, flags, model;
-  while (std::getline(f, line)) {
-    if (model.empty() && line.rfind("model name", 0) == 0) model = line.substr(line.find(':') + 2);
-    if (flags.empty() && line.rfind("flags", 0) == 0) flags = line.substr(line.find(':') + 1) + " ";
-  }
-  d.bf16_support = cpu_bf16_support(flags);
-  d.name = model.empty() ? "cpu" : model;
-  d.sm_count = at::get_num_threads();
-  d.total_memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
-  d.bf16 = true;  // ATen computes bf16 on any CPU (emulated where the ISA lacks it)
-  return d;
+const Backend& backend_for(const DeviceInfo& d) {
+  if (!d.cuda()) return cpu_backend();
+  if (const Backend* b = cuda_backend()) return *b;
+  throw std::runtime_error("a CUDA device in a build without CUDA");
 }
 
-class SteadyStepTimer : public StepTimer {
- public:
-  void mark() override { marks_.push_back(std::chrono::steady_clock::now()); }
-  std::vector<double> intervals() override {
-    std::vector<double> out;
-    for (size_t i = 1; i < marks_.size(); ++i) out.push_back(std::chrono::duration<double>(marks_[i] - marks_[i - 1]).count());
-    marks_.clear();
-    return out;
-  }
-
- private:
-  std::vector<std::chrono::steady_clock::time_point> marks_;
-};
-}  // namespace
-
 DeviceInfo detect_device(const std::string& want) {
-  if (want == "cpu") return describe_cpu();
+  if (want == "cpu") return cpu_backend().describe(0);
   const bool asked_cuda = want.rfind("cuda", 0) == 0;
+  int index = 0;
+  if (asked_cuda && want.size() > 4) {
+    const std::string digits(want.begin() + std::min<std::ptrdiff_t>(5, want.size()), want.end());
+    if (want[4] != ':' || digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos)
+      throw std::runtime_error("unknown device '" + want + "' (expected auto, cpu, cuda or cuda:N)");
+    index = std::stoi(digits);
+  }
   if (!asked_cuda && want != "auto")
     throw std::runtime_error("unknown device '" + want + "' (expected auto, cpu, cuda or cuda:N)");
-#ifdef GPT2BENCH_WITH_CUDA
-  const int n = cuda::device_count();
-  if (n > 0) {
-    int index = 0;
-    if (want.size() > 5) index = std::stoi(want.substr(5));
-    if (index < 0 || index >= n)
-      throw std::runtime_error("device '" + want + "': only " + std::to_string(n) + " CUDA device(s)");
-    cuda::activate(index);  // current device + CUDA state, before anything touches the allocator
-    return cuda::describe(index);
+  const Backend* cuda = cuda_backend();
+  if (!cuda) {
+    if (asked_cuda)
+      throw std::runtime_error("device '" + want + "': this build has no CUDA (build it with `make TORCH=cuda`)");
+    return cpu_backend().describe(0);
   }
-  if (asked_cuda) throw std::runtime_error("device '" + want + "': this CUDA build finds no CUDA device");
-#else
-  if (asked_cuda)
-    throw std::runtime_error("device '" + want + "': this build has no CUDA (build it with `make TORCH=cuda`)");
-#endif
-  return describe_cpu();
+  const int n = cuda->device_count();
+  if (n == 0) {
+    if (asked_cuda) throw std::runtime_error("device '" + want + "': this CUDA build finds no CUDA device");
+    return cpu_backend().describe(0);
+  }
+  if (index >= n)
+    throw std::runtime_error("device '" + want + "': only " + std::to_string(n) + " CUDA device(s)");
+  cuda->activate(index);  // current device + CUDA state, before anything touches the allocator
+  return cuda->describe(index);
 }
 
 c10::Device torch_device(const DeviceInfo& d) {
   return d.cuda() ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(d.index)) : c10::Device(c10::kCPU);
 }
 
-std::unique_ptr<StepTimer> make_step_timer(const DeviceInfo& d) {
-#ifdef GPT2BENCH_WITH_CUDA
-  if (d.cuda()) return cuda::make_step_timer(d.index);
-#endif
-  return std::make_unique<SteadyStepTimer>();
-}
+std::unique_ptr<StepTimer> make_step_timer(const DeviceInfo& d) { return backend_for(d).step_timer(d.index); }
 
 namespace {
 class PlainMover : public BatchMover {
@@ -123,33 +91,18 @@ class EagerExecutor : public Executor {
 }  // namespace
 
 std::unique_ptr<BatchMover> make_batch_mover(const DeviceInfo& d, Loader& loader, bool pinned) {
-#ifdef GPT2BENCH_WITH_CUDA
-  if (d.cuda() && pinned) return cuda::make_pinned_mover(loader, d.index);
-#endif
-  if (pinned) throw std::runtime_error("pinned-memory batches need a CUDA device");
+  if (pinned) return backend_for(d).pinned_mover(loader, d.index);
   return std::make_unique<PlainMover>(loader, torch_device(d));
 }
 
 std::unique_ptr<Executor> make_executor(ExecutorKind k, const DeviceInfo& d, StepBody body,
                                         std::vector<at::Tensor> state) {
   if (k == ExecutorKind::kEager) return std::make_unique<EagerExecutor>(std::move(body));
-#ifdef GPT2BENCH_WITH_CUDA
-  if (d.cuda()) return cuda::make_graph_executor(std::move(body), std::move(state));
-#endif
-  throw std::runtime_error("the CUDA-graph executor needs a CUDA device");
+  return backend_for(d).graph_executor(std::move(body), std::move(state));
 }
 
-void synchronize(const DeviceInfo& d) {
-#ifdef GPT2BENCH_WITH_CUDA
-  if (d.cuda()) cuda::synchronize();
-#endif
-}
-
-void empty_cache(const DeviceInfo& d) {
-#ifdef GPT2BENCH_WITH_CUDA
-  if (d.cuda()) cuda::empty_cache();
-#endif
-}
+void synchronize(const DeviceInfo& d) { backend_for(d).synchronize(); }
+void empty_cache(const DeviceInfo& d) { backend_for(d).empty_cache(); }
 
 c10::ScalarType compute_dtype(MathMode m) {
   return m == MathMode::kBf16 ? at::kBFloat16 : m == MathMode::kFp16 ? at::kHalf : at::kFloat;

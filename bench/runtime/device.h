@@ -1,6 +1,6 @@
-// defines: detect_device, torch_device, StepTimer/make_step_timer, synchronize, empty_cache,
-//          datasheet_peak_flops, measure_matmul_peak — everything that differs between CPU and CUDA
-//          besides memory (bench/memory.h). CUDA code lives in bench/cuda/, compiled in the CUDA build.
+// defines: detect_device, torch_device, StepTimer/make_step_timer, BatchMover, Executor, synchronize,
+//          empty_cache, datasheet_peak_flops, measure_matmul_peak. The device-specific parts come from
+//          the device's Backend (bench/runtime/backend.h: cpu_backend.cpp, cuda/cuda_backend.cpp).
 #pragma once
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>

@@ -8,12 +8,11 @@
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
 #include <atomic>
+#include <csignal>
 #include <cstdlib>
 #include <thread>
 
-#ifdef GPT2BENCH_WITH_CUDA
-#include "bench/runtime/cuda/cuda_backend.h"
-#endif
+#include "bench/runtime/backend.h"
 
 namespace gpt2 {
 
@@ -77,6 +76,14 @@ struct Dist::Impl {
   }
 };
 
+DeviceInfo rank_device(const std::string& want, bool pinned, const std::optional<DistEnv>& env) {
+  DeviceInfo dev = detect_device(want);
+  if (!env || env->world_size <= 1) return dev;
+  if (dev.cuda() && !pinned) dev = detect_device("cuda:" + std::to_string(env->local_rank));
+  dev.world_size = env->world_size;
+  return dev;
+}
+
 Dist::Dist(const DistEnv& env, const DeviceInfo& dev, std::chrono::milliseconds timeout) : impl_(new Impl) {
   auto& m = *impl_;
   m.env = env;
@@ -84,6 +91,9 @@ Dist::Dist(const DistEnv& env, const DeviceInfo& dev, std::chrono::milliseconds 
   // torchrun's agent may host the store itself (TORCHELASTIC_USE_AGENT_STORE); else rank 0 does.
   const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
   const bool agent_store = agent && std::string(agent) == "True";
+  // A peer that dies leaves its sockets closed; a write to one must fail with EPIPE (which the
+  // collective guard turns into "lost rank N"), not kill this rank with SIGPIPE before it can say so.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     m.store = m.connect(env.rank == 0 && !agent_store);
     m.hb_store = m.connect(false);
@@ -98,15 +108,13 @@ Dist::Dist(const DistEnv& env, const DeviceInfo& dev, std::chrono::milliseconds 
     m.pg->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::GLOO, gloo);
     m.pg->setDefaultBackend(c10d::ProcessGroup::GLOO);
     m.backend = "gloo";
-#ifdef GPT2BENCH_WITH_CUDA
     if (dev.cuda()) {
-      auto nccl = cuda::make_nccl_backend(c10::make_intrusive<c10d::PrefixStore>("nccl", m.store), env.rank,
-                                          env.world_size, timeout);
+      auto nccl = backend_for(dev).collectives(c10::make_intrusive<c10d::PrefixStore>("nccl", m.store), env.rank,
+                                               env.world_size, timeout);
       m.pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::NCCL, nccl);
       m.pg->setDefaultBackend(c10d::ProcessGroup::NCCL);
       m.backend = "nccl";
     }
-#endif
   } catch (const std::exception& e) {
     throw DistError("rank " + std::to_string(env.rank) + " could not join the group at " + env.master_addr + ":" +
                     std::to_string(env.master_port) + ": " + what(e));

@@ -24,6 +24,10 @@ struct DistEnv {
 // RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT as torchrun sets them; nullopt when
 // WORLD_SIZE is unset. Malformed values are an error naming the variable.
 std::optional<DistEnv> dist_env_from_environment();
+// The device this process runs on: `want` ("auto", "cpu", "cuda:N"; bench/runtime/device.h); under
+// torchrun (env with world_size > 1) each rank its own GPU, cuda:LOCAL_RANK, unless `pinned` (the
+// user named one with --device), and world_size set. Used by every command that trains.
+DeviceInfo rank_device(const std::string& want, bool pinned, const std::optional<DistEnv>& env);
 
 struct DistError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -8,9 +8,7 @@
 #include <string>
 #include <unordered_map>
 
-#ifdef GPT2BENCH_WITH_CUDA
-#include "bench/runtime/cuda/cuda_backend.h"
-#endif
+#include "bench/runtime/backend.h"
 
 namespace gpt2 {
 namespace {
@@ -108,12 +106,11 @@ bool reset_process_peak_rss() {
   return static_cast<bool>(f.flush());
 }
 
-std::unique_ptr<MemoryMeter> make_memory_meter(const DeviceInfo& d) {
-#ifdef GPT2BENCH_WITH_CUDA
-  if (d.cuda()) return cuda::make_memory_meter(d.index);
-#endif
+std::unique_ptr<MemoryMeter> make_cpu_memory_meter() {
   install_counting_cpu_allocator();
   return std::make_unique<CpuMemoryMeter>();
 }
+
+std::unique_ptr<MemoryMeter> make_memory_meter(const DeviceInfo& d) { return backend_for(d).memory_meter(d.index); }
 
 }  // namespace gpt2

@@ -25,7 +25,8 @@ class MemoryMeter {
   // device's memory is the limit; this does nothing.
   virtual void set_limit(int64_t bytes) {}
 };
-std::unique_ptr<MemoryMeter> make_memory_meter(const DeviceInfo& d);
+std::unique_ptr<MemoryMeter> make_memory_meter(const DeviceInfo& d);  // the device's backend's meter
+std::unique_ptr<MemoryMeter> make_cpu_memory_meter();  // the counting allocator's (installed by this call)
 
 // Puts the counting wrapper in front of ATen's CPU allocator (idempotent; call before the
 // tensors to be counted are made).

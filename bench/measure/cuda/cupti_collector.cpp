@@ -13,11 +13,11 @@
 #include <unordered_map>
 
 #include "bench/measure/cuda/cupti.h"
-#include "bench/runtime/cuda/cuda_backend.h"
+#include "bench/runtime/backend.h"
 #include "bench/runtime/phase.h"
 #include "bench/measure/profiler.h"
 
-namespace gpt2::cuda {
+namespace gpt2 {
 namespace {
 
 constexpr size_t kBufferBytes = 8u << 20;
@@ -127,7 +127,7 @@ class CuptiCollector : public Collector {
   }
   void stop() override {
     set_phase_listener(nullptr);
-    synchronize();
+    cuda_backend()->synchronize();
     check(cuptiActivityFlushAll(1), "flush");
     for (auto k : enabled_kinds()) cuptiActivityDisable(k);
     attribute_phases(store_->device, store_->launch_at, store_->phases);
@@ -143,4 +143,4 @@ class CuptiCollector : public Collector {
 
 std::unique_ptr<Collector> make_cupti_collector() { return std::make_unique<CuptiCollector>(); }
 
-}  // namespace gpt2::cuda
+}  // namespace gpt2

@@ -1,7 +1,7 @@
-// The CUDA side of bench/device.h and bench/memory.h. Compiled only in the CUDA build
-// (GPT2BENCH_CUDA=ON), and made to run on a machine without a GPU or a driver: every entry point
+// The CUDA Backend (bench/runtime/backend.h). Compiled only in the CUDA build (GPT2BENCH_CUDA=ON),
+// in no_cuda.cpp's place, and made to run on a machine without a GPU or a driver: every entry point
 // checks device_count() first or is only reached after detect_device found a device.
-#include "bench/runtime/cuda/cuda_backend.h"
+#include "bench/runtime/backend.h"
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -21,6 +21,7 @@
 #include "bench/runtime/graph_capture.h"
 
 namespace gpt2::cuda {
+namespace {  // reached only through CudaBackend, at the end
 
 int device_count() { return static_cast<int>(c10::cuda::device_count()); }
 
@@ -261,4 +262,37 @@ std::string library_report() {
   return s.str();
 }
 
+}  // namespace
 }  // namespace gpt2::cuda
+
+namespace gpt2 {
+namespace {
+class CudaBackend final : public Backend {
+ public:
+  int device_count() const override { return cuda::device_count(); }
+  void activate(int index) const override { cuda::activate(index); }
+  DeviceInfo describe(int index) const override { return cuda::describe(index); }
+  std::unique_ptr<StepTimer> step_timer(int index) const override { return cuda::make_step_timer(index); }
+  std::unique_ptr<MemoryMeter> memory_meter(int index) const override { return cuda::make_memory_meter(index); }
+  std::unique_ptr<BatchMover> pinned_mover(Loader& loader, int index) const override {
+    return cuda::make_pinned_mover(loader, index);
+  }
+  std::unique_ptr<Executor> graph_executor(StepBody body, std::vector<at::Tensor> state) const override {
+    return cuda::make_graph_executor(std::move(body), std::move(state));
+  }
+  c10::intrusive_ptr<c10d::Backend> collectives(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                std::chrono::milliseconds timeout) const override {
+    return cuda::make_nccl_backend(store, rank, size, timeout);
+  }
+  void synchronize() const override { cuda::synchronize(); }
+  void empty_cache() const override { cuda::empty_cache(); }
+  std::string library_report() const override { return cuda::library_report(); }
+};
+}  // namespace
+
+const Backend* cuda_backend() {
+  static const CudaBackend backend;
+  return &backend;
+}
+
+}  // namespace gpt2

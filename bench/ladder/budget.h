@@ -1,0 +1,54 @@
+// defines: TimeBudget, RungFit/fit_rung — the ladder's time budget, in the way of Google Benchmark's
+//          min-time: each rung gets an equal share of the time left; after its warm-up it knows its
+//          step time and takes as many timed steps per repetition as fit that share (never fewer
+//          than one, never more than the profile's), and its breakdown pass only if that fits too.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace gpt2 {
+
+// What one rung costs, in its own step times, besides what it has spent on build and warm-up.
+struct RungCost {
+  int64_t repetitions = 5;
+  int64_t max_steps = 10;       // the profile's timed steps per repetition: the most a rung takes
+  int64_t parity_steps = 5;     // its parity run
+  int64_t breakdown_steps = 2;  // its breakdown pass: warm-up + this many unprofiled + profiled + 1 with shapes
+  int64_t warmup_steps = 1;     // the breakdown pass's own warm-up
+  double breakdown_cost_steps() const { return breakdown_steps > 0 ? warmup_steps + 2.0 * breakdown_steps + 1 : 0; }
+};
+
+struct RungFit {
+  int64_t steps = 0;      // timed steps per repetition
+  bool breakdown = true;  // whether its breakdown pass fits
+};
+
+// The most timed steps per repetition (1..cost.max_steps) such that the rung's timed steps, parity
+// run and breakdown pass take no more than `seconds` at `step_s` a step; the breakdown pass is
+// dropped first, and at the floor (1 step, no breakdown) the rung runs even over its share.
+RungFit fit_rung(double seconds, double step_s, const RungCost& cost);
+
+class TimeBudget {
+ public:
+  // total_s <= 0: no budget (every rung takes the profile's steps). `now`: seconds on a steady
+  // clock (tests give a fake one).
+  explicit TimeBudget(double total_s, std::function<double()> now = {});
+  bool limited() const { return total_s_ > 0; }
+  double total_s() const { return total_s_; }
+  double elapsed_s() const;
+  // The share of the time left for the next rung, with `rungs_left` rungs (it included) to run.
+  double share_s(int64_t rungs_left) const;
+  // "4m10s elapsed, about 6m left" for `done` of `total` rungs: what is left estimated from the
+  // rungs so far, and never past the budget.
+  std::string progress(int64_t done, int64_t total) const;
+
+ private:
+  double total_s_;
+  std::function<double()> now_;
+  double start_;
+};
+
+std::string format_duration(double seconds);  // "45s", "4m10s", "1h02m"
+
+}  // namespace gpt2

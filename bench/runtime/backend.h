@@ -1,0 +1,51 @@
+// defines: Backend — everything a kind of device does its own way, behind one interface: finding and
+//          describing devices, step timers, memory meters, batch movers, the graph executor, the
+//          collective backend, synchronize/empty_cache, the libraries report.
+// The CPU backend is cpu_backend.cpp. The CUDA one is cuda/cuda_backend.cpp in the CUDA build and
+// absent (cuda_backend() == nullptr, from no_cuda.cpp) otherwise: CMake picks the file, so no code
+// outside those two files asks which build it is in.
+#pragma once
+#include <c10/util/intrusive_ptr.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/runtime/device.h"
+#include "bench/runtime/memory.h"
+
+namespace c10d {
+class Store;
+class Backend;
+}  // namespace c10d
+
+namespace gpt2 {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual int device_count() const = 0;  // never throws; 0 without a driver or a device
+  // Makes `index` current and initialises the device's state (CUDA: context and caching allocator;
+  // allocator calls before that fail with "Invalid device argument").
+  virtual void activate(int index) const = 0;
+  virtual DeviceInfo describe(int index) const = 0;
+  virtual std::unique_ptr<StepTimer> step_timer(int index) const = 0;
+  virtual std::unique_ptr<MemoryMeter> memory_meter(int index) const = 0;
+  // Pinned host buffers copied ahead on a side stream; throws where the device has none.
+  virtual std::unique_ptr<BatchMover> pinned_mover(Loader& loader, int index) const = 0;
+  // The step captured once as a device graph and replayed; throws where the device has none.
+  virtual std::unique_ptr<Executor> graph_executor(StepBody body, std::vector<at::Tensor> state) const = 0;
+  // The collective backend for this device's tensors under DDP; null where gloo (always set) serves.
+  virtual c10::intrusive_ptr<c10d::Backend> collectives(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                        int size, std::chrono::milliseconds timeout) const = 0;
+  virtual void synchronize() const = 0;
+  virtual void empty_cache() const = 0;
+  virtual std::string library_report() const = 0;  // for `gpt2bench doctor`; empty when nothing to say
+};
+
+const Backend& cpu_backend();
+const Backend* cuda_backend();  // nullptr in a build without CUDA
+const Backend& backend_for(const DeviceInfo& d);
+
+}  // namespace gpt2

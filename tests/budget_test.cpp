@@ -1,0 +1,66 @@
+// The ladder's time budget (bench/ladder/budget.h): what a rung takes for a given share and step
+// time, and the share and progress line from a fake clock. The numbers are from the cpu-mini ladder
+// on a CPU without native bf16, where a bf16 step at batch 16 took 4-6 s and fp32 steps 0.1 s.
+#include <gtest/gtest.h>
+
+#include "bench/ladder/budget.h"
+
+namespace gpt2 {
+namespace {
+
+const RungCost kCpuMini{5, 3, 5, 2, 2};  // 5 repetitions of up to 3 steps, parity 5, breakdown 2 (+2 warm-up)
+
+TEST(Budget, AFastRungTakesTheProfilesSteps) {
+  const RungFit f = fit_rung(50.0, 0.1, kCpuMini);  // 500 step times of room
+  EXPECT_EQ(f.steps, 3);
+  EXPECT_TRUE(f.breakdown);
+}
+
+TEST(Budget, ASlowRungTakesWhatFitsItsShare) {
+  // 60 s at 2 s a step = 30 steps: parity 5, breakdown 2 + 2*2 + 1 = 7, leaves 18 = 5 reps x 3 (max 3)
+  EXPECT_EQ(fit_rung(60.0, 2.0, kCpuMini).steps, 3);
+  // 40 s = 20 steps: 20 - 5 - 7 = 8 -> 1 step per repetition, with the breakdown pass
+  RungFit f = fit_rung(40.0, 2.0, kCpuMini);
+  EXPECT_EQ(f.steps, 1);
+  EXPECT_TRUE(f.breakdown);
+  // 30 s = 15 steps: with the breakdown pass nothing fits; without it 15 - 5 = 10 -> 2 a repetition
+  f = fit_rung(30.0, 2.0, kCpuMini);
+  EXPECT_EQ(f.steps, 2);
+  EXPECT_FALSE(f.breakdown);
+}
+
+TEST(Budget, TheFloorIsOneStepARepetitionEvenOverTheShare) {
+  const RungFit f = fit_rung(5.0, 6.0, kCpuMini);
+  EXPECT_EQ(f.steps, 1);
+  EXPECT_FALSE(f.breakdown);
+  EXPECT_EQ(fit_rung(-3.0, 6.0, kCpuMini).steps, 1);  // a share already spent on build and warm-up
+}
+
+TEST(Budget, NoBreakdownPassNothingToDrop) {
+  RungCost c = kCpuMini;
+  c.breakdown_steps = 0;
+  EXPECT_TRUE(fit_rung(1.0, 6.0, c).breakdown);
+}
+
+TEST(Budget, SharesAndProgressFromTheClock) {
+  double now = 100.0;
+  TimeBudget b(900.0, [&] { return now; });
+  ASSERT_TRUE(b.limited());
+  EXPECT_DOUBLE_EQ(b.share_s(18), 50.0);
+  now += 300;  // 5 rungs in 5 minutes
+  EXPECT_DOUBLE_EQ(b.share_s(13), 600.0 / 13);
+  EXPECT_EQ(b.progress(5, 18), "5/18 rungs, 5m00s elapsed, about 10m00s left (budget 15m00s)");
+  now += 590;
+  EXPECT_EQ(b.progress(17, 18), "17/18 rungs, 14m50s elapsed, about 10s left (budget 15m00s)");
+  EXPECT_EQ(b.progress(18, 18), "18/18 rungs, 14m50s elapsed");
+  now += 100;
+  EXPECT_DOUBLE_EQ(b.share_s(1), 0.0);  // over the budget: the rest run at the floor
+
+  TimeBudget none(0, [&] { return now; });
+  EXPECT_FALSE(none.limited());
+  EXPECT_EQ(none.progress(1, 4), "1/4 rungs, 0s elapsed, about 0s left");
+  EXPECT_EQ(format_duration(3725), "1h02m");
+}
+
+}  // namespace
+}  // namespace gpt2
