@@ -5,6 +5,8 @@
 #   scripts/setup.sh cuda   -> .venv-cuda  (torch==2.14.1, CUDA 13) + build-cuda/
 #   scripts/setup.sh asan   -> .venv                                 + build-asan/ (ASan + UBSan)
 #   scripts/setup.sh fuzz   -> clang, libFuzzer                      + build-fuzz/ (no libtorch)
+# TORCH_CPU_REQ / TORCH_CUDA_REQ pick another torch requirement (TORCH_CUDA_NEEDS: the CUDA version
+# that build needs, checked against the driver first); Torch_DIR builds against an unpacked libtorch.
 set -euo pipefail
 flavor=${1:-cpu}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +50,13 @@ if [ "$flavor" = fuzz ]; then
   exit 0
 fi
 
+# --- The driver against the CUDA build, before anything is installed ----------------------------
+# TORCH_CUDA_NEEDS: the CUDA version the requirement's build needs (torch 2.14.1 on PyPI: CUDA 13.0).
+# With Torch_DIR the user's libtorch is the one built against, and theirs to match to the driver.
+if [ "$flavor" = cuda ] && [ -z "${Torch_DIR:-}" ]; then
+  scripts/check_cuda_driver.sh "${TORCH_CUDA_NEEDS:-13.0}" "$torch_req" || exit 1
+fi
+
 # --- Python virtual environment with the torch wheel -------------------------------------------
 # matplotlib/pytest serve the report step and its tests; numpy silences torch's start-up warning.
 reqs="$torch_req numpy matplotlib pytest"
@@ -66,7 +75,12 @@ fi
 
 # --- CMake build directory --------------------------------------------------------------------
 if [ ! -f "$build/CMakeCache.txt" ]; then
-  prefix=$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
+  # Torch_DIR: an unpacked libtorch (its share/cmake/Torch) instead of the venv's wheel.
+  if [ -n "${Torch_DIR:-}" ]; then
+    prefix=$(cd "$Torch_DIR/../../.." && pwd)
+  else
+    prefix=$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null)
+  fi
   say "configuring $build (libtorch from $prefix, CUDA=$cuda)"
   gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
   cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \

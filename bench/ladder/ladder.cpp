@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <functional>
@@ -75,9 +76,13 @@ std::string git_sha() {
 // power of two) to settings.max_batch. "Fits" means no out-of-memory error over two steps of the
 // rung's own step (a CUDA-graph step captures and replays): on the CPU, within
 // settings.cpu_memory_budget. Each try is recorded; the rung then checks the answer (backoff.h).
+// Under a time budget (`seconds` finite) the search also stops before a batch whose rung would take
+// more than `seconds` at the floor of `floor_steps` steps, judged from the last probe's step time.
 int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed,
-                   MemoryMeter& meter, nlohmann::json& trace) {
+                   MemoryMeter& meter, nlohmann::json& trace, double seconds = INFINITY, int64_t floor_steps = 0) {
   int64_t b = 1, best = 0;
+  double step_s = 0;
+  const auto search_start = std::chrono::steady_clock::now();
   while (b * 2 <= spec.batch) b *= 2;
   for (; b <= spec.settings.max_batch; b *= 2) {
     StepSpec s = spec;
@@ -89,8 +94,11 @@ int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor
     try {
       TrainStep ts(s, dev, tokens, seed);
       ts.step();
+      synchronize(dev);
+      const auto t1 = std::chrono::steady_clock::now();
       ts.step();
       synchronize(dev);
+      step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
     } catch (const c10::OutOfMemoryError& e) {  // the same path a rung's OOM takes: caught, cache freed
       empty_cache(dev);
       trace.push_back({{"batch", b}, {"fits", false}, {"stage", "search"}, {"why", first_line(e.what_without_backtrace())}});
@@ -100,6 +108,15 @@ int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor
     trace.push_back({{"batch", b}, {"fits", true}, {"stage", "search"}, {"peak_alloc_bytes", mem.peak_allocated},
                      {"peak_reserved_bytes", mem.peak_reserved}});
     best = b;
+    // The next batch's rung, at about twice this step time, with the search so far spent.
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count();
+    const double next = 2 * step_s * static_cast<double>(floor_steps + 2);
+    if (b * 2 <= spec.settings.max_batch && spent + next > seconds) {
+      trace.push_back({{"batch", b * 2}, {"fits", false}, {"stage", "search"},
+                       {"why", "over the time budget: about " + format_duration(next) + " for its probe and the rung at " +
+                                   format_duration(2 * step_s) + " a step, " + format_duration(seconds - spent) + " left"}});
+      break;
+    }
   }
   empty_cache(dev);
   if (best == 0) throw std::runtime_error("batch_scaling: no batch from " + std::to_string(spec.batch) + " up fits");
@@ -202,11 +219,14 @@ struct Ladder {
 
   // Batch search (rank 0), the TrainStep, warm-up. Followers are told the batch. A searched batch
   // is checked by the rung itself: out of memory in its build or warm-up halves it (one process).
-  void build(RungRecord& r) {
+  // `seconds`: this rung's share of the time budget (infinite without one).
+  void build(RungRecord& r, double seconds = INFINITY) {
     live.reset();
     const bool searched = r.plan.rung.spec.search_batch && r.out.batch == 0;  // a follower is told its batch
     if (searched) {
-      r.out.batch = find_batch(r.plan.rung.spec, dev, data.train, prof.seed, meter, r.out.batch_search);
+      const int64_t floor_steps = std::max<int64_t>(prof.warmup_steps, 1) + prof.repetitions + prof.parity_steps;
+      r.out.batch = find_batch(r.plan.rung.spec, dev, data.train, prof.seed, meter, r.out.batch_search,
+                               budget.limited() && ranks(r.spec()) == 1 ? seconds : INFINITY, floor_steps);
       std::cerr << "    batch_scaling chose batch " << r.out.batch << "\n";
     }
     if (dist && rank0() && ranks(r.spec()) > 1) dist->post(r.name() + " " + std::to_string(r.spec().batch));
@@ -217,11 +237,16 @@ struct Ladder {
       release();
       meter.reset_peak();
       live = std::make_unique<TrainStep>(r.spec(), dev, data.train, prof.seed, dist);
-      for (int64_t w = 0; w < r.out.warmup_steps; ++w) {
+      const int64_t wanted = r.out.warmup_steps;
+      for (int64_t w = 0; w < wanted; ++w) {
         const double t0 = budget.elapsed_s();
         live->step();
         synchronize(dev);
         r.out.warmup_step_s = budget.elapsed_s() - t0;
+        r.out.warmup_steps = w + 1;
+        // Under a budget, no more warm-up once the rung's floor (its repetitions of one step and
+        // its parity run) at this step time would take its whole share.
+        if (r.out.warmup_step_s * static_cast<double>(prof.repetitions + prof.parity_steps) > seconds) break;
       }
       synchronize(dev);
     };
@@ -452,7 +477,7 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
       const double share = ladder.budget.share_s(ladder.rungs_to_run - ladder.rungs_started++);
       std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec.plan.rung.name << ": build + "
                 << std::max<int64_t>(prof.warmup_steps, ladder.budget.limited() ? 1 : 0) << " warm-up steps\n";
-      ladder.build(rec);
+      ladder.build(rec, share);
       ladder.fit(rec, share, started);
     }
     bool stopped = false;
