@@ -17,6 +17,8 @@ struct RungCost {
   int64_t breakdown_steps = 2;  // its breakdown pass: warm-up + this many unprofiled + profiled + 1 with shapes
   int64_t warmup_steps = 1;     // the breakdown pass's own warm-up
   double breakdown_cost_steps() const { return breakdown_steps > 0 ? warmup_steps + 2.0 * breakdown_steps + 1 : 0; }
+  // What a rung takes however short its share: its repetitions of one step and its parity run.
+  int64_t floor_steps() const { return repetitions + parity_steps; }
 };
 
 struct RungFit {

@@ -216,6 +216,12 @@ struct Ladder {
   int64_t rungs_started = 0;
 
   bool rank0() const { return !dist || dist->rank() == 0; }
+  // Warm-up steps a rung takes: the profile's, and under a time budget at least one, whose time the
+  // budget's fit is based on.
+  int64_t warmup_steps() const { return std::max<int64_t>(prof.warmup_steps, budget.limited() ? 1 : 0); }
+  RungCost cost(int64_t warmups) const {
+    return {prof.repetitions, prof.steps, prof.parity_steps, prof.breakdown_steps, warmups};
+  }
 
   // Batch search (rank 0), the TrainStep, warm-up. Followers are told the batch. A searched batch
   // is checked by the rung itself: out of memory in its build or warm-up halves it (one process).
@@ -224,29 +230,26 @@ struct Ladder {
     live.reset();
     const bool searched = r.plan.rung.spec.search_batch && r.out.batch == 0;  // a follower is told its batch
     if (searched) {
-      const int64_t floor_steps = std::max<int64_t>(prof.warmup_steps, 1) + prof.repetitions + prof.parity_steps;
+      const int64_t floor_steps = warmup_steps() + cost(0).floor_steps();
       r.out.batch = find_batch(r.plan.rung.spec, dev, data.train, prof.seed, meter, r.out.batch_search,
                                budget.limited() && ranks(r.spec()) == 1 ? seconds : INFINITY, floor_steps);
       std::cerr << "    batch_scaling chose batch " << r.out.batch << "\n";
     }
     if (dist && rank0() && ranks(r.spec()) > 1) dist->post(r.name() + " " + std::to_string(r.spec().batch));
-    // Under a time budget at least one warm-up step, whose time the budget's fit is based on.
-    r.out.warmup_steps = std::max<int64_t>(prof.warmup_steps, budget.limited() ? 1 : 0);
     auto attempt = [&](int64_t batch) {
       r.out.batch = batch;
       release();
       meter.reset_peak();
       live = std::make_unique<TrainStep>(r.spec(), dev, data.train, prof.seed, dist);
-      const int64_t wanted = r.out.warmup_steps;
-      for (int64_t w = 0; w < wanted; ++w) {
+      r.out.warmup_steps = 0;
+      for (int64_t w = 0; w < warmup_steps(); ++w) {
         const double t0 = budget.elapsed_s();
         live->step();
         synchronize(dev);
         r.out.warmup_step_s = budget.elapsed_s() - t0;
         r.out.warmup_steps = w + 1;
-        // Under a budget, no more warm-up once the rung's floor (its repetitions of one step and
-        // its parity run) at this step time would take its whole share.
-        if (r.out.warmup_step_s * static_cast<double>(prof.repetitions + prof.parity_steps) > seconds) break;
+        // No more warm-up once the rung's floor at this step time would take its whole share.
+        if (r.out.warmup_step_s * static_cast<double>(cost(0).floor_steps()) > seconds) break;
       }
       synchronize(dev);
     };
@@ -268,9 +271,8 @@ struct Ladder {
   void fit(RungRecord& r, double share_s, double started_s) {
     r.out.steps = prof.steps;
     if (!budget.limited() || ranks(r.spec()) > 1) return;
-    const RungCost cost{prof.repetitions, prof.steps, prof.parity_steps, prof.breakdown_steps, r.out.warmup_steps};
     const double left = share_s - (budget.elapsed_s() - started_s);
-    const RungFit f = fit_rung(left, r.out.warmup_step_s, cost);
+    const RungFit f = fit_rung(left, r.out.warmup_step_s, cost(r.out.warmup_steps));
     r.out.steps = f.steps;
     std::string note;
     if (f.steps < prof.steps) note = std::to_string(f.steps) + " of " + std::to_string(prof.steps) + " timed steps per repetition";
@@ -424,7 +426,7 @@ struct Ladder {
       std::cerr << "[rank " << dist->rank() << "] " << r.plan.rung.name << ": following rank 0\n";
       dist->guarded([&] {
         build(r);
-        r.out.steps = prof.steps;
+        fit(r, INFINITY, budget.elapsed_s());  // a data-parallel rung: the profile's steps
         bool stopped = false;
         for (int64_t rep = 0; rep < prof.repetitions && !stopped; ++rep) repetition(r, stopped);
         finish(r, false);
@@ -476,7 +478,7 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
       const double started = ladder.budget.elapsed_s();
       const double share = ladder.budget.share_s(ladder.rungs_to_run - ladder.rungs_started++);
       std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec.plan.rung.name << ": build + "
-                << std::max<int64_t>(prof.warmup_steps, ladder.budget.limited() ? 1 : 0) << " warm-up steps\n";
+                << ladder.warmup_steps() << " warm-up steps\n";
       ladder.build(rec, share);
       ladder.fit(rec, share, started);
     }
@@ -597,7 +599,6 @@ void measure_peaks(const DeviceInfo& dev, std::vector<RungRecord>& records) {
   }
 }
 
-// rungs.json without its rungs: the profile, device (with its datasheet row), build, MFU basis.
 // The run's time budget in seconds (0 = none): the profile's budget_minutes, else 15 minutes on a
 // CPU (make ladder on any 2-core machine) and none on a GPU.
 double run_budget_s(const Profile& prof, const DeviceInfo& dev) {
@@ -605,6 +606,7 @@ double run_budget_s(const Profile& prof, const DeviceInfo& dev) {
   return dev.cuda() ? 0 : 15 * 60;
 }
 
+// rungs.json without its rungs: the profile, device (with its datasheet row), build, MFU basis.
 nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std::vector<RungRecord>& records,
                           const std::string& build_id) {
   nlohmann::json doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"plan", prof.plan},
