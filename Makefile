@@ -15,7 +15,7 @@ ifeq ($(TORCH),cuda)
 else
   VENV := .venv
   BUILD := build
-  PROFILE ?= profiles/cpu-mini.yaml
+  PROFILE ?= profiles/cpu-scaled.yaml
 endif
 OUT ?= runs/$(shell date +%Y%m%d-%H%M%S)-$(notdir $(basename $(PROFILE)))
 

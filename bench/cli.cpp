@@ -68,8 +68,9 @@ against the baseline's (parity).
                      DIR/rungs.json    per rung: variants applied/skipped (with reasons), resolved
                                        settings, peaks used for MFU, parity verdict, medians
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
-  --rung REGEX     run only the rungs whose benchmark name matches (Google Benchmark's filter; a regex that
-                   matches no rung is refused before anything runs)
+  --rung REGEX     run only the rungs whose name (05_bf16_cast) or benchmark name (gpt2-scaled/05_bf16_cast)
+                   it finds (ECMAScript regex; a leading '-' negates it); one that matches no rung is refused
+                   before anything runs
   --verbose        also print Google Benchmark's own console table (by default: one line per rung as it
                    ends, then the summary table)
   --resume DIR     finish an interrupted run in DIR: rungs already complete there (ok, skipped, diverged,
@@ -330,7 +331,8 @@ int cmd_doctor(int argc, char** argv) {
               << dev.total_memory / (1 << 20) << " MiB, driver " << dev.driver_version << ", runtime "
               << dev.runtime_version << "\n";
   std::cout << "  bf16: " << (dev.bf16 ? "yes" : "no") << (dev.bf16_support.empty() ? "" : ", " + dev.bf16_support)
-            << ", TF32: " << (dev.tf32 ? "yes" : "no") << ", flash attention: " << (dev.flash_attention ? "yes" : "no")
+            << "\n  fp16: " << (dev.fp16 ? "yes" : "no") << (dev.fp16_support.empty() ? "" : ", " + dev.fp16_support)
+            << "\n  TF32: " << (dev.tf32 ? "yes" : "no") << ", flash attention: " << (dev.flash_attention ? "yes" : "no")
             << "\n";
   if (dev.cuda()) {
     if (const auto row = find_datasheet(dev.name))

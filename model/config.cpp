@@ -24,7 +24,9 @@ FlopModel flop_model(const ModelOptions& m) {
   const double L = static_cast<double>(m.n_layer), C = static_cast<double>(m.n_embd);
   const double T = static_cast<double>(m.context), V = static_cast<double>(m.padded_vocab());
   FlopModel f;
-  f.matmul_weights = L * 12 * C * C + V * C;
+  f.blocks = L * 12 * C * C;
+  f.head = V * C;
+  f.matmul_weights = f.blocks + f.head;
   f.attention_causal = 6 * L * C * T;
   f.attention_full = 12 * L * C * T;
   auto n = [](double x) {

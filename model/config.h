@@ -48,10 +48,15 @@ int64_t parameter_count(const ModelOptions& m);
 //                         12 · L·C·T.
 struct FlopModel {
   double matmul_weights = 0;     // L·12·C² + Vp·C
+  double blocks = 0, head = 0;   // its two parts: L·12·C², Vp·C
   double attention_causal = 0;   // 6·L·C·T per token
   double attention_full = 0;     // 12·L·C·T per token
   double per_token() const { return 6 * matmul_weights + attention_causal; }
   double per_token_full_attention() const { return 6 * matmul_weights + attention_full; }
+  // Where a token's model FLOPs go: the blocks' weight matmuls, the LM head, causal attention (sum 1).
+  // GPT-2 124M at T=1024: 0.639, 0.290, 0.071; profiles/models/gpt2-scaled.yaml keeps them.
+  struct Shares { double blocks, lm_head, attention; };
+  Shares shares() const { return {6 * blocks / per_token(), 6 * head / per_token(), attention_causal / per_token()}; }
   std::string formula;           // the formula with this model's numbers, for rungs.json
 };
 FlopModel flop_model(const ModelOptions& m);

@@ -155,6 +155,25 @@ TEST(Cli, ARungFilterMatchingNothingIsRefusedUpFront) {
   EXPECT_NE(r.output.find("is not a valid regular expression"), std::string::npos) << r.output;
 }
 
+// The filter is ours alone, over the rung name and the benchmark name: an anchored regex selects what
+// it reads as (Google Benchmark's own filter saw ".../iterations:1/repeats:2/manual_time" after the
+// name, so '^01_sdpa$' passed our check and then ran nothing, ending in a JSON parse error).
+TEST(Cli, AnAnchoredOrNegatedRungFilterRunsExactlyItsRungs) {
+  test::TempDir d;
+  std::string body = kTinyProfile;
+  body.replace(body.find("variants: []"), 12, "variants: [sdpa]");
+  const auto profile = test::write_tiny_profile(d, body);
+  for (const auto& [filter, ran] : std::vector<std::pair<std::string, std::string>>{
+           {"'^01_sdpa$'", "01_sdpa"}, {"'-^tiny/01_sdpa$'", "00_baseline"}}) {
+    const std::string out = d / ("run" + ran + std::to_string(filter.size()));
+    auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + out + " --rung " + filter);
+    ASSERT_EQ(r.exit_code, 0) << filter << "\n" << r.output;
+    const auto doc = nlohmann::json::parse(test::read_text(out + "/rungs.json"));
+    for (const auto& rung : doc["rungs"])
+      EXPECT_EQ(rung["status"] == "pending", rung["name"] != ran) << filter << " " << rung["name"] << " " << rung["status"];
+  }
+}
+
 TEST(Cli, MisspelledKeyFailsAndWritesNothing) {
   test::TempDir d;
   const auto profile = test::write_tiny_profile(d, std::string(kTinyProfile) + "reps: 3\n");

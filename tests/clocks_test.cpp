@@ -58,5 +58,14 @@ TEST(Clocks, CpuBf16SupportFromItsFlags) {
   EXPECT_FALSE(detect_device("cpu").bf16_support.empty());
 }
 
+TEST(Clocks, CpuFp16SupportFromItsFlags) {
+  EXPECT_EQ(cpu_fp16_support(" fpu avx512f amx_bf16 amx_fp16 avx512_fp16 "), "native (AMX-FP16)");  // Granite Rapids
+  EXPECT_EQ(cpu_fp16_support(" fpu avx512f amx_bf16 avx512_fp16 "), "native (AVX512-FP16)");        // Sapphire Rapids
+  EXPECT_EQ(cpu_fp16_support(" fpu avx2 avx512f avx512_bf16 f16c ").rfind("none", 0), 0u);  // f16c: conversions only
+  EXPECT_EQ(cpu_fp16_support(" fpu avx512_fp16x ").rfind("none", 0), 0u);                  // whole flags only
+  const DeviceInfo cpu = detect_device("cpu");
+  EXPECT_EQ(cpu.fp16, cpu.fp16_support.rfind("native", 0) == 0) << cpu.fp16_support;
+}
+
 }  // namespace
 }  // namespace gpt2

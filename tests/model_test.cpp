@@ -51,6 +51,27 @@ TEST(ModelConfig, FlopsPerTokenCountMatmulsOnly) {
   EXPECT_EQ(flops_per_token(mini), 41'153'280.0);
 }
 
+// Where GPT-2 124M's training FLOPs go at T=1024, and the CPU preset that keeps it (make ladder's
+// default on a CPU): within half a point on each share, unpadded and padded.
+TEST(ModelConfig, TheScaledPresetKeepsGpt2FlopShares) {
+  ModelOptions big = gpt2_124m();
+  const auto s = flop_model(big).shares();
+  EXPECT_NEAR(s.blocks, 0.639, 0.0005);
+  EXPECT_NEAR(s.lm_head, 0.290, 0.0005);
+  EXPECT_NEAR(s.attention, 0.071, 0.0005);
+  EXPECT_DOUBLE_EQ(s.blocks + s.lm_head + s.attention, 1.0);
+  ModelOptions small = load_model_preset("gpt2-scaled", GPT2BENCH_SOURCE_DIR "/profiles");
+  EXPECT_EQ(small.context, 256);
+  for (int64_t pad : {1, 64}) {
+    big.vocab_pad_to = small.vocab_pad_to = pad;
+    const auto b = flop_model(big).shares(), c = flop_model(small).shares();
+    EXPECT_NEAR(c.blocks, b.blocks, 0.005) << pad;
+    EXPECT_NEAR(c.lm_head, b.lm_head, 0.005) << pad;
+    EXPECT_NEAR(c.attention, b.attention, 0.005) << pad;
+  }
+  EXPECT_LT(flops_per_token(small), flops_per_token(big) / 40);  // a CPU-sized step
+}
+
 TEST(Model, Built124MHasTheSeedParameterCounts) {
   ModelOptions o = gpt2_124m();
   GPT2 untied(o);

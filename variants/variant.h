@@ -34,6 +34,11 @@ inline Support needs_bf16(const DeviceInfo& d) {
   return {};
 }
 
+inline Support needs_fp16(const DeviceInfo& d) {
+  if (!d.fp16) return {false, "no fast fp16 matmul on this CPU (no AVX512-FP16 or AMX-FP16)"};
+  return {};
+}
+
 struct Variant {
   std::string_view name;
   int published_rung = -1;  // seed 000's numbering, -1 if none

@@ -518,25 +518,37 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
   }
 }
 
-// --rung REGEX (Google Benchmark's filter; a leading '-' negates it) must select a rung: checked
-// before anything runs or is written, naming the rungs there are. Returns how many it selects.
-int64_t check_rung_filter(const std::string& filter, const std::vector<RungRecord>& records) {
-  auto pending = [](const RungRecord& r) { return r.out.status == RungStatus::kPending; };
-  if (filter.empty()) return std::count_if(records.begin(), records.end(), pending);
-  const bool negate = filter[0] == '-';
-  std::regex re;
+// --rung REGEX selects the rungs whose name ("05_bf16_cast") or benchmark name
+// ("gpt2-scaled/05_bf16_cast") it finds; a leading '-' negates it. Our filter alone decides: only the
+// selected rungs are registered with Google Benchmark, whose own filter (matched against
+// ".../iterations:1/repeats:5/manual_time") would read an anchored regex differently.
+std::regex rung_regex(const std::string& filter) {
   try {
-    re = std::regex(negate ? filter.substr(1) : filter);
+    return std::regex(filter[0] == '-' ? filter.substr(1) : filter);
   } catch (const std::regex_error& e) {
     throw std::runtime_error("--rung '" + filter + "' is not a valid regular expression (" + e.what() + ")");
   }
+}
+
+bool rung_selected(const std::string& filter, const RungRecord& r) {
+  if (r.out.status != RungStatus::kPending) return false;
+  if (filter.empty()) return true;
+  const std::regex re = rung_regex(filter);
+  const bool found = std::regex_search(r.plan.rung.name, re) || std::regex_search(r.plan.benchmark_name, re);
+  return found != (filter[0] == '-');
+}
+
+// Checked before anything runs or is written, naming the rungs there are. Returns how many it selects.
+int64_t check_rung_filter(const std::string& filter, const std::vector<RungRecord>& records) {
+  if (!filter.empty()) rung_regex(filter);
   std::string names;
   int64_t selected = 0;
   for (const auto& r : records) {
-    if (pending(r) && std::regex_search(r.plan.benchmark_name, re) != negate) ++selected;
+    selected += rung_selected(filter, r);
     names += (names.empty() ? "" : ", ") + r.plan.rung.name;
   }
-  if (selected == 0) throw std::runtime_error("--rung '" + filter + "' matches no rung to run (rungs: " + names + ")");
+  if (selected == 0 && !filter.empty())
+    throw std::runtime_error("--rung '" + filter + "' matches no rung to run (rungs: " + names + ")");
   return selected;
 }
 
@@ -588,12 +600,14 @@ void measure_peaks(const DeviceInfo& dev, std::vector<RungRecord>& records) {
     std::cerr << "gpt2bench: measuring the " << to_string(m) << " matmul peak...\n";
     measured[m] = measure_matmul_peak(dev, m);
   };
-  if (!dev.cuda())
-    for (MathMode m : {MathMode::kFp32, MathMode::kBf16, MathMode::kFp16}) measure(m);
-  for (auto& r : records) measure(math_mode(r.plan.rung.spec));
+  if (!dev.cuda())  // MFU's peak on a CPU: the highest rate in any precision it computes in (fp16: only with a fast path)
+    for (MathMode m : {MathMode::kFp32, MathMode::kBf16, MathMode::kFp16})
+      if (m != MathMode::kFp16 || dev.fp16) measure(m);
+  for (auto& r : records)
+    if (r.out.status != RungStatus::kSkipped) measure(math_mode(r.plan.rung.spec));
   const auto [mfu_peak, mfu_basis] = mfu_peak_for(dev, measured);
   for (auto& r : records) {
-    r.plan.measured_peak = measured[math_mode(r.plan.rung.spec)];
+    if (auto m = measured.find(math_mode(r.plan.rung.spec)); m != measured.end()) r.plan.measured_peak = m->second;
     r.plan.mfu_peak = mfu_peak;
     r.plan.mfu_basis = mfu_basis;
   }
@@ -684,7 +698,7 @@ void parity_reference(Ladder& ladder, const StepSpec& baseline) {
 
 // One Google Benchmark per pending rung: one iteration = one repetition's steps, timed on the
 // device at step boundaries and reported with one SetIterationTime (one host wait a repetition).
-void register_rungs(std::vector<RungRecord>& records, Ladder& ladder, const std::string& out_dir) {
+void register_rungs(std::vector<RungRecord>& records, Ladder& ladder, const std::string& filter, const std::string& out_dir) {
   const DeviceInfo& dev = ladder.dev;
   benchmark::AddCustomContext("device", dev.name);
   benchmark::AddCustomContext("device_type", dev.cuda() ? "cuda" : "cpu");
@@ -695,7 +709,7 @@ void register_rungs(std::vector<RungRecord>& records, Ladder& ladder, const std:
   const size_t n = records.size();
   for (size_t i = 0; i < n; ++i) {
     RungRecord* rec = &records[i];
-    if (rec->out.status != RungStatus::kPending) continue;
+    if (!rung_selected(filter, *rec)) continue;
     auto fn = [rec, i, n, &ladder, &records, out_dir](benchmark::State& st) {
       for (auto _ : st) run_repetition(st, *rec, i, n, ladder, records, out_dir);
     };
@@ -707,10 +721,9 @@ void register_rungs(std::vector<RungRecord>& records, Ladder& ladder, const std:
   }
 }
 
-void run_benchmarks(const std::string& rung_filter, TeeReporter& reporter) {
+void run_benchmarks(TeeReporter& reporter) {
   std::vector<std::string> args = {"gpt2bench", "--benchmark_counters_tabular=true",
                                    isatty(STDOUT_FILENO) ? "--benchmark_color=auto" : "--benchmark_color=false"};
-  if (!rung_filter.empty()) args.push_back("--benchmark_filter=" + rung_filter);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
@@ -786,7 +799,7 @@ int run_ladder(const LadderOptions& o) {
   parity_reference(ladder, records[0].plan.rung.spec);
 
   // 3. The rungs under Google Benchmark, the results rewritten after each.
-  register_rungs(records, ladder, o.out_dir);
+  register_rungs(records, ladder, o.rung_filter, o.out_dir);
   std::set<std::string> told;  // Google Benchmark reports a rung twice: its repetitions, then their aggregates
   TeeReporter reporter(
       [&](const std::string& name) {
@@ -799,7 +812,7 @@ int run_ladder(const LadderOptions& o) {
       },
       o.verbose);
   writer.attach(&reporter);
-  run_benchmarks(o.rung_filter, reporter);
+  run_benchmarks(reporter);
   std::signal(SIGINT, old_int), std::signal(SIGTERM, old_term);
   if (dist) dist->post("done");
   std::vector<RungRecord> ran;  // rungs the filter left out stay "pending" in rungs.json and out of the summary

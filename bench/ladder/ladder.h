@@ -8,7 +8,7 @@ struct LadderOptions {
   std::string profile_path;
   std::string out_dir;
   std::string device;        // overrides the profile's device when set
-  std::string rung_filter;   // Google Benchmark --benchmark_filter regex over rung names
+  std::string rung_filter;   // --rung: a regex over rung and benchmark names ('-' negates); see rung_selected
   bool resume = false;       // out_dir holds an earlier run of the same profile and build: run the rest
   bool verbose = false;      // also Google Benchmark's own console table
 };

@@ -60,7 +60,9 @@ nlohmann::json flops_json(const RungRecord& r) {
                       {"matmul_weights", f.matmul_weights},
                       {"attention_causal_per_token", f.attention_causal},
                       {"attention_noncausal_per_token", f.attention_full},
-                      {"per_token_noncausal", f.per_token_full_attention()}};
+                      {"per_token_noncausal", f.per_token_full_attention()},
+                      {"shares", {{"blocks", f.shares().blocks}, {"lm_head", f.shares().lm_head},
+                                  {"attention", f.shares().attention}}}};
   if (r.out.counted_flops_per_token) {
     const double expect = manual ? f.per_token_full_attention() : f.per_token();
     j["counted_per_token"] = *r.out.counted_flops_per_token;

@@ -42,6 +42,8 @@ class CpuBackend final : public Backend {
       if (flags.empty() && line.rfind("flags", 0) == 0) flags = line.substr(line.find(':') + 1) + " ";
     }
     d.bf16_support = cpu_bf16_support(flags);
+    d.fp16_support = cpu_fp16_support(flags);
+    d.fp16 = d.fp16_support.rfind("native", 0) == 0;
     d.name = model.empty() ? "cpu" : model;
     d.sm_count = at::get_num_threads();
     d.total_memory = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);

@@ -21,6 +21,8 @@ void to_json(nlohmann::json& j, const DeviceInfo& d) {
        {"flash_attention", d.flash_attention}, {"world_size", d.world_size}};
   if (!d.pci_bus_id.empty()) j["pci_bus_id"] = d.pci_bus_id;
   if (!d.bf16_support.empty()) j["bf16_support"] = d.bf16_support;
+  j["fp16"] = d.fp16;
+  if (!d.fp16_support.empty()) j["fp16_support"] = d.fp16_support;
 }
 
 }  // namespace gpt2

@@ -23,6 +23,8 @@ struct DeviceInfo {
   std::string pci_bus_id;          // CUDA: the device's PCI bus id (NVML finds it by that)
   std::string bf16_support;        // CPU: "native (amx_bf16)", "native (avx512_bf16)" or "emulated (...)"
   bool bf16 = true;                // bf16 arithmetic supported
+  std::string fp16_support;        // CPU: "native (AMX-FP16)", "native (AVX512-FP16)" or "none (...)"
+  bool fp16 = true;                // fp16 arithmetic with a fast path (every CUDA GPU; a CPU with the flags above)
   bool tf32 = false;               // TF32 tensor cores (sm80+)
   bool flash_attention = false;    // the flash SDPA kernel can run here
   int world_size = 1;              // processes in this run (--nproc N / torchrun)
