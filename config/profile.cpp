@@ -70,6 +70,10 @@ void read_settings(MapReader& r, const std::string& path, Settings& settings) {
 void read_plan(MapReader& r, const std::string& path, Profile& p) {
   p.plan = r.get_choice("plan", p.plan, {"ladder", "add_one", "leave_one_out", "recipes"});
   if (r.has("variants")) p.variants = r.get_string_list("variants");
+  if (r.has("references")) p.references = r.get_string_list("references");
+  for (const auto& n : p.references)
+    if (n != "ref_torch_eager" && n != "ref_torch_compile")
+      r.fail("references", "unknown reference rung '" + n + "' (ref_torch_eager, ref_torch_compile)");
   for (const auto& v : p.variants.value_or(std::vector<std::string>{}))
     if (!find_variant(v)) r.fail("variants", "unknown variant '" + v + "' (see gpt2bench list-variants)");
   YAML::Node recipes = r.node("recipes");

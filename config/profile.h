@@ -53,6 +53,8 @@ struct Profile {
   // ladder/add_one/leave_one_out over these; absent = every registered variant, [] = the baseline alone
   std::optional<std::vector<std::string>> variants;
   std::vector<RungPlan> recipes;      // plan: recipes
+  // Python reference rungs run after the ladder (bench/ladder/reference.h): ref_torch_eager, ref_torch_compile
+  std::vector<std::string> references;
   Settings settings;                  // knobs variants read (sdpa backend, vocab multiple, batch bounds)
 };
 

@@ -34,6 +34,20 @@ TEST(Budget, TheFloorIsOneStepARepetitionEvenOverTheShare) {
   EXPECT_EQ(f.steps, 1);
   EXPECT_FALSE(f.breakdown);
   EXPECT_EQ(fit_rung(-3.0, 6.0, kCpuMini).steps, 1);  // a share already spent on build and warm-up
+  EXPECT_EQ(f.parity_steps, 2);                         // 5 repetitions leave no room: the parity floor
+  EXPECT_EQ(kCpuMini.floor_steps(), 5 + 2);
+}
+
+// Past one step a repetition, the parity run gets shorter, never below 2 steps (the forward at the
+// seed's weights, one update): an emulated-bf16 rung at 6 s a step had a 72 s floor with 5.
+TEST(Budget, ParityStepsAreCutLastDownToTwo) {
+  EXPECT_EQ(fit_rung(30.0, 3.0, kCpuMini).parity_steps, 5);  // 10 steps: 5 x 1 + 5 parity fit
+  EXPECT_EQ(fit_rung(24.0, 3.0, kCpuMini).parity_steps, 3);  // 8 steps: 5 x 1 + 3
+  EXPECT_EQ(fit_rung(24.0, 3.0, kCpuMini).steps, 1);
+  EXPECT_EQ(fit_rung(60.0, 2.0, kCpuMini).parity_steps, 5);  // no pressure: the profile's
+  RungCost one = kCpuMini;
+  one.parity_steps = 1;
+  EXPECT_EQ(fit_rung(1.0, 6.0, one).parity_steps, 1);  // never more than the profile asks
 }
 
 TEST(Budget, NoBreakdownPassNothingToDrop) {

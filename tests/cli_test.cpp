@@ -161,17 +161,73 @@ TEST(Cli, ARungFilterMatchingNothingIsRefusedUpFront) {
 TEST(Cli, AnAnchoredOrNegatedRungFilterRunsExactlyItsRungs) {
   test::TempDir d;
   std::string body = kTinyProfile;
-  body.replace(body.find("variants: []"), 12, "variants: [sdpa]");
+  body.replace(body.find("variants: []"), 12, "plan: add_one\nvariants: [sdpa, fp16_autocast]");
   const auto profile = test::write_tiny_profile(d, body);
+  const bool fp16 = detect_device("cpu").fp16;
   for (const auto& [filter, ran] : std::vector<std::pair<std::string, std::string>>{
-           {"'^01_sdpa$'", "01_sdpa"}, {"'-^tiny/01_sdpa$'", "00_baseline"}}) {
+           {"'^01_add_sdpa$'", "01_add_sdpa"}, {"'-^tiny/0[12]_'", "00_baseline"}}) {
     const std::string out = d / ("run" + ran + std::to_string(filter.size()));
     auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + out + " --rung " + filter);
     ASSERT_EQ(r.exit_code, 0) << filter << "\n" << r.output;
     const auto doc = nlohmann::json::parse(test::read_text(out + "/rungs.json"));
-    for (const auto& rung : doc["rungs"])
+    ASSERT_EQ(doc["rungs"].size(), 3u);
+    for (const auto& rung : doc["rungs"]) {
+      if (rung["name"].get<std::string>().find("fp16_autocast") != std::string::npos) {
+        // A rung about a variant (add_one, extra) that cannot run here is skipped, not run without it (an
+        // extra 15_top+fp16_autocast on a CPU without fp16 ran the top of the ladder in fp32, at 15.7x).
+        EXPECT_EQ(rung["status"], fp16 ? "pending" : "skipped") << rung.dump();
+        if (!fp16) {
+          EXPECT_NE(rung["error"].get<std::string>().find("fp16_autocast does not run here"), std::string::npos);
+        }
+        continue;
+      }
       EXPECT_EQ(rung["status"] == "pending", rung["name"] != ran) << filter << " " << rung["name"] << " " << rung["status"];
+    }
   }
+}
+
+// The Python reference rungs run after the ladder on the same data and batch, beside the rungs: the
+// eager one is the baseline's model (same parameter count, the same initial weights draw for draw, the
+// same losses step for step), the compiled one (bf16, fused AdamW, SDPA, padded vocabulary,
+// torch.compile) within the precision band. A failing interpreter is an error entry, not a crash.
+TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
+  test::TempDir d;
+  std::string body = kTinyProfile;
+  // Padded to 8s: 97 -> 104 (to 64s, 128 zero-logit classes would lift the first loss by ln(128/97) = 0.28,
+  // past the precision band; GPT-2's 50257 -> 50304 lifts it by 0.001).
+  body.replace(body.find("variants: []"), 12,
+               "variants: []\nreferences: [ref_torch_eager, ref_torch_compile]\nsettings: {vocab_multiple: 8}");
+  const auto profile = test::write_tiny_profile(d, body);
+  auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("    ref_torch_eager ok: "), std::string::npos) << r.output;
+  const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  ASSERT_EQ(doc["rungs"].size(), 1u);  // never a rung of the ladder
+  ASSERT_EQ(doc["references"].size(), 2u);
+  const auto& eager = doc["references"][0];
+  ASSERT_EQ(eager["status"], "ok") << eager.dump();
+  EXPECT_EQ(eager["compared_with"], "00_baseline");
+  EXPECT_EQ(eager["result"]["parameters"], eager["cpp_parameters"]);
+  EXPECT_EQ(eager["parity"]["verdict"], "pass") << eager.dump();
+  EXPECT_LT(eager["parity"]["max_abs_dev"].get<double>(), 1e-4) << eager.dump();  // the same weights and data
+  EXPECT_EQ(eager["parity"]["losses"].size(), 2u);
+  EXPECT_NEAR(eager["ratio"].get<double>(), doc["rungs"][0]["median"]["tokens_per_sec"].get<double>() /
+                                                eager["result"]["tokens_per_sec"].get<double>(), 1e-9);
+  const auto& compiled = doc["references"][1];
+  ASSERT_EQ(compiled["status"], "ok") << compiled.dump();
+  EXPECT_EQ(compiled["config"]["precision"], "bf16_cast");
+  EXPECT_EQ(compiled["config"]["compile"], true);
+  EXPECT_EQ(compiled["config"]["model"]["padded_vocab"], 104);  // tiny's 97 padded as vocab_padding pads
+  EXPECT_EQ(compiled["parity"]["verdict"], "pass") << compiled.dump();
+
+  // An interpreter that cannot run the script: an error entry naming it, the ladder's rungs kept.
+  auto bad = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "bad") + " --rung ref_torch_eager",
+                                 "GPT2BENCH_PYTHON=/nonexistent/python");
+  EXPECT_EQ(bad.exit_code, 0) << bad.output;
+  const auto doc2 = nlohmann::json::parse(test::read_text(d / "bad/rungs.json"));
+  ASSERT_EQ(doc2["references"].size(), 1u);
+  EXPECT_EQ(doc2["references"][0]["status"], "error");
+  EXPECT_NE(doc2["references"][0]["error"].get<std::string>().find("/nonexistent/python"), std::string::npos);
 }
 
 TEST(Cli, MisspelledKeyFailsAndWritesNothing) {

@@ -83,6 +83,7 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
       {"tf32", {false, false, true}},          {"pinned_memory", {false, true, true}},
       {"cuda_graph", {false, true, true}},     {"bf16_cast", {true, false, true}},
       {"bf16_autocast", {true, false, true}},  {"ddp", {false, false, false}},
+      {"fp16_autocast", {cpu().fp16, true, true}},  // this CPU's flags (below: both ways)
   };
   const DeviceInfo devs[3] = {cpu(), fake_gpu(7), fake_gpu(8)};  // one process each: ddp is skipped
   for (const auto& v : registry()) {
@@ -99,6 +100,14 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
   DeviceInfo two = cpu();
   two.world_size = 2;
   EXPECT_TRUE(find_variant("ddp")->supports(two).ok);
+  // fp16 autocast on a CPU only with a fast fp16 matmul (AVX512-FP16 / AMX-FP16); every GPU has one.
+  DeviceInfo cpu16 = cpu();
+  cpu16.fp16 = true;
+  EXPECT_TRUE(find_variant("fp16_autocast")->supports(cpu16).ok);
+  cpu16.fp16 = false;
+  const Support no = find_variant("fp16_autocast")->supports(cpu16);
+  EXPECT_FALSE(no.ok);
+  EXPECT_NE(no.why_not.find("AVX512-FP16"), std::string::npos) << no.why_not;
 }
 
 // The parity check itself, per variant, on the CPU: K steps of baseline + variant against the

@@ -8,7 +8,7 @@
 namespace gpt2 {
 
 RungFit fit_rung(double seconds, double step_s, const RungCost& c) {
-  RungFit fit{c.max_steps, true};
+  RungFit fit{c.max_steps, true, c.parity_steps};
   if (step_s <= 0) return fit;
   const double budget_steps = seconds / step_s;  // the rung's share in its own step times
   auto steps_that_fit = [&](double fixed) {
@@ -22,6 +22,10 @@ RungFit fit_rung(double seconds, double step_s, const RungCost& c) {
   }
   fit.breakdown = c.breakdown_steps == 0;  // nothing to drop when there is no pass
   fit.steps = std::clamp<int64_t>(steps_that_fit(0), 1, c.max_steps);
+  if (steps_that_fit(0) < 1) {  // one step a repetition is still over: a shorter parity run
+    const int64_t room = static_cast<int64_t>(std::floor(budget_steps)) - c.repetitions;
+    fit.parity_steps = std::clamp<int64_t>(room, std::min(c.parity_steps, kParityFloorSteps), c.parity_steps);
+  }
   return fit;
 }
 

@@ -3,11 +3,16 @@
 //          step time and takes as many timed steps per repetition as fit that share (never fewer
 //          than one, never more than the profile's), and its breakdown pass only if that fits too.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
 
 namespace gpt2 {
+
+// Parity runs no shorter than this under a budget: the first loss checks the forward at the seed's
+// weights, the second the backward and the optimizer's first update.
+constexpr int64_t kParityFloorSteps = 2;
 
 // What one rung costs, in its own step times, besides what it has spent on build and warm-up.
 struct RungCost {
@@ -17,18 +22,20 @@ struct RungCost {
   int64_t breakdown_steps = 2;  // its breakdown pass: warm-up + this many unprofiled + profiled + 1 with shapes
   int64_t warmup_steps = 1;     // the breakdown pass's own warm-up
   double breakdown_cost_steps() const { return breakdown_steps > 0 ? warmup_steps + 2.0 * breakdown_steps + 1 : 0; }
-  // What a rung takes however short its share: its repetitions of one step and its parity run.
-  int64_t floor_steps() const { return repetitions + parity_steps; }
+  // What a rung takes however short its share: its repetitions of one step and its shortest parity run.
+  int64_t floor_steps() const { return repetitions + std::min(parity_steps, kParityFloorSteps); }
 };
 
 struct RungFit {
   int64_t steps = 0;      // timed steps per repetition
   bool breakdown = true;  // whether its breakdown pass fits
+  int64_t parity_steps = 0;  // its parity run's steps
 };
 
 // The most timed steps per repetition (1..cost.max_steps) such that the rung's timed steps, parity
 // run and breakdown pass take no more than `seconds` at `step_s` a step; the breakdown pass is
-// dropped first, and at the floor (1 step, no breakdown) the rung runs even over its share.
+// dropped first, then timed steps down to 1 a repetition, then parity steps down to
+// kParityFloorSteps; at that floor the rung runs even over its share.
 RungFit fit_rung(double seconds, double step_s, const RungCost& cost);
 
 class TimeBudget {

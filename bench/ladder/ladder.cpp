@@ -30,6 +30,7 @@
 #include "bench/runtime/memory.h"
 #include "bench/runtime/nvtx.h"
 #include "bench/ladder/parity.h"
+#include "bench/ladder/reference.h"
 #include "config/profile.h"
 #include "bench/measure/breakdown.h"
 #include "bench/ladder/results.h"
@@ -156,6 +157,17 @@ std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
   for (size_t i = 1; i < records.size(); ++i) {
     auto& r = records[i];
     if (r.plan.rung.skipped.empty()) continue;
+    // An extra (or add_one) rung is about its variant: without it here, it measures nothing of it (an
+    // fp16_autocast extra on a CPU without fp16 was the top of the ladder in fp32, bf16_cast removed).
+    if (r.plan.kind == RungKind::kExtra || r.plan.kind == RungKind::kAddOne) {
+      const auto& sk = r.plan.rung.skipped;
+      const auto it = std::find_if(sk.begin(), sk.end(), [&](const auto& k) { return k.variant == r.plan.variant; });
+      if (it != sk.end()) {
+        r.out.status = RungStatus::kSkipped;
+        r.out.error = it->variant + " does not run here: " + it->reason;
+        continue;
+      }
+    }
     for (size_t j = 0; j < i; ++j)
       if (records[j].plan.rung.spec == r.plan.rung.spec && records[j].out.status == RungStatus::kPending) {
         r.out.status = RungStatus::kSkipped;
@@ -270,13 +282,17 @@ struct Ladder {
   // parallel rungs keep the profile's (every rank must take the same steps).
   void fit(RungRecord& r, double share_s, double started_s) {
     r.out.steps = prof.steps;
+    r.out.parity_steps = prof.parity_steps;
     if (!budget.limited() || ranks(r.spec()) > 1) return;
     const double left = share_s - (budget.elapsed_s() - started_s);
     const RungFit f = fit_rung(left, r.out.warmup_step_s, cost(r.out.warmup_steps));
     r.out.steps = f.steps;
+    r.out.parity_steps = f.parity_steps;
     std::string note;
     if (f.steps < prof.steps) note = std::to_string(f.steps) + " of " + std::to_string(prof.steps) + " timed steps per repetition";
     if (!f.breakdown) note += std::string(note.empty() ? "" : "; ") + "no breakdown pass";
+    if (f.parity_steps < prof.parity_steps)
+      note += "; " + std::to_string(f.parity_steps) + " of " + std::to_string(prof.parity_steps) + " parity steps";
     if (note.empty()) return;
     r.out.budget_note = note + " (time budget: " + format_duration(left) + " left for this rung at " +
                         format_duration(r.out.warmup_step_s) + " a step)";
@@ -380,7 +396,8 @@ struct Ladder {
       else cls = ParityClass::kProblem;  // no equal global batch to compare with
     }
     try {
-      const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(prof.parity_steps), dist);
+      const int64_t k = ranks(s) > 1 || r.out.parity_steps == 0 ? prof.parity_steps : r.out.parity_steps;
+      const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(k), dist);
       r.out.parity = baseline_losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline_losses);
       if (baseline_losses.empty()) r.out.parity.rule = "no parity reference: " + reference_error;
     } catch (const c10::OutOfMemoryError& e) {
@@ -530,23 +547,36 @@ std::regex rung_regex(const std::string& filter) {
   }
 }
 
-bool rung_selected(const std::string& filter, const RungRecord& r) {
-  if (r.out.status != RungStatus::kPending) return false;
+bool name_selected(const std::string& filter, const std::string& name, const std::string& benchmark_name) {
   if (filter.empty()) return true;
   const std::regex re = rung_regex(filter);
-  const bool found = std::regex_search(r.plan.rung.name, re) || std::regex_search(r.plan.benchmark_name, re);
+  const bool found = std::regex_search(name, re) || std::regex_search(benchmark_name, re);
   return found != (filter[0] == '-');
 }
 
+bool rung_selected(const std::string& filter, const RungRecord& r) {
+  return r.out.status == RungStatus::kPending && name_selected(filter, r.plan.rung.name, r.plan.benchmark_name);
+}
+
+// The profile's reference rungs the filter selects (a reference's benchmark name: "<preset>/<name>").
+// ref_torch_compile runs again at batch_scaling's batch when that rung is planned.
+std::vector<std::string> selected_references(const std::string& filter, const Profile& prof) {
+  std::vector<std::string> out;
+  for (const auto& n : prof.references)
+    if (name_selected(filter, n, prof.model.preset + "/" + n)) out.push_back(n);
+  return out;
+}
+
 // Checked before anything runs or is written, naming the rungs there are. Returns how many it selects.
-int64_t check_rung_filter(const std::string& filter, const std::vector<RungRecord>& records) {
+int64_t check_rung_filter(const std::string& filter, const std::vector<RungRecord>& records, const Profile& prof) {
   if (!filter.empty()) rung_regex(filter);
   std::string names;
-  int64_t selected = 0;
+  int64_t selected = static_cast<int64_t>(selected_references(filter, prof).size());
   for (const auto& r : records) {
     selected += rung_selected(filter, r);
     names += (names.empty() ? "" : ", ") + r.plan.rung.name;
   }
+  for (const auto& n : prof.references) names += ", " + n;
   if (selected == 0 && !filter.empty())
     throw std::runtime_error("--rung '" + filter + "' matches no rung to run (rungs: " + names + ")");
   return selected;
@@ -657,6 +687,7 @@ class RunWriter {
   void attach(const TeeReporter* reporter) { reporter_ = reporter; }
   const std::string& rungs_path() const { return rungs_path_; }
   const std::string& results_path() const { return results_path_; }
+  void set_references(const nlohmann::json& refs) { doc_["references"] = refs; }
   void flush(const std::vector<RungRecord>& records, const std::string& status) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& r : records) list.push_back(to_json(r));
@@ -750,6 +781,34 @@ int conclude(const std::vector<RungRecord>& ran, const Ladder& ladder, const Run
   return errored || !ladder.abort_reason.empty() ? 1 : 0;
 }
 
+// The profile's reference rungs the --rung filter selects, after the ladder, each with its share of
+// the time budget; ref_torch_compile again at the batch batch_scaling settled on.
+void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vector<RungRecord>& records,
+                         RunWriter& writer) {
+  const Profile& prof = ladder.prof;
+  nlohmann::json refs = nlohmann::json::array();
+  auto refs_to_run = selected_references(o.rung_filter, prof);
+  for (const auto& r : records)
+    if (r.ok() && r.plan.rung.spec.search_batch && r.spec().batch != prof.batch && ranks(r.spec()) == 1 &&
+        std::count(refs_to_run.begin(), refs_to_run.end(), "ref_torch_compile"))
+      refs_to_run.push_back("ref_torch_compile@" + std::to_string(r.spec().batch));
+  for (size_t i = 0; i < refs_to_run.size() && !g_signal; ++i) {
+    const std::string& n = refs_to_run[i];
+    const auto at = n.find('@');
+    const std::string name = n.substr(0, at);
+    const int64_t batch = at == std::string::npos ? prof.batch : std::stoll(n.substr(at + 1));
+    const double share = ladder.budget.limited() ? ladder.budget.share_s(static_cast<int64_t>(refs_to_run.size() - i)) : 0;
+    std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << reference_python() << "\n";
+    nlohmann::json ref = run_reference(name, reference_config(name, prof, ladder.dev, batch), ladder.data.train,
+                                       o.out_dir, share);
+    compare_reference(ref, records, ladder.baseline_losses);
+    std::cerr << reference_line(ref) << "\n";
+    refs.push_back(ref);
+    writer.set_references(refs);
+    writer.flush(records, "running");
+  }
+}
+
 }  // namespace
 
 int run_ladder(const LadderOptions& o) {
@@ -758,7 +817,7 @@ int run_ladder(const LadderOptions& o) {
   const auto env = dist_env_from_environment();
   const DeviceInfo dev = rank_device(o.device.empty() ? prof.device : o.device, !o.device.empty(), env);
   std::vector<RungRecord> records = plan_rungs(prof, dev);
-  check_rung_filter(o.rung_filter, records);
+  check_rung_filter(o.rung_filter, records, prof);
   const TimeBudget budget(run_budget_s(prof, dev));
   const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
   std::unique_ptr<Dist> dist;
@@ -791,7 +850,7 @@ int run_ladder(const LadderOptions& o) {
   // budget, wherever it is (batch search, build, warm-up, timed steps, breakdown, parity).
   meter->set_limit(prof.settings.cpu_memory_budget);
   Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, make_clock_sampler(dev), budget};
-  ladder.rungs_to_run = check_rung_filter(o.rung_filter, records);  // after --resume marked the done ones
+  ladder.rungs_to_run = check_rung_filter(o.rung_filter, records, prof);  // after --resume marked the done ones
   if (budget.limited())
     std::cerr << "gpt2bench: time budget " << format_duration(budget.total_s()) << " for " << ladder.rungs_to_run
               << " rung(s): each takes the timed steps that fit its share (at least 1 per repetition)\n";
@@ -811,10 +870,16 @@ int run_ladder(const LadderOptions& o) {
                       << "\n";
       },
       o.verbose);
-  writer.attach(&reporter);
-  run_benchmarks(reporter);
-  std::signal(SIGINT, old_int), std::signal(SIGTERM, old_term);
+  const bool any_rung = std::any_of(records.begin(), records.end(),
+                                    [&](const RungRecord& r) { return rung_selected(o.rung_filter, r); });
+  if (any_rung) {  // --rung may select reference rungs alone
+    writer.attach(&reporter);
+    run_benchmarks(reporter);
+  }
   if (dist) dist->post("done");
+  // 4. The Python reference rungs, on the same device, data and batch; beside the rungs, not in them.
+  if (!g_signal && ladder.abort_reason.empty()) run_reference_rungs(o, ladder, records, writer);
+  std::signal(SIGINT, old_int), std::signal(SIGTERM, old_term);
   std::vector<RungRecord> ran;  // rungs the filter left out stay "pending" in rungs.json and out of the summary
   for (const auto& r : records)
     if (r.out.status != RungStatus::kPending) ran.push_back(r);

@@ -125,6 +125,7 @@ nlohmann::json to_json(const RungRecord& r) {
   if (r.out.steps > 0)
     j["ran"] = {{"warmup_steps", r.out.warmup_steps}, {"warmup_step_s", r.out.warmup_step_s},
                 {"steps_per_repetition", r.out.steps}, {"repetitions", r.out.rep_step_ms.size()},
+                {"parity_steps", r.out.parity_steps},
                 {"budget", r.out.budget_note}};
   if (r.out.status == RungStatus::kOk) {
     const double tps = r.median_tokens_per_sec();
@@ -163,6 +164,7 @@ void restore(RungRecord& r, const nlohmann::json& j) {
     const auto& ran = j["ran"];
     r.out.steps = ran.at("steps_per_repetition").get<int64_t>();
     r.out.warmup_steps = ran.at("warmup_steps").get<int64_t>();
+    r.out.parity_steps = ran.value("parity_steps", int64_t{0});
     r.out.warmup_step_s = ran.at("warmup_step_s").get<double>();
     r.out.budget_note = ran.value("budget", "");
   }

@@ -44,6 +44,7 @@ struct RungOutcome {
   int64_t batch = 0;  // the batch it ran at (batch_scaling's choice after any back-off); 0 = the planned one
   int64_t steps = 0;  // timed steps per repetition as run (the time budget may take fewer than the profile's)
   int64_t warmup_steps = 0;
+  int64_t parity_steps = 0;   // its parity run's steps (the budget may take fewer than the profile's; 0 = the profile's)
   double warmup_step_s = 0;   // the last warm-up step's time: what the budget's fit is based on
   std::string budget_note;    // what the time budget changed for this rung ("" = nothing)
   std::optional<double> counted_flops_per_token;  // from the breakdown pass's op shapes

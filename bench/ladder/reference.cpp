@@ -1,0 +1,188 @@
+#include "bench/ladder/reference.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "bench/ladder/parity.h"
+#include "bench/ladder/results.h"
+#include "common/files.h"
+#include "config/profile.h"
+#include "bench/runtime/device_info.h"
+
+namespace gpt2 {
+
+const std::vector<std::string>& reference_names() {
+  static const std::vector<std::string> names = {"ref_torch_eager", "ref_torch_compile"};
+  return names;
+}
+
+nlohmann::json reference_config(const std::string& name, const Profile& prof, const DeviceInfo& dev, int64_t batch) {
+  const bool compiled = name == "ref_torch_compile";
+  if (!compiled && name != "ref_torch_eager") throw std::invalid_argument("unknown reference rung '" + name + "'");
+  const ModelOptions& m = prof.model;
+  const int64_t multiple = compiled ? prof.settings.vocab_multiple : 1;  // as vocab_padding pads
+  const int64_t padded = (m.vocab_size + multiple - 1) / multiple * multiple;
+  // The baseline's AdamW form (baseline_spec): for-each on a GPU, the per-parameter loop on a CPU.
+  const std::string eager_optimizer = dev.cuda() ? "foreach" : "loop";
+  return {
+      {"name", name},
+      {"device", dev.cuda() ? "cuda:" + std::to_string(dev.index) : "cpu"},
+      {"model", {{"vocab_size", m.vocab_size}, {"padded_vocab", padded}, {"context", m.context}, {"n_embd", m.n_embd},
+                 {"n_head", m.n_head}, {"n_layer", m.n_layer}, {"dropout", m.dropout}, {"qkv_bias", m.qkv_bias},
+                 {"tie_weights", m.tie_weights}}},
+      {"batch", batch},
+      {"seed", prof.seed},
+      {"precision", compiled ? "bf16_cast" : "fp32"},
+      {"attention", compiled ? "sdpa" : "manual"},
+      {"layers", compiled ? "native" : "scratch"},
+      {"optimizer", {{"form", compiled ? "fused" : eager_optimizer}, {"lr", prof.lr}, {"weight_decay", 0.1},
+                     {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}}},
+      {"compile", compiled},
+      {"parity_steps", prof.parity_steps},
+      {"warmup_steps", prof.warmup_steps},
+      {"steps", prof.steps},
+      {"repetitions", prof.repetitions},
+  };
+}
+
+std::string reference_python() {
+  const char* env = std::getenv("GPT2BENCH_PYTHON");
+  return env && *env ? env : GPT2BENCH_PYTHON;
+}
+
+namespace {
+
+// The last non-empty line of a log: what a failing script said last (a Python exception's message).
+std::string last_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  return last;
+}
+
+// Runs argv with stdout and stderr into `log`; returns the exit status as a sentence ("" = exit 0).
+std::string run_logged(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return std::string("fork failed: ") + std::strerror(errno);
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) ::dup2(fd, STDOUT_FILENO), ::dup2(fd, STDERR_FILENO);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "cannot run %s: %s (set GPT2BENCH_PYTHON)\n", argv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "exit code " + std::to_string(WEXITSTATUS(status));
+}
+
+}  // namespace
+
+nlohmann::json run_reference(const std::string& name, nlohmann::json config, const at::Tensor& train_tokens,
+                             const std::string& dir, double budget_s) {
+  const std::string sub = files::join(dir, "reference");
+  files::create_dirs(sub);
+  const std::string base = files::join(sub, name), out_path = base + ".result.json", log = base + ".log";
+  // The tokens its steps read, from the start of the train split (the C++ Loader's order).
+  const int64_t B = config["batch"], T = config["model"]["context"];
+  const int64_t steps = int64_t(config["parity_steps"]) + 1 + int64_t(config["warmup_steps"]) +
+                        int64_t(config["repetitions"]) * int64_t(config["steps"]);
+  const int64_t n = std::min<int64_t>(train_tokens.numel(), steps * B * T + 1);
+  const at::Tensor tokens = train_tokens.narrow(0, 0, n).to(at::kLong).contiguous();
+  files::write_file_atomic(base + ".tokens", std::string(static_cast<const char*>(tokens.data_ptr()), n * sizeof(int64_t)));
+  config["tokens"] = base + ".tokens";
+  config["budget_s"] = budget_s;
+  files::write_file_atomic(base + ".config.json", config.dump(2) + "\n");
+  files::remove_all(out_path);
+
+  const std::string script = std::string(GPT2BENCH_SOURCE_DIR) + "/reference/gpt2bench_ref.py";
+  const std::string failed = run_logged({reference_python(), script, base + ".config.json", out_path}, log);
+  nlohmann::json entry = {{"name", name}, {"status", "ok"}, {"config", config}, {"log", log}};
+  if (failed.empty()) {
+    try {
+      std::ifstream in(out_path);
+      entry["result"] = nlohmann::json::parse(in);
+      return entry;
+    } catch (const std::exception& e) {
+      entry["status"] = "error";
+      entry["error"] = "its result " + out_path + " does not parse: " + e.what();
+      return entry;
+    }
+  }
+  entry["status"] = "error";
+  const std::string said = last_line(log);
+  entry["error"] = reference_python() + " " + script + ": " + failed + (said.empty() ? "" : ": " + said);
+  return entry;
+}
+
+void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs,
+                       const std::vector<double>& baseline_losses) {
+  if (ref["status"] != "ok") return;
+  const auto& res = ref["result"];
+  const int64_t batch = ref["config"]["batch"];
+  const RungRecord* with = nullptr;
+  if (ref["name"] == "ref_torch_eager") {
+    for (const auto& r : rungs)
+      if (r.plan.kind == RungKind::kBaseline && r.ok()) with = &r;
+  } else {  // the fastest one-process C++ rung at the same batch
+    for (const auto& r : rungs)
+      if (r.ok() && r.spec().batch == batch && ranks(r.spec()) == 1 &&
+          (!with || r.median_tokens_per_sec() > with->median_tokens_per_sec()))
+        with = &r;
+  }
+  if (with) {
+    ref["compared_with"] = with->name();
+    ref["cpp_parameters"] = parameter_count(with->spec().model);
+    ref["cpp_tokens_per_sec"] = with->median_tokens_per_sec();
+    ref["ratio"] = with->median_tokens_per_sec() / res["tokens_per_sec"].get<double>();  // C++ over Python
+  }
+  if (res.contains("parity_losses") && !baseline_losses.empty()) {
+    Trajectory t{res["parity_losses"].get<std::vector<double>>(), 0};
+    const ParityResult p = judge_parity(ref["name"] == "ref_torch_eager" ? ParityClass::kExact : ParityClass::kPrecision,
+                                        t, baseline_losses);
+    ref["parity"] = {{"verdict", p.verdict}, {"rule", p.rule}, {"max_abs_dev", p.max_abs_dev},
+                     {"losses", p.losses}, {"baseline_losses", p.baseline_losses}};
+  }
+}
+
+std::string reference_line(const nlohmann::json& ref) {
+  std::ostringstream o;
+  o << "    " << ref["name"].get<std::string>() << " ";
+  if (ref["status"] != "ok") {
+    std::string e = ref.value("error", "");
+    if (e.size() > 120) e = "..." + e.substr(e.size() - 117);
+    o << "error: " << e;
+    return o.str();
+  }
+  const auto& res = ref["result"];
+  char buf[200];
+  std::snprintf(buf, sizeof(buf), "ok: %.0f tok/s (Python, torch %s)", res["tokens_per_sec"].get<double>(),
+                res.value("torch_version", "?").c_str());
+  o << buf;
+  if (ref.contains("ratio")) {
+    std::snprintf(buf, sizeof(buf), "; %s is %.2fx it", ref["compared_with"].get<std::string>().c_str(),
+                  ref["ratio"].get<double>());
+    o << buf;
+  }
+  if (ref.contains("parity")) o << ", parity " << ref["parity"]["verdict"].get<std::string>();
+  std::string s = o.str();
+  return s.size() > 160 ? s.substr(0, 157) + "..." : s;
+}
+
+}  // namespace gpt2

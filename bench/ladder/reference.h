@@ -1,0 +1,53 @@
+// defines: reference rungs — the same GPT-2 step written in Python PyTorch (reference/gpt2bench_ref.py),
+//          run as a subprocess on the ladder's device, data and batch, and reported beside the C++ rungs
+//          in rungs.json's "references" (never mixed into the ladder's speed-ups). Two fixed
+//          configurations so that the comparison cannot be weakened:
+//            ref_torch_eager    the baseline's math (fp32, manual attention, hand-written layers, the
+//                               baseline's AdamW form), compared with 00_baseline
+//            ref_torch_compile  bf16 weights, fused AdamW, F.* layers, SDPA (PyTorch's choice of
+//                               kernel), the vocabulary padded, torch.compile(model) in its default
+//                               mode; compared with the fastest one-process C++ rung at its batch
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace at {
+class Tensor;
+}
+
+namespace gpt2 {
+
+struct DeviceInfo;
+struct Profile;
+struct RungRecord;
+
+// The reference rungs there are, in the order they run.
+const std::vector<std::string>& reference_names();
+
+// What the script reads for reference `name` (one of reference_names()) at `batch`: the model
+// (the profile's, padded for ref_torch_compile), precision, layers, attention, optimizer, steps.
+nlohmann::json reference_config(const std::string& name, const Profile& prof, const DeviceInfo& dev, int64_t batch);
+
+// The interpreter: $GPT2BENCH_PYTHON, else the project's venv (the one the report step uses).
+std::string reference_python();
+
+// Runs one reference: writes DIR/reference/<name>.config.json and the tokens it needs (int64, from
+// the start of `train_tokens`), runs the script with `budget_s` (0 = none) for its compilation,
+// warm-up and timed steps, its output in DIR/reference/<name>.log. Returns the entry rungs.json
+// keeps: name, status (ok | error), error, config, and the script's result. Never throws for a
+// failing script: its last line of output is the error.
+nlohmann::json run_reference(const std::string& name, nlohmann::json config, const at::Tensor& train_tokens,
+                             const std::string& dir, double budget_s);
+
+// Sets `compared_with`, `ratio` (the C++ rung's tok/s over the reference's) and the parity of the
+// reference's first losses against the C++ baseline's (`baseline_losses`).
+void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs,
+                       const std::vector<double>& baseline_losses);
+
+// One console line (at most 160 characters).
+std::string reference_line(const nlohmann::json& ref);
+
+}  // namespace gpt2
