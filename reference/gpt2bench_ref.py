@@ -226,7 +226,7 @@ def run(cfg):
     out = {"torch_version": torch.__version__, "python": sys.version.split()[0], "device": cfg["device"],
            "device_name": torch.cuda.get_device_name(device) if cuda else "cpu"}
     started = time.perf_counter()
-    budget = cfg.get("budget_s") or 0.0
+    budget = cfg.get("budget_s")  # None: no time budget; else seconds for all of this (0: spent, the floor)
 
     # 1. Parity: the first parity_steps losses from the seed, dropout off, on the data from its start.
     if cfg["parity_steps"] > 0:
@@ -251,12 +251,12 @@ def run(cfg):
         step(*data.next())
         sync()
         warm.append(time.perf_counter() - t0)
-        if budget and time.perf_counter() - started + (cfg["repetitions"] + 1) * warm[-1] > budget:
+        if budget is not None and time.perf_counter() - started + (cfg["repetitions"] + 1) * warm[-1] > budget:
             break
     out["warmup_steps"] = len(warm) + 1
     per_step = min(warm)
     steps = cfg["steps"]
-    if budget:  # fit the timed steps to what is left of the share, at least one per repetition
+    if budget is not None:  # fit the timed steps to what is left of the share, at least one per repetition
         left = budget - (time.perf_counter() - started)
         steps = max(1, min(steps, int(left / (cfg["repetitions"] * per_step))))
     out["steps_per_repetition"] = steps

@@ -788,16 +788,18 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
   const Profile& prof = ladder.prof;
   nlohmann::json refs = nlohmann::json::array();
   auto refs_to_run = selected_references(o.rung_filter, prof);
-  for (const auto& r : records)
-    if (r.ok() && r.plan.rung.spec.search_batch && r.spec().batch != prof.batch && ranks(r.spec()) == 1 &&
-        std::count(refs_to_run.begin(), refs_to_run.end(), "ref_torch_compile"))
+  for (const auto& r : records)  // the first batch-searching rung: batch_scaling's own (extras on top search again)
+    if (r.ok() && r.plan.rung.spec.search_batch && r.spec().batch != prof.batch &&
+        ranks(r.spec()) == 1 && std::count(refs_to_run.begin(), refs_to_run.end(), "ref_torch_compile")) {
       refs_to_run.push_back("ref_torch_compile@" + std::to_string(r.spec().batch));
+      break;
+    }
   for (size_t i = 0; i < refs_to_run.size() && !g_signal; ++i) {
     const std::string& n = refs_to_run[i];
     const auto at = n.find('@');
     const std::string name = n.substr(0, at);
     const int64_t batch = at == std::string::npos ? prof.batch : std::stoll(n.substr(at + 1));
-    const double share = ladder.budget.limited() ? ladder.budget.share_s(static_cast<int64_t>(refs_to_run.size() - i)) : 0;
+    const double share = ladder.budget.limited() ? ladder.budget.share_s(static_cast<int64_t>(refs_to_run.size() - i)) : -1;
     std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << reference_python() << "\n";
     nlohmann::json ref = run_reference(name, reference_config(name, prof, ladder.dev, batch), ladder.data.train,
                                        o.out_dir, share);

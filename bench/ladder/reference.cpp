@@ -107,7 +107,7 @@ nlohmann::json run_reference(const std::string& name, nlohmann::json config, con
   const at::Tensor tokens = train_tokens.narrow(0, 0, n).to(at::kLong).contiguous();
   files::write_file_atomic(base + ".tokens", std::string(static_cast<const char*>(tokens.data_ptr()), n * sizeof(int64_t)));
   config["tokens"] = base + ".tokens";
-  config["budget_s"] = budget_s;
+  config["budget_s"] = budget_s < 0 ? nlohmann::json() : nlohmann::json(std::max(0.0, budget_s));  // null: none
   files::write_file_atomic(base + ".config.json", config.dump(2) + "\n");
   files::remove_all(out_path);
 

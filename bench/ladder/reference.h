@@ -35,7 +35,7 @@ nlohmann::json reference_config(const std::string& name, const Profile& prof, co
 std::string reference_python();
 
 // Runs one reference: writes DIR/reference/<name>.config.json and the tokens it needs (int64, from
-// the start of `train_tokens`), runs the script with `budget_s` (0 = none) for its compilation,
+// the start of `train_tokens`), runs the script with `budget_s` (< 0: none; 0: spent, the floor) for its compilation,
 // warm-up and timed steps, its output in DIR/reference/<name>.log. Returns the entry rungs.json
 // keeps: name, status (ok | error), error, config, and the script's result. Never throws for a
 // failing script: its last line of output is the error.

@@ -58,6 +58,8 @@ class Run:
     status: str
     rungs: list[Rung]
     mfu_basis: str = ""
+    references: list = field(default_factory=list)  # rungs.json's Python reference rungs, as written
+    flop_shares: dict | None = None  # the baseline's flops.shares: blocks, lm_head, attention
 
     @property
     def label(self) -> str:
@@ -149,6 +151,8 @@ def load_run(path: str | Path) -> Run:
             status=_run_status(rungs_doc.get("status", "?"), rungs),
             rungs=rungs,
             mfu_basis=rungs_doc.get("mfu", {}).get("basis", ""),
+            references=list(rungs_doc.get("references", [])),
+            flop_shares=(rungs_doc["rungs"][0].get("flops", {}).get("shares") if rungs_doc["rungs"] else None),
         )
     except (KeyError, TypeError) as e:
         raise ReportError(f"{d / 'rungs.json'}: unexpected layout (missing {e})") from e

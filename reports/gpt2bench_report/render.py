@@ -63,6 +63,15 @@ def run_notes(run: Run) -> list[str]:
         f"p < {ALPHA} (both rungs with {MIN_REPS_FOR_U}+ repetitions, as Google Benchmark's compare.py), else when "
         "the repetitions' ranges do not overlap.",
     ]
+    if run.flop_shares:
+        s = run.flop_shares
+        notes.append(f"where a token's model FLOPs go here: blocks' weight matmuls {100 * s['blocks']:.1f}%, LM head "
+                     f"{100 * s['lm_head']:.1f}%, causal attention {100 * s['attention']:.1f}% (GPT-2 124M at T=1024: "
+                     "63.9 / 29.0 / 7.1).")
+    if run.references:
+        notes.append("reference rungs: the same step in Python PyTorch, same device, data and batch (README: Reference "
+                     "rungs); C++ / Python above 1 means the C++ rung is faster. First step: torch.compile's "
+                     "compilation where compiled.")
     bf16 = run.device.get("bf16_support", "")
     if run.device.get("type") == "cpu" and bf16.startswith("emulated"):
         notes.append("bf16 on this CPU is emulated (no AMX-BF16 or AVX512-BF16): bf16 matmuls run through "
@@ -73,6 +82,24 @@ def run_notes(run: Run) -> list[str]:
             notes.append(f"{r.name} was THROTTLED while timed: {r.clocks.get('throttled_why', '')} (NVML); "
                          "its tok/s understates the step.")
     return notes
+
+
+def reference_table(run: Run) -> list[list[str]]:
+    """The Python reference rungs beside the C++ ones: never in the ladder's speed-ups."""
+    rows = [["reference (Python)", "batch", "status", "tok/s", "compared with", "C++ tok/s", "C++ / Python",
+             "parity", "first step s", "torch"]]
+    for ref in run.references:
+        res, cfg = ref.get("result", {}), ref.get("config", {})
+        ok = ref.get("status") == "ok"
+        rows.append([
+            ref.get("name", "?"), str(cfg.get("batch", "")),
+            ref.get("status", "?") if ok else f"error: {ref.get('error', '')}",
+            _fmt(res.get("tokens_per_sec")) if ok else "-", ref.get("compared_with", "-"),
+            _fmt(ref.get("cpp_tokens_per_sec")), _fmt(ref.get("ratio"), ".2f") + "x" if "ratio" in ref else "-",
+            ref.get("parity", {}).get("verdict", "n/a"), _fmt(res.get("first_step_s"), ".1f") if ok else "-",
+            res.get("torch_version", "-"),
+        ])
+    return rows
 
 
 def device_table(runs: list[Run]) -> list[list[str]]:
@@ -149,9 +176,13 @@ def write_report(runs: list[Run], out: str | Path) -> Path:
         tag = f"run{i}_" if len(runs) > 1 else ""
         notes = run_notes(run)
         md += [f"## {run.label}: profile {run.profile}, plan {run.plan}", "", _md(ladder_table(run)), ""]
+        if run.references:
+            md += [_md(reference_table(run)), ""]
         md += [f"- {n}" for n in notes] + [""]
         parts += [f"<h2>{html.escape(run.label)}: profile {html.escape(run.profile)}, plan {html.escape(run.plan)}</h2>",
                   _html_table(ladder_table(run))]
+        if run.references:
+            parts.append(_html_table(reference_table(run)))
         parts += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"]
         for kind in ("ladder", "memory", "mfu", "phases"):
             if tag + kind in embedded:

@@ -216,3 +216,28 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     assert "Mann-Whitney U" in md and "order statistics" in md
     assert "bf16 on this CPU is emulated" in md
     assert f"{ok[1]['name']} was THROTTLED while timed: median SM clock 1410 MHz" in md
+
+
+def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path):
+    # rungs.json's references as gpt2bench writes them (one ok, one failed), and the FLOP shares.
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    base = doc["rungs"][0]
+    base.setdefault("flops", {})["shares"] = {"blocks": 0.639, "lm_head": 0.29, "attention": 0.071}
+    doc["references"] = [
+        {"name": "ref_torch_eager", "status": "ok", "config": {"batch": 4}, "compared_with": base["name"],
+         "cpp_tokens_per_sec": 1200.0, "ratio": 1.2, "parity": {"verdict": "pass"},
+         "result": {"tokens_per_sec": 1000.0, "first_step_s": 0.5, "torch_version": "2.13.0+cpu"}},
+        {"name": "ref_torch_compile", "status": "error", "config": {"batch": 4},
+         "error": "python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler: No working C++ compiler found"},
+    ]
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    md = (write_report([run], tmp_path / "report") / "report.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| ref_torch_eager"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells == ["ref_torch_eager", "4", "ok", "1,000", base["name"], "1,200", "1.20x", "pass", "0.5",
+                     "2.13.0+cpu"]
+    assert "| ref_torch_compile | 4 | error: python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler" in md
+    assert "blocks' weight matmuls 63.9%, LM head 29.0%, causal attention 7.1%" in md
