@@ -50,6 +50,26 @@ if [ "$flavor" = fuzz ]; then
   exit 0
 fi
 
+# --- Google Benchmark from source, built with the project in Release ----------------------------
+# Debian's libbenchmark is built without NDEBUG and says "***WARNING*** Library was built as DEBUG".
+# The same version's source, Debian's orig tarball (checked), is built with the project instead;
+# where it cannot be fetched the packaged library is used (cmake says which).
+gb_dir=third_party/benchmark-1.7.1
+if [ ! -f "$gb_dir/CMakeLists.txt" ]; then
+  gb_url=http://deb.debian.org/debian/pool/main/b/benchmark/benchmark_1.7.1.orig.tar.gz
+  gb_sha=6430e4092653380d9dc4ccb45a1e2dc9259d581f4866dc0759713126056bc1d7
+  mkdir -p third_party
+  say "fetching Google Benchmark 1.7.1's source (Debian's orig tarball) to build it in Release"
+  if python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])' \
+       "$gb_url" third_party/benchmark.tar.gz 2>/dev/null &&
+     echo "$gb_sha  third_party/benchmark.tar.gz" | sha256sum -c --status; then
+    tar xzf third_party/benchmark.tar.gz -C third_party
+  else
+    say "could not fetch $gb_url: using Debian's libbenchmark (built as DEBUG; our times are manual, see README)"
+  fi
+  rm -f third_party/benchmark.tar.gz
+fi
+
 # --- The driver against the CUDA build, before anything is installed ----------------------------
 # TORCH_CUDA_NEEDS: the CUDA version the requirement's build needs (torch 2.14.1 on PyPI: CUDA 13.0).
 # With Torch_DIR the user's libtorch is the one built against, and theirs to match to the driver.

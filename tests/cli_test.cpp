@@ -113,6 +113,7 @@ TEST(Cli, FlopsFormulaCountedFlopsAndMfuBasis) {
   auto r = test::run_gpt2bench("ladder --verbose --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("tiny/01_sdpa/iterations:1/repeats:2/manual_time"), std::string::npos);  // --verbose
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;  // its table too: no colour into a pipe
   const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
   ASSERT_EQ(doc["rungs"].size(), 2u);
   for (const auto& rung : doc["rungs"]) {
@@ -201,6 +202,7 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("    ref_torch_eager ok: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reference rungs (the same step in Python PyTorch"), std::string::npos) << r.output;
   const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
   ASSERT_EQ(doc["rungs"].size(), 1u);  // never a rung of the ladder
   ASSERT_EQ(doc["references"].size(), 2u);

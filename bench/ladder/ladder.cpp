@@ -688,6 +688,7 @@ class RunWriter {
   const std::string& rungs_path() const { return rungs_path_; }
   const std::string& results_path() const { return results_path_; }
   void set_references(const nlohmann::json& refs) { doc_["references"] = refs; }
+  nlohmann::json references() const { return doc_.value("references", nlohmann::json::array()); }
   void flush(const std::vector<RungRecord>& records, const std::string& status) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& r : records) list.push_back(to_json(r));
@@ -765,7 +766,12 @@ void run_benchmarks(TeeReporter& reporter) {
 
 // The summary table and the exit code: 130 interrupted, 1 on an error or a lost rank, else 0.
 int conclude(const std::vector<RungRecord>& ran, const Ladder& ladder, const RunWriter& writer, const std::string& dir) {
-  std::cout << "\n" << summary_table(ran, ladder.dev.cuda()) << "\nresults: " << writer.results_path()
+  std::cout << "\n" << summary_table(ran, ladder.dev.cuda());
+  if (const auto& refs = writer.references(); !refs.empty()) {
+    std::cout << "reference rungs (the same step in Python PyTorch; not in the speed-ups):\n";
+    for (const auto& ref : refs) std::cout << reference_line(ref) << "\n";
+  }
+  std::cout << "\nresults: " << writer.results_path()
             << "\n         " << writer.rungs_path() << "\n";
   bool parity_failed = false, errored = false;
   for (const auto& r : ran) {

@@ -184,8 +184,11 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   }
 }
 
+// Colour only on a terminal: a ConsoleReporter of our own does not read --benchmark_color.
 TeeReporter::TeeReporter(std::function<void(const std::string&)> on_rung, bool console)
-    : on_rung_(std::move(on_rung)), console_on_(console) {
+    : console_(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular : benchmark::ConsoleReporter::OO_Tabular),
+      on_rung_(std::move(on_rung)),
+      console_on_(console) {
   json_.SetOutputStream(&json_out_);
   json_.SetErrorStream(&json_err_);
 }
