@@ -104,13 +104,16 @@ its FLOPs), and writes
 `gpt2bench ladder` runs the same pass after each rung's timed repetitions (breakdown_steps: 0 turns it off).
 )";
 
-constexpr const char* kReportHelp = R"(usage: gpt2bench report RUN_DIR... --out DIR
+constexpr const char* kReportHelp = R"(usage: gpt2bench report RUN_DIR... --out DIR [--price NAME=USD ...]
 
 Reads each run directory (results.json, rungs.json, breakdown/) and writes DIR/report.md, a self-contained
 DIR/report.html (charts embedded) and each chart as PNG and SVG: the ladder (tok/s, speedups over the previous
 rung and the baseline, parity and noise marks, the published seed-000 speedups labelled "published"), memory,
 MFU, per-phase time, add-one/leave-one-out ablations, and with several runs (e.g. GPU generations) the same
-rungs side by side, absolute and normalised to each run's baseline, with a table of device facts.
+rungs side by side, absolute and normalised to each run's baseline, and a Generations section: per-rung
+tok/s and the ratio to the first run's device, set against the devices' datasheet compute and bandwidth
+ratios, the devices' facts, and with --price (a run directory's or a device's name = $ per device-hour;
+no prices are built in) the cost per million tokens at each run's fastest rung.
 Runs the Python package in reports/ with the project's venv (GPT2BENCH_PYTHON overrides the interpreter).
 )";
 
@@ -240,7 +243,7 @@ int cmd_breakdown(int argc, char** argv) {
 }
 
 int cmd_report(int argc, char** argv) {
-  std::vector<std::string> args;
+  std::vector<std::string> args, prices;
   std::string out;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -250,6 +253,8 @@ int cmd_report(int argc, char** argv) {
     }
     if (a == "--out" && i + 1 < argc) out = argv[++i];
     else if (a.rfind("--out=", 0) == 0) out = a.substr(6);
+    else if (a == "--price" && i + 1 < argc) prices.push_back(argv[++i]);  // checked by the report step
+    else if (a.rfind("--price=", 0) == 0) prices.push_back(a.substr(8));
     else if (a.rfind("--", 0) == 0) throw std::invalid_argument("unknown option '" + a + "'\n\n" + kReportHelp);
     else args.push_back(a);
   }
@@ -263,6 +268,7 @@ int cmd_report(int argc, char** argv) {
   std::vector<std::string> cmd = {python, "-m", "gpt2bench_report"};
   cmd.insert(cmd.end(), args.begin(), args.end());
   cmd.insert(cmd.end(), {"--out", out});
+  for (const auto& p : prices) cmd.insert(cmd.end(), {"--price", p});
   std::vector<char*> cargv;
   for (auto& c : cmd) cargv.push_back(c.data());
   cargv.push_back(nullptr);

@@ -8,7 +8,7 @@ import html
 import io
 from pathlib import Path
 
-from . import charts
+from . import charts, generations
 from .load import Run
 from .stats import ALPHA, MIN_REPS_FOR_U, differs
 
@@ -156,7 +156,7 @@ def build_figures(runs: list[Run]) -> dict:
     return figs
 
 
-def write_report(runs: list[Run], out: str | Path) -> Path:
+def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | None = None) -> Path:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     figs = build_figures(runs)
@@ -172,6 +172,14 @@ def write_report(runs: list[Run], out: str | Path) -> Path:
     title = "gpt2bench report: " + ", ".join(r.label for r in runs)
     md = [f"# {title}", "", "## Devices", "", _md(device_table(runs)), ""]
     parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Devices</h2>", _html_table(device_table(runs))]
+    if len({(r.device.get("name"), r.device.get("type")) for r in runs}) > 1:
+        tables = [generations.device_facts(runs), generations.generations_table(runs)]
+        if prices and (cost := generations.cost_table(runs, prices)):
+            tables.append(cost)
+        gnotes = generations.notes(runs)
+        md += ["## Generations", ""] + sum(([_md(t), ""] for t in tables), []) + [f"- {n}" for n in gnotes] + [""]
+        parts += ["<h2>Generations</h2>"] + [_html_table(t) for t in tables]
+        parts += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in gnotes) + "</ul>"]
     for i, run in enumerate(runs):
         tag = f"run{i}_" if len(runs) > 1 else ""
         notes = run_notes(run)

@@ -241,3 +241,48 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
                      "2.13.0+cpu"]
     assert "| ref_torch_compile | 4 | error: python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler" in md
     assert "blocks' weight matmuls 63.9%, LM head 29.0%, causal attention 7.1%" in md
+
+
+def _synthetic_gpu_run(tmp_path, name, device, bandwidth, scale):
+    """A GPU run made from the CPU fixture for the Generations test: SYNTHETIC (tiny-model tok/s scaled per
+    rung; the device facts from the project's datasheet rows), labelled as such in its directory name."""
+    run_dir = tmp_path / f"synthetic-{name}"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    doc["device"].update({"type": "cuda", "name": device, "sm_count": 132, "total_memory": 85 * 10**9,
+                          "driver_version": "580.95", "runtime_version": "13.0",
+                          "datasheet": {"model": name, "fp32_tflops": 67, "tf32_tflops": 494, "bf16_tflops": 989,
+                                        "fp16_tflops": 989, "memory_bandwidth_gbs": bandwidth}})
+    for r in doc["rungs"]:
+        if r["status"] == "ok":
+            r["median"]["tokens_per_sec"] *= scale.get(r["name"], 1.0)
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    return run_dir
+
+
+def test_generations_section_for_two_devices(tmp_path):
+    # H200/H100 ratios quoted in the reports issue: 1.10x at the baseline, 1.22x at TF32 (here 03, the first ok
+    # rung with tf32 in its recipe); equal compute, 4800/3350 = 1.43x the bandwidth.
+    h100 = _synthetic_gpu_run(tmp_path, "H100 SXM", "NVIDIA H100 80GB HBM3", 3350, {})
+    h200 = _synthetic_gpu_run(tmp_path, "H200 SXM", "NVIDIA H200", 4800,
+                              {"00_baseline": 1.10, "03_fused_adamw": 1.22, "05_sdpa": 0.9})
+    out = tmp_path / "report"
+    assert main([str(h100), str(h200), "--out", str(out), "--price", "NVIDIA H200=3.5",
+                 "--price", f"{h100.name}=2.5"]) == 0
+    md = (out / "report.md").read_text()
+    assert "## Generations" in md
+    rows = {r.split("|")[1].strip(): [c.strip() for c in r.strip().strip("|").split("|")]
+            for r in md.split("## Generations")[1].split("\n## ")[0].splitlines() if r.startswith("| 0")}
+    assert rows["00_baseline"][3:] == ["1.10x", "compute-bound"]  # nearer 1.00 (bf16 peaks) than 1.43
+    assert rows["03_fused_adamw"][3:] == ["1.22x", "memory-bound"]  # TF32 peaks equal too: 1.22 nearer 1.43 than 1.00
+    assert rows["05_sdpa"][3:] == ["0.90x", "launch/host-bound"]
+    gen = md.split("## Generations")[1].split("\n## ")[0]
+    facts = next(r for r in gen.splitlines() if r.startswith(f"| {h200.name} |"))
+    assert "| 1.00x | 1.43x |" in facts and "| 580.95 | 13.0 |" in facts
+    cost = next(r for r in gen.splitlines() if r.startswith(f"| {h100.name} | NVIDIA H100 80GB HBM3 | 2.50 |"))
+    assert cost.rstrip(" |").split("|")[-1].strip() != ""
+    assert f"| {h200.name} | NVIDIA H200 | 3.50 |" in gen  # priced by its device's name
+    for line in md.splitlines():  # no cell holds a newline (every row one line) or an unescaped |
+        if line.startswith("| ") and "Generations" not in line:
+            assert not re.search(r"[^\\ ]\|[^ \-]", line), line
+    assert main([str(h100), "--out", str(out), "--price", "nonsense"]) == 2
