@@ -27,6 +27,7 @@
 #include "bench/step/train_step.h"
 #include "config/yaml_reader.h"
 #include "common/files.h"
+#include "common/python.h"
 #include "model/data.h"
 #include "variants/registry.h"
 
@@ -260,8 +261,7 @@ int cmd_report(int argc, char** argv) {
   }
   if (args.empty()) throw std::invalid_argument(std::string("name at least one run directory\n\n") + kReportHelp);
   if (out.empty()) throw std::invalid_argument(std::string("missing --out\n\n") + kReportHelp);
-  const char* py_env = std::getenv("GPT2BENCH_PYTHON");
-  const std::string python = py_env && *py_env ? py_env : GPT2BENCH_PYTHON;
+  const std::string python = project_python();
   const std::string reports = std::string(GPT2BENCH_SOURCE_DIR) + "/reports";
   const char* old = std::getenv("PYTHONPATH");
   ::setenv("PYTHONPATH", (reports + (old && *old ? ":" + std::string(old) : "")).c_str(), 1);

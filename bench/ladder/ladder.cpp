@@ -5,7 +5,6 @@
 
 #include <ATen/ATen.h>
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -31,6 +30,7 @@
 #include "bench/runtime/nvtx.h"
 #include "bench/ladder/parity.h"
 #include "bench/ladder/reference.h"
+#include "common/python.h"
 #include "config/profile.h"
 #include "bench/measure/breakdown.h"
 #include "bench/ladder/results.h"
@@ -396,8 +396,8 @@ struct Ladder {
       else cls = ParityClass::kProblem;  // no equal global batch to compare with
     }
     try {
-      const int64_t k = ranks(s) > 1 || r.out.parity_steps == 0 ? prof.parity_steps : r.out.parity_steps;
-      const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(k), dist);
+      // fit() set the steps: the profile's, or fewer at the budget's floor (one process only)
+      const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(r.out.parity_steps), dist);
       r.out.parity = baseline_losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline_losses);
       if (baseline_losses.empty()) r.out.parity.rule = "no parity reference: " + reference_error;
     } catch (const c10::OutOfMemoryError& e) {
@@ -754,8 +754,8 @@ void register_rungs(std::vector<RungRecord>& records, Ladder& ladder, const std:
 }
 
 void run_benchmarks(TeeReporter& reporter) {
-  std::vector<std::string> args = {"gpt2bench", "--benchmark_counters_tabular=true",
-                                   isatty(STDOUT_FILENO) ? "--benchmark_color=auto" : "--benchmark_color=false"};
+  // (colour: TeeReporter's own console reporter decides; Google Benchmark's flag is for its default one)
+  std::vector<std::string> args = {"gpt2bench", "--benchmark_counters_tabular=true"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
@@ -793,20 +793,19 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
                          RunWriter& writer) {
   const Profile& prof = ladder.prof;
   nlohmann::json refs = nlohmann::json::array();
-  auto refs_to_run = selected_references(o.rung_filter, prof);
-  for (const auto& r : records)  // the first batch-searching rung: batch_scaling's own (extras on top search again)
-    if (r.ok() && r.plan.rung.spec.search_batch && r.spec().batch != prof.batch &&
-        ranks(r.spec()) == 1 && std::count(refs_to_run.begin(), refs_to_run.end(), "ref_torch_compile")) {
-      refs_to_run.push_back("ref_torch_compile@" + std::to_string(r.spec().batch));
-      break;
-    }
-  for (size_t i = 0; i < refs_to_run.size() && !g_signal; ++i) {
-    const std::string& n = refs_to_run[i];
-    const auto at = n.find('@');
-    const std::string name = n.substr(0, at);
-    const int64_t batch = at == std::string::npos ? prof.batch : std::stoll(n.substr(at + 1));
-    const double share = ladder.budget.limited() ? ladder.budget.share_s(static_cast<int64_t>(refs_to_run.size() - i)) : -1;
-    std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << reference_python() << "\n";
+  std::vector<std::pair<std::string, int64_t>> to_run;  // (reference, batch)
+  for (const auto& n : selected_references(o.rung_filter, prof)) to_run.emplace_back(n, prof.batch);
+  // batch_scaling's own rung is the first batch-searching one (extras on top of it search again)
+  const auto searched = std::find_if(records.begin(), records.end(),
+                                     [](const RungRecord& r) { return r.plan.rung.spec.search_batch; });
+  const bool compiled = std::any_of(to_run.begin(), to_run.end(), [](const auto& t) { return t.first == "ref_torch_compile"; });
+  if (compiled && searched != records.end() && searched->ok() && searched->spec().batch != prof.batch &&
+      ranks(searched->spec()) == 1)
+    to_run.emplace_back("ref_torch_compile", searched->spec().batch);
+  for (size_t i = 0; i < to_run.size() && !g_signal; ++i) {
+    const auto& [name, batch] = to_run[i];
+    const double share = ladder.budget.limited() ? ladder.budget.share_s(static_cast<int64_t>(to_run.size() - i)) : -1;
+    std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << project_python() << "\n";
     nlohmann::json ref = run_reference(name, reference_config(name, prof, ladder.dev, batch), ladder.data.train,
                                        o.out_dir, share);
     compare_reference(ref, records, ladder.baseline_losses);

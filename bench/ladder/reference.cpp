@@ -15,6 +15,7 @@
 #include "bench/ladder/parity.h"
 #include "bench/ladder/results.h"
 #include "common/files.h"
+#include "common/python.h"
 #include "config/profile.h"
 #include "bench/runtime/device_info.h"
 
@@ -28,15 +29,16 @@ const std::vector<std::string>& reference_names() {
 nlohmann::json reference_config(const std::string& name, const Profile& prof, const DeviceInfo& dev, int64_t batch) {
   const bool compiled = name == "ref_torch_compile";
   if (!compiled && name != "ref_torch_eager") throw std::invalid_argument("unknown reference rung '" + name + "'");
-  const ModelOptions& m = prof.model;
-  const int64_t multiple = compiled ? prof.settings.vocab_multiple : 1;  // as vocab_padding pads
-  const int64_t padded = (m.vocab_size + multiple - 1) / multiple * multiple;
-  // The baseline's AdamW form (baseline_spec): for-each on a GPU, the per-parameter loop on a CPU.
-  const std::string eager_optimizer = dev.cuda() ? "foreach" : "loop";
+  ModelOptions m = prof.model;
+  if (compiled) m.vocab_pad_to = prof.settings.vocab_multiple;  // as vocab_padding pads
+  // The baseline's AdamW (baseline_spec): its hyper-parameters, and its form for the eager reference.
+  OptimizerOptions opt = baseline_spec(prof.model, batch, dev).optimizer;
+  opt.lr = prof.lr;
+  const std::string eager_optimizer = opt.kind == OptimizerKind::kAdamwForeach ? "foreach" : "loop";
   return {
       {"name", name},
       {"device", dev.cuda() ? "cuda:" + std::to_string(dev.index) : "cpu"},
-      {"model", {{"vocab_size", m.vocab_size}, {"padded_vocab", padded}, {"context", m.context}, {"n_embd", m.n_embd},
+      {"model", {{"vocab_size", m.vocab_size}, {"padded_vocab", m.padded_vocab()}, {"context", m.context}, {"n_embd", m.n_embd},
                  {"n_head", m.n_head}, {"n_layer", m.n_layer}, {"dropout", m.dropout}, {"qkv_bias", m.qkv_bias},
                  {"tie_weights", m.tie_weights}}},
       {"batch", batch},
@@ -44,19 +46,14 @@ nlohmann::json reference_config(const std::string& name, const Profile& prof, co
       {"precision", compiled ? "bf16_cast" : "fp32"},
       {"attention", compiled ? "sdpa" : "manual"},
       {"layers", compiled ? "native" : "scratch"},
-      {"optimizer", {{"form", compiled ? "fused" : eager_optimizer}, {"lr", prof.lr}, {"weight_decay", 0.1},
-                     {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}}},
+      {"optimizer", {{"form", compiled ? "fused" : eager_optimizer}, {"lr", opt.lr}, {"weight_decay", opt.weight_decay},
+                     {"beta1", opt.beta1}, {"beta2", opt.beta2}, {"eps", opt.eps}}},
       {"compile", compiled},
       {"parity_steps", prof.parity_steps},
       {"warmup_steps", prof.warmup_steps},
       {"steps", prof.steps},
       {"repetitions", prof.repetitions},
   };
-}
-
-std::string reference_python() {
-  const char* env = std::getenv("GPT2BENCH_PYTHON");
-  return env && *env ? env : GPT2BENCH_PYTHON;
 }
 
 namespace {
@@ -112,7 +109,7 @@ nlohmann::json run_reference(const std::string& name, nlohmann::json config, con
   files::remove_all(out_path);
 
   const std::string script = std::string(GPT2BENCH_SOURCE_DIR) + "/reference/gpt2bench_ref.py";
-  const std::string failed = run_logged({reference_python(), script, base + ".config.json", out_path}, log);
+  const std::string failed = run_logged({project_python(), script, base + ".config.json", out_path}, log);
   nlohmann::json entry = {{"name", name}, {"status", "ok"}, {"config", config}, {"log", log}};
   if (failed.empty()) {
     try {
@@ -127,7 +124,7 @@ nlohmann::json run_reference(const std::string& name, nlohmann::json config, con
   }
   entry["status"] = "error";
   const std::string said = last_line(log);
-  entry["error"] = reference_python() + " " + script + ": " + failed + (said.empty() ? "" : ": " + said);
+  entry["error"] = project_python() + " " + script + ": " + failed + (said.empty() ? "" : ": " + said);
   return entry;
 }
 

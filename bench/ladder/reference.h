@@ -31,9 +31,6 @@ const std::vector<std::string>& reference_names();
 // (the profile's, padded for ref_torch_compile), precision, layers, attention, optimizer, steps.
 nlohmann::json reference_config(const std::string& name, const Profile& prof, const DeviceInfo& dev, int64_t batch);
 
-// The interpreter: $GPT2BENCH_PYTHON, else the project's venv (the one the report step uses).
-std::string reference_python();
-
 // Runs one reference: writes DIR/reference/<name>.config.json and the tokens it needs (int64, from
 // the start of `train_tokens`), runs the script with `budget_s` (< 0: none; 0: spent, the floor) for its compilation,
 // warm-up and timed steps, its output in DIR/reference/<name>.log. Returns the entry rungs.json

@@ -15,6 +15,11 @@ from .stats import differs  # noqa: E402
 
 GIB = float(2**30)  # memory is shown in GiB: an "80 GB" H100 holds 79.2 GiB (85.0e9 bytes)
 
+
+def fmt(v, spec=",.0f") -> str:
+    """A number for a table cell ("-" for none); the report's tables share it."""
+    return "-" if v is None else format(v, spec)
+
 PUBLISHED = json.loads((Path(__file__).with_name("published.json")).read_text())
 PHASES = ["data", "forward", "loss", "backward", "optimizer"]
 

@@ -6,9 +6,8 @@ $/device-hour the user supplies (no built-in prices)."""
 
 from __future__ import annotations
 
+from .charts import GIB, fmt as _f
 from .load import Run
-
-GIB = 1 << 30
 
 
 def _peak(run: Run, key: str) -> float | None:
@@ -33,10 +32,6 @@ def device_facts(runs: list[Run]) -> list[list[str]]:
                      d.get("runtime_version") or "-",
                      run.build.get("torch", run.context.get("torch_version", "?"))])
     return rows
-
-
-def _f(v, spec=",.0f"):
-    return "-" if v is None else format(v, spec)
 
 
 def bound_by(ratio: float, compute: float | None, bandwidth: float | None) -> str:

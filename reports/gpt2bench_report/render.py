@@ -13,8 +13,7 @@ from .load import Run
 from .stats import ALPHA, MIN_REPS_FOR_U, differs
 
 
-def _fmt(v, spec=",.0f"):
-    return "-" if v is None else format(v, spec)
+_fmt = charts.fmt
 
 
 def ladder_table(run: Run) -> list[list[str]]:
