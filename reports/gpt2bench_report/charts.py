@@ -8,7 +8,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+matplotlib.rcParams["figure.max_open_warning"] = 0  # a report of several runs holds all its figures until written
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from .load import Run  # noqa: E402
 from .stats import differs  # noqa: E402
@@ -43,26 +45,30 @@ def ladder_chart(run: Run) -> plt.Figure:
         label = f"{r.tokens_per_sec / base:.2f}x base"
         if prev:
             real, _ = differs(prev.rep_tokens_per_sec, r.rep_tokens_per_sec)
-            label = f"{r.tokens_per_sec / prev.tokens_per_sec:.2f}x prev" + ("" if real else " (noise)") + "\n" + label
+            label = f"{r.tokens_per_sec / prev.tokens_per_sec:.2f}x prev" + ("" if real else " (noise)") + ", " + label
         mark = {"pass": " ✓", "fail": " ✗ parity"}.get(r.parity_verdict, "")
-        ax.annotate(label + mark, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
-                    va="bottom", fontsize=6)
+        # Written along the bar: upright text collided between neighbouring bars.
+        ax.annotate(label + mark, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", rotation=90, fontsize=7)
+    top = 1.8 * max(tps, default=1.0)  # room for the labels above the tallest bar
     ax.set_ylabel("tokens / s (measured)")
     ax.set_title(f"Ladder: {run.profile} on {run.device.get('name', '?')}")
     ax.tick_params(axis="x", rotation=60, labelsize=8)
-    # Published seed-000 A100 speedups over its baseline, for the rungs this run reproduces.
+    # Published seed-000 A100 speedups over its baseline, for the rungs this run reproduces, on a second axis
+    # scaled so that a bar's top reads as its own speedup over the baseline there too.
     pub = {p["rung"]: p["tokens_per_sec"] for p in PUBLISHED["seed000_a100"]["rungs"]}
     xs, ys = [], []
     for i, r in enumerate(rungs):
         if r.published_rung in pub:
             xs.append(i)
             ys.append(pub[r.published_rung] / pub[0])
+    top = max(top, 1.25 * base * max(ys, default=0.0))
+    ax.set_ylim(0, top)
     if xs:
         ax2 = ax.twinx()
-        ax2.plot(xs, ys, "k--o", markersize=4, label="published speedup (seed 000, 1x A100)")
-        ax2.plot(range(len(rungs)), [t / base for t in tps], "-", color="#2e86c1", alpha=0.5,
-                 label="measured speedup")
-        ax2.set_ylabel("speedup over the baseline")
+        ax2.plot(xs, ys, "k--o", markersize=4, label="published speedup (seed 000, 1x A100)", zorder=5)
+        ax2.set_ylim(0, top / base)
+        ax2.set_ylabel("speedup over the baseline (bar tops; published: line)")
         ax2.legend(loc="upper left", fontsize=7)
     fig.tight_layout()
     return fig
@@ -96,21 +102,107 @@ def mfu_chart(run: Run) -> plt.Figure:
 
 
 def phase_chart(run: Run) -> plt.Figure | None:
-    rungs = [r for r in _ok(run) if r.profile]
+    """ms per 1,000 tokens (not per step, so batch-scaled rungs compare), each phase of the breakdown pass
+    stacked, the breakdown step's time left unattributed to a phase hatched above them, and the timed step
+    (the median of the repetitions) marked: where the stack ends below the mark, the time went nowhere the
+    pass saw."""
+    rungs = [r for r in _ok(run) if r.profile and r.tokens_per_step]
     if not rungs:
         return None
-    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(rungs) + 2), 4))
+    per_1k = [1000.0 / r.tokens_per_step for r in rungs]
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(rungs) + 2), 4.2))
+    names = [r.name for r in rungs]
     bottom = [0.0] * len(rungs)
-    for phase in PHASES:
-        vals = [r.profile.get("phase_ms", {}).get(phase, 0.0) for r in rungs]
-        ax.bar([r.name for r in rungs], vals, bottom=bottom, label=phase)
+    for phase in PHASES + ["other"]:
+        vals = [r.profile.get("phase_ms", {}).get(phase, 0.0) * k for r, k in zip(rungs, per_1k)]
+        ax.bar(names, vals, bottom=bottom, label=phase if phase != "other" else "other (outside the phases)")
         bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_ylabel("ms per step (profiling pass)")
-    ax.set_title("Where a step's time goes")
+    gap = [max(0.0, (r.profile.get("step_ms") or 0.0) * k - b) for r, k, b in zip(rungs, per_1k, bottom)]
+    ax.bar(names, gap, bottom=bottom, label="unattributed (breakdown step)", color="white", edgecolor="#7f8c8d",
+           hatch="//")
+    timed = [(r.step_ms or 0.0) * k for r, k in zip(rungs, per_1k)]
+    ax.plot(names, timed, linestyle="none", marker="_", markersize=22, markeredgewidth=2.5, color="k",
+            label="timed step (median)", zorder=5)
+    ax.set_ylabel("ms per 1,000 tokens")
+    ax.set_title("Where the time goes, per 1,000 tokens (breakdown pass; timed step marked)")
     ax.tick_params(axis="x", rotation=60, labelsize=8)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def waterfall(title: str, steps: list[tuple[str, float]], total: tuple[str, float] | None,
+              start: str = "00_baseline") -> plt.Figure:
+    """Multiplicative waterfall on a log axis: from 1.0 (start), each step's ratio as a floating bar from
+    the running product to the next (green gains, red losses, labelled x ratio), then the total as a bar
+    from 1. Where the measured total differs from the product of the steps, the rest is drawn as its own
+    step (the interactions), so the bars always compose to the total."""
+    if total is not None:
+        prod = 1.0
+        for _, f in steps:
+            prod *= f
+        if abs(total[1] / prod - 1.0) > 1e-9:
+            steps = steps + [("rest (interactions)", total[1] / prod)]
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * (len(steps) + 2) + 2), 4.2))
+    names = [start] + [n for n, _ in steps] + ([total[0]] if total else [])
+    levels = [1.0]
+    for _, f in steps:
+        levels.append(levels[-1] * f)
+    floor = 0.8 * min(levels + ([total[1]] if total else []))  # log scale: whole bars start here, not at 0
+    ax.bar(0, 1.0 - floor, bottom=floor, color="#7f8c8d")
+    for i, (_, f) in enumerate(steps, start=1):
+        lo, hi = sorted(levels[i - 1:i + 1])
+        ax.bar(i, hi - lo, bottom=lo, color="#27ae60" if f >= 1 else "#c0392b")
+        ax.annotate(f"{f:.2f}x", (i, hi), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
+                    fontsize=7)
+    if total:
+        ax.bar(len(steps) + 1, total[1] - floor, bottom=floor, color="#2e86c1")
+        ax.annotate(f"{total[1]:.2f}x", (len(steps) + 1, total[1]), xytext=(0, 2), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=8, fontweight="bold")
+    ax.set_yscale("log")
+    ax.set_ylim(floor, 1.3 * max(levels + ([total[1]] if total else [])))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}x" if str(v)[0] in "25" else ""))
+    ax.set_xticks(range(len(names)), names, rotation=60, fontsize=8)
+    ax.axhline(1.0, color="k", linewidth=0.6)
+    ax.set_ylabel(f"speedup over {start} (log)")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def waterfall_charts(run: Run) -> dict[str, plt.Figure]:
+    """A run's waterfalls: the ladder (each rung's factor over the rung it is measured against, to the top
+    rung's total over the baseline); add-one (each variant's gain alone; their product, as if the gains
+    composed); leave-one-out (what removing each variant costs, the rest that no single variant explains,
+    to all variants together over the baseline)."""
+    ok = _ok(run)
+    if not ok:
+        return {}
+    base = ok[0]
+    out = {}
+    chain = [r for r in ok[1:] if r.kind in (None, "ladder") and run.previous(r) is not None]
+    if chain:
+        steps = [(r.name, r.tokens_per_sec / run.previous(r).tokens_per_sec) for r in chain]
+        out["waterfall"] = waterfall(f"Ladder waterfall: {run.profile} on {run.device.get('name', '?')}", steps,
+                                     (chain[-1].name + " (total)", chain[-1].tokens_per_sec / base.tokens_per_sec),
+                                     base.name)
+    adds = [r for r in ok if r.kind == "add_one"]
+    if adds:
+        steps = [(r.variant, r.tokens_per_sec / run.previous(r).tokens_per_sec) for r in adds]
+        prod = 1.0
+        for _, f in steps:
+            prod *= f
+        out["waterfall_add_one"] = waterfall("Add one: each variant's gain alone, composed as if independent",
+                                             steps, ("product of the gains", prod), base.name)
+    alls = [r for r in ok if r.kind == "all"]
+    drops = [r for r in ok if r.kind == "drop_one" and run.previous(r) is not None]
+    if alls and drops:
+        steps = [(r.variant, run.previous(r).tokens_per_sec / r.tokens_per_sec) for r in drops]
+        out["waterfall_leave_one_out"] = waterfall(
+            "Leave one out: what removing each variant from all costs", steps,
+            (alls[0].name + " (total)", alls[0].tokens_per_sec / base.tokens_per_sec), base.name)
+    return out
 
 
 def ablation_chart(runs: list[Run]) -> plt.Figure | None:

@@ -21,6 +21,7 @@ class Rung:
     error: str = ""
     tokens_per_sec: float | None = None
     step_ms: float | None = None
+    tokens_per_step: int = 0  # all ranks' tokens in one optimizer step
     mfu: float | None = None
     peak_alloc_bytes: float | None = None
     peak_reserved_bytes: float | None = None
@@ -60,10 +61,11 @@ class Run:
     mfu_basis: str = ""
     references: list = field(default_factory=list)  # rungs.json's Python reference rungs, as written
     flop_shares: dict | None = None  # the baseline's flops.shares: blocks, lm_head, attention
+    synthetic: str = ""  # a test fixture's own words on what in it is made up; "" for a real run
 
     @property
     def label(self) -> str:
-        return f"{self.device.get('name', '?')} [{self.path.name}]"
+        return f"{self.device.get('name', '?')} [{self.path.name}]" + (" (SYNTHETIC)" if self.synthetic else "")
 
     def rung(self, name: str) -> Rung | None:
         return next((r for r in self.rungs if r.name == name), None)
@@ -123,6 +125,7 @@ def load_run(path: str | Path) -> Run:
                     error=r.get("error", ""),
                     tokens_per_sec=med.get("tokens_per_sec"),
                     step_ms=med.get("step_ms"),
+                    tokens_per_step=r.get("tokens_per_step", 0),
                     mfu=med.get("mfu"),
                     peak_alloc_bytes=med.get("peak_alloc_bytes"),
                     peak_reserved_bytes=med.get("peak_reserved_bytes"),
@@ -152,6 +155,7 @@ def load_run(path: str | Path) -> Run:
             rungs=rungs,
             mfu_basis=rungs_doc.get("mfu", {}).get("basis", ""),
             references=list(rungs_doc.get("references", [])),
+            synthetic=rungs_doc.get("synthetic", ""),
             flop_shares=(rungs_doc["rungs"][0].get("flops", {}).get("shares") if rungs_doc["rungs"] else None),
         )
     except (KeyError, TypeError) as e:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from pathlib import Path
 
 from . import charts, generations
@@ -16,6 +17,12 @@ from .stats import ALPHA, MIN_REPS_FOR_U, differs
 _fmt = charts.fmt
 
 
+def _first_line(text: str) -> str:
+    """A table cell's share of an error: CUDA errors run over several lines (the full text is in the details
+    block under the tables, and in rungs.json)."""
+    return text.splitlines()[0] if text else ""
+
+
 def ladder_table(run: Run) -> list[list[str]]:
     """Rows of the per-run table: every rung, skipped and failed ones included, with why."""
     rows = [["rung", "status", "tok/s", "vs prev", "vs base", "step ms", "peak alloc GiB", "MFU", "parity", "noise",
@@ -24,8 +31,7 @@ def ladder_table(run: Run) -> list[list[str]]:
     for r in run.rungs:
         prev = run.previous(r)
         if not r.ok:
-            # The first line of an error: CUDA errors run over several lines (the full text is in rungs.json).
-            error = r.error.splitlines()[0] if r.error else ""
+            error = _first_line(r.error)
             why = "; ".join([error] * bool(error) + [f"{s['variant']}: {s['reason']}" for s in r.skipped])
             rows.append([r.name, r.status, "-", "-", "-", "-", "-", "-", "-", why, "-", "-"])
             continue
@@ -83,6 +89,13 @@ def run_notes(run: Run) -> list[str]:
     return notes
 
 
+def error_texts(run: Run) -> list[tuple[str, str]]:
+    """(rung or reference, full error text) for the details block under a run's tables: the errors whose table
+    cell, one line, could not hold them."""
+    out = [(r.name, r.error) for r in run.rungs] + [(ref.get("name", "?"), ref.get("error", "")) for ref in run.references]
+    return [(name, text) for name, text in out if "\n" in text.strip()]
+
+
 def reference_table(run: Run) -> list[list[str]]:
     """The Python reference rungs beside the C++ ones: never in the ladder's speed-ups."""
     rows = [["reference (Python)", "batch", "status", "tok/s", "compared with", "C++ tok/s", "C++ / Python",
@@ -92,7 +105,7 @@ def reference_table(run: Run) -> list[list[str]]:
         ok = ref.get("status") == "ok"
         rows.append([
             ref.get("name", "?"), str(cfg.get("batch", "")),
-            ref.get("status", "?") if ok else f"error: {ref.get('error', '')}",
+            ref.get("status", "?") if ok else "error: " + _first_line(ref.get("error", "")),
             _fmt(res.get("tokens_per_sec")) if ok else "-", ref.get("compared_with", "-"),
             _fmt(ref.get("cpp_tokens_per_sec")), _fmt(ref.get("ratio"), ".2f") + "x" if "ratio" in ref else "-",
             ref.get("parity", {}).get("verdict", "n/a"), _fmt(res.get("first_step_s"), ".1f") if ok else "-",
@@ -105,9 +118,38 @@ def device_table(runs: list[Run]) -> list[list[str]]:
     rows = [["run", "device", "type", "SMs / threads", "memory GiB", "torch", "git", "world size", "status"]]
     for run in runs:
         d = run.device
-        rows.append([run.path.name, d.get("name", "?"), d.get("type", "?"), str(d.get("sm_count", "?")),
+        rows.append([run.path.name + (" (SYNTHETIC)" if run.synthetic else ""), d.get("name", "?"), d.get("type", "?"), str(d.get("sm_count", "?")),
                      f"{d.get('total_memory', 0) / charts.GIB:.1f}", run.build.get("torch", run.context.get("torch_version", "?")),
                      run.build.get("git_sha", "?"), str(d.get("world_size", 1)), run.status])
+    return rows
+
+
+def spread_groups(runs: list[Run]) -> list[list[Run]]:
+    """Runs of one device, profile and plan, two or more of them: the groups whose run-to-run spread is shown."""
+    groups: dict[tuple, list[Run]] = {}
+    for run in runs:
+        d = run.device  # sm_count: a CPU's threads, so OMP_NUM_THREADS=1 is another "device"
+        groups.setdefault((d.get("name"), d.get("sm_count"), d.get("world_size", 1), run.profile, run.plan), []).append(run)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def spread_table(group: list[Run]) -> list[list[str]]:
+    """Per rung over several runs of one device and profile: each run's median tok/s, the median of those, their
+    range and (max - min) / median: what a difference between two runs has to beat to mean anything."""
+    names = []
+    for run in group:
+        names += [r.name for r in run.rungs if r.ok and r.name not in names]
+    rows = [["rung", "runs", "median tok/s", "min-max tok/s", "run-to-run spread", "within-run cv (median)"]
+            + [run.path.name for run in group]]
+    for n in names:
+        got = [run.rung(n) for run in group]
+        vals = sorted(r.tokens_per_sec for r in got if r and r.ok)
+        mid = len(vals) // 2
+        med = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+        cvs = sorted(r.cv for r in got if r and r.ok and r.cv is not None)
+        rows.append([n, str(len(vals)), _fmt(med), f"{vals[0]:,.0f}-{vals[-1]:,.0f}",
+                     f"{100 * (vals[-1] - vals[0]) / med:.1f}%", f"{100 * cvs[len(cvs) // 2]:.1f}%" if cvs else "-"]
+                    + [_fmt(r.tokens_per_sec) if r and r.ok else (r.status if r else "-") for r in got])
     return rows
 
 
@@ -145,6 +187,8 @@ def build_figures(runs: list[Run]) -> dict:
             figs[tag + "ladder"] = charts.ladder_chart(run)
             figs[tag + "memory"] = charts.memory_chart(run)
             figs[tag + "mfu"] = charts.mfu_chart(run)
+        for name, f in charts.waterfall_charts(run).items():
+            figs[tag + name] = f
         if (f := charts.phase_chart(run)) is not None:
             figs[tag + "phases"] = f
     if (f := charts.ablation_chart(runs)) is not None:
@@ -169,8 +213,15 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
         charts.plt.close(fig)
 
     title = "gpt2bench report: " + ", ".join(r.label for r in runs)
-    md = [f"# {title}", "", "## Devices", "", _md(device_table(runs)), ""]
-    parts = [f"<h1>{html.escape(title)}</h1>", "<h2>Devices</h2>", _html_table(device_table(runs))]
+    md = [f"# {title}", ""]
+    parts = [f"<h1>{html.escape(title)}</h1>"]
+    if synthetic := [r for r in runs if r.synthetic]:
+        warn = ("SYNTHETIC input: " + ", ".join(r.path.name for r in synthetic) + " are test fixtures, not "
+                "measurements; their figures below are made up except where their files say quoted.")
+        md += [f"**{warn}**", ""]
+        parts.append(f"<p class='warn'>{html.escape(warn)}</p>")
+    md += ["## Devices", "", _md(device_table(runs)), ""]
+    parts += ["<h2>Devices</h2>", _html_table(device_table(runs))]
     if len({(r.device.get("name"), r.device.get("type")) for r in runs}) > 1:
         tables = [generations.device_facts(runs), generations.generations_table(runs)]
         if prices and (cost := generations.cost_table(runs, prices)):
@@ -179,9 +230,16 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
         md += ["## Generations", ""] + sum(([_md(t), ""] for t in tables), []) + [f"- {n}" for n in gnotes] + [""]
         parts += ["<h2>Generations</h2>"] + [_html_table(t) for t in tables]
         parts += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in gnotes) + "</ul>"]
+    for group in spread_groups(runs):
+        head = f"Run-to-run spread: {group[0].device.get('name', '?')}, profile {group[0].profile}, plan {group[0].plan}"
+        note = ("each run's tok/s is the median of its repetitions; across the runs: their median, range, and range "
+                "over median. Two runs' figures differ by more than noise only beyond this spread; ratios within one "
+                "run (vs prev, vs base) are the sounder comparison.")
+        md += [f"## {head}", "", _md(spread_table(group)), "", f"- {note}", ""]
+        parts += [f"<h2>{html.escape(head)}</h2>", _html_table(spread_table(group)), f"<p>{html.escape(note)}</p>"]
     for i, run in enumerate(runs):
         tag = f"run{i}_" if len(runs) > 1 else ""
-        notes = run_notes(run)
+        notes = ([run.synthetic + "."] if run.synthetic else []) + run_notes(run)
         md += [f"## {run.label}: profile {run.profile}, plan {run.plan}", "", _md(ladder_table(run)), ""]
         if run.references:
             md += [_md(reference_table(run)), ""]
@@ -191,7 +249,15 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
         if run.references:
             parts.append(_html_table(reference_table(run)))
         parts += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"]
-        for kind in ("ladder", "memory", "mfu", "phases"):
+        if errors := error_texts(run):
+            md += ["<details><summary>Full error texts</summary>", ""]
+            for name, text in errors:
+                fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
+                md += [f"{name}:", "", fence, text, fence, ""]
+            md += ["</details>", ""]
+            parts.append("<details><summary>Full error texts</summary>" + "".join(
+                f"<p>{html.escape(name)}:</p><pre>{html.escape(text)}</pre>" for name, text in errors) + "</details>")
+        for kind in ("ladder", "waterfall", "waterfall_add_one", "waterfall_leave_one_out", "memory", "mfu", "phases"):
             if tag + kind in embedded:
                 md.append(f"![{kind}]({tag + kind}.png)")
                 parts.append(f'<img alt="{kind}" src="data:image/png;base64,{embedded[tag + kind]}">')
@@ -207,9 +273,14 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
     parts += ["<h2>Published reference</h2>", f"<p>{html.escape(note)}</p>", _html_table(published_table())]
 
     (out / "report.md").write_text("\n".join(md) + "\n")
-    style = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0;"
-             "font-size:0.85em}td,th{border:1px solid #ccc;padding:3px 6px}img{max-width:100%;display:block;"
-             "margin:1em 0}")
+    style = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}"
+             "h1{font-size:1.4em}h2{font-size:1.15em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}"
+             "table{border-collapse:collapse;margin:1em 0;font-size:0.8em}td,th{border:1px solid #ccc;"
+             "padding:3px 6px;text-align:left}th{background:#eef2f5}tr:nth-child(even) td{background:#fafafa}"
+             "img{max-width:100%;display:block;margin:1em 0}pre{white-space:pre-wrap;background:#f6f6f6;"
+             "padding:.5em;font-size:0.8em}.warn{color:#a00;font-weight:bold}li{margin:.2em 0}"
+             "@media print{body{margin:0;max-width:none}img,table{page-break-inside:avoid}"
+             "details{display:block}details>*{display:block}}")
     (out / "report.html").write_text(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")

@@ -1,6 +1,7 @@
 """The report from committed fixture runs: tables hold the fixture's numbers, charts' data are checked on
 the figure objects, the HTML is self-contained and renders in headless Chromium, bad input is named."""
 
+import html as html_lib
 import json
 import re
 import shutil
@@ -68,10 +69,70 @@ def test_memory_mfu_and_phase_charts():
     assert alloc == pytest.approx([r["median"]["peak_alloc_bytes"] / 2**30 for r in ok])  # GiB
     fig = charts.mfu_chart(run)
     assert [p.get_height() for p in fig.axes[0].patches] == pytest.approx([100 * r["median"]["mfu"] for r in ok])
+    charts.plt.close("all")
+
+
+def test_phases_per_thousand_tokens_with_the_timed_step_marked():
+    run = load_run(FIXTURES / "synthetic_h100")
+    ok = [r for r in rungs_json("synthetic_h100") if r["status"] == "ok"]
     fig = charts.phase_chart(run)
-    stacks = fig.axes[0].containers
-    assert [c.get_label() for c in stacks] == charts.PHASES
-    assert stacks[3][0].get_height() == pytest.approx(ok[0]["breakdown"]["phase_ms"]["backward"])
+    ax = fig.axes[0]
+    stacks = ax.containers
+    assert [c.get_label() for c in stacks] == charts.PHASES + ["other (outside the phases)",
+                                                               "unattributed (breakdown step)"]
+    for i, r in enumerate(ok):
+        per_1k = 1000 / r["tokens_per_step"]  # per 1,000 tokens, not per step
+        assert stacks[3][i].get_height() == pytest.approx(r["breakdown"]["phase_ms"]["backward"] * per_1k)
+        # the stack reaches the breakdown pass's step time; the hatched part is what no phase holds
+        top = stacks[-1][i].get_y() + stacks[-1][i].get_height()
+        assert top == pytest.approx(r["breakdown"]["step_ms"] * per_1k)
+        assert stacks[-1][i].get_height() == pytest.approx(
+            (r["breakdown"]["step_ms"] - sum(r["breakdown"]["phase_ms"].values())) * per_1k)
+    timed = next(l for l in ax.get_lines() if l.get_label() == "timed step (median)")
+    assert list(timed.get_ydata()) == pytest.approx([r["median"]["step_ms"] * 1000 / r["tokens_per_step"] for r in ok])
+    charts.plt.close("all")
+
+
+def _waterfall_bars(fig):
+    """(x label, bottom, top) of each bar of a waterfall figure."""
+    ax = fig.axes[0]
+    return [(t.get_text(), p.get_y(), p.get_y() + p.get_height()) for t, p in zip(ax.get_xticklabels(), ax.patches)]
+
+
+def test_waterfall_composes_each_rung_to_the_total():
+    run = load_run(FIXTURES / "cpu_2threads")  # 02_tf32 skipped: 03 is measured against 01
+    bars = _waterfall_bars(charts.waterfall_charts(run)["waterfall"])
+    ok = {r.name: r.tokens_per_sec for r in run.rungs if r.ok}
+    names = [b[0] for b in bars]
+    assert names == ["00_baseline", "01_mask_on_the_fly", "03_fused_adamw", "04_native_layers", "05_sdpa",
+                     "05_sdpa (total)"]
+    level = 1.0
+    for (name, lo, hi), prev in zip(bars[1:-1], names[:-2]):
+        factor = ok[name] / ok[prev]
+        assert (lo, hi) == pytest.approx(tuple(sorted((level, level * factor))))  # floats from the running product
+        level *= factor
+    assert bars[-1][2] == pytest.approx(ok["05_sdpa"] / ok["00_baseline"]) == pytest.approx(level)
+    charts.plt.close("all")
+
+
+def test_ablation_waterfalls_add_one_gain_and_leave_one_out_loss():
+    add = load_run(FIXTURES / "add_one")
+    figs = charts.waterfall_charts(add)
+    assert "waterfall" not in figs and "waterfall_leave_one_out" not in figs
+    bars = _waterfall_bars(figs["waterfall_add_one"])
+    base = add.rungs[0].tokens_per_sec
+    gains = [add.rung(n).tokens_per_sec / base for n in ("01_add_fused_adamw", "02_add_native_layers", "03_add_sdpa")]
+    assert [b[0] for b in bars] == ["00_baseline", "fused_adamw", "native_layers", "sdpa", "product of the gains"]
+    assert bars[-1][2] == pytest.approx(gains[0] * gains[1] * gains[2])
+    loo = load_run(FIXTURES / "leave_one_out")
+    bars = _waterfall_bars(charts.waterfall_charts(loo)["waterfall_leave_one_out"])
+    all_ = loo.rung("01_all").tokens_per_sec
+    losses = [all_ / loo.rung(n).tokens_per_sec for n in ("02_drop_fused_adamw", "03_drop_native_layers", "04_drop_sdpa")]
+    assert [b[0] for b in bars] == ["00_baseline", "fused_adamw", "native_layers", "sdpa", "rest (interactions)",
+                                    "01_all (total)"]
+    rest = all_ / loo.rungs[0].tokens_per_sec / (losses[0] * losses[1] * losses[2])
+    assert bars[4][2] / bars[4][1] == pytest.approx(rest if rest >= 1 else 1 / rest)
+    assert bars[-1][2] == pytest.approx(all_ / loo.rungs[0].tokens_per_sec)
     charts.plt.close("all")
 
 
@@ -128,16 +189,43 @@ def test_report_files_and_self_contained_html(tmp_path):
     assert "skipped" in md
 
 
+CHECK_IMAGES = """<script>window.addEventListener("load", () => {
+  const rows = [...document.images].map(img => {
+    const c = document.createElement("canvas"); c.width = img.naturalWidth; c.height = img.naturalHeight;
+    const g = c.getContext("2d"); g.drawImage(img, 0, 0);
+    const px = c.width && c.height ? g.getImageData(0, 0, c.width, c.height).data : [];
+    let inked = 0; for (let i = 0; i < px.length; i += 4) if (px[i] + px[i + 1] + px[i + 2] < 600) inked++;
+    return [img.alt, img.complete, img.naturalWidth, img.naturalHeight, img.width, inked / Math.max(1, px.length / 4)];
+  });
+  const pre = document.createElement("pre"); pre.id = "imgcheck"; pre.textContent = JSON.stringify(rows);
+  document.body.appendChild(pre);
+});</script>"""
+
+
 @pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")), reason="no chromium")
 def test_html_renders_in_headless_chromium(tmp_path):
-    out = write_report([load_run(FIXTURES / "cpu_2threads")], tmp_path / "rep")
-    shot = tmp_path / "shot.png"
+    runs = [load_run(FIXTURES / "synthetic_h100"), load_run(FIXTURES / "synthetic_h200"), load_run(FIXTURES / "add_one"),
+            load_run(FIXTURES / "leave_one_out")]
+    out = write_report(runs, tmp_path / "rep")
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--screenshot={shot}", "--window-size=1200,1600", (out / "report.html").as_uri()],
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    shot = tmp_path / "shot.png"
+    subprocess.run(flags + [f"--screenshot={shot}", "--window-size=1200,1600", (out / "report.html").as_uri()],
                    check=True, capture_output=True, timeout=120)
     img = matplotlib.image.imread(shot)
     assert img.shape[0] >= 1000 and img.std() > 0.05  # not blank: text, tables and charts drawn
+    # Every chart, as the browser decoded it: loaded, non-zero size, drawn on the page, and not blank (a
+    # probe script added to a copy of the page reads each image's pixels through a canvas).
+    probe = tmp_path / "probe.html"
+    probe.write_text((out / "report.html").read_text().replace("</body>", CHECK_IMAGES + "</body>"))
+    dom = subprocess.run(flags + ["--dump-dom", probe.as_uri()], check=True, capture_output=True, text=True,
+                         timeout=120).stdout
+    rows = json.loads(html_lib.unescape(re.search(r'<pre id="imgcheck">(.*?)</pre>', dom, re.S).group(1)))
+    assert len(rows) == len(build_figures(runs)) > 10
+    assert {r[0] for r in rows} >= {"ladder", "waterfall", "waterfall_add_one", "waterfall_leave_one_out", "phases"}
+    for alt, complete, w, h, shown, inked in rows:
+        assert complete and w > 100 and h > 100 and shown > 0, (alt, w, h, shown)
+        assert 0.005 < inked < 0.9, (alt, inked)  # some ink, not a solid block
 
 
 def test_bad_input_is_named(tmp_path, capsys):
@@ -189,7 +277,13 @@ def test_multi_line_errors_keep_tables_one_line_and_the_run_is_partial(tmp_path)
     for line in md.splitlines():
         if line.startswith("| "):  # every table row is one line with as many cells as its header
             assert len(re.findall(r"(?<!\\)\|", line)) in {13, 10, 6}, line
-    assert "asynchronously" not in md
+    tables, details = md.split("<details><summary>Full error texts</summary>")
+    assert "asynchronously" not in tables  # only the first line in the table ...
+    details = details.split("</details>")[0]  # ... the whole text, verbatim, in the details block under it
+    assert f"{failed['name']}:\n\n```\n{failed['error']}\n```" in details
+    html_text = (out / "report.html").read_text()
+    assert "<details><summary>Full error texts</summary>" in html_text
+    assert "CUDA kernel errors might be asynchronously reported | at some other API call</pre>" in html_text
 
 
 def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
@@ -286,3 +380,52 @@ def test_generations_section_for_two_devices(tmp_path):
         if line.startswith("| ") and "Generations" not in line:
             assert not re.search(r"[^\\ ]\|[^ \-]", line), line
     assert main([str(h100), "--out", str(out), "--price", "nonsense"]) == 2
+
+
+def test_committed_synthetic_gpu_runs_are_labelled_and_hold_the_quoted_figures(tmp_path):
+    h100, h200 = load_run(FIXTURES / "synthetic_h100"), load_run(FIXTURES / "synthetic_h200")
+    # The figures the GPUs gave (2026-11-22), as quoted in the issues; everything else in them is synthetic.
+    assert h100.rung("00_baseline").tokens_per_sec == 34005 and h100.rung("11_vocab_padding").tokens_per_sec == 370827
+    assert h200.rung("00_baseline").tokens_per_sec == 37300 and h200.rung("11_vocab_padding").tokens_per_sec == 389000
+    assert h100.rung("12_batch_scaling").status == "error" and h100.status == "partial"
+    out = tmp_path / "report"
+    assert main([str(FIXTURES / "synthetic_h100"), str(FIXTURES / "synthetic_h200"), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert md.startswith("# gpt2bench report: NVIDIA H100 80GB HBM3 [synthetic_h100] (SYNTHETIC), NVIDIA H200 "
+                         "[synthetic_h200] (SYNTHETIC)\n\n**SYNTHETIC input: synthetic_h100, synthetic_h200 are test "
+                         "fixtures, not measurements")
+    assert md.count("SYNTHETIC fixture, not a measurement") == 2  # each run's notes say what in it is made up
+    assert "SYNTHETIC input" in (out / "report.html").read_text()
+    gen = md.split("## Generations")[1].split("\n## ")[0]
+    ratios = {r.split("|")[1].strip(): [c.strip() for c in r.strip().strip("|").split("|")][3]
+              for r in gen.splitlines() if r.startswith("| 0") or r.startswith("| 1")}
+    assert (ratios["00_baseline"], ratios["02_tf32"], ratios["11_vocab_padding"]) == ("1.10x", "1.22x", "1.05x")
+    for name in ("run0_waterfall", "run1_waterfall", "run0_phases", "run1_phases"):  # what the issue asks of two devices
+        assert (out / f"{name}.png").stat().st_size > 0 and f"({name}.png)" in md
+    for line in md.splitlines():  # every table row one line, no unescaped | in a cell
+        if line.startswith("| "):
+            assert not re.search(r"[^\\ ]\|[^ \-]", line), line
+    assert "CUDA kernel errors might be asynchronously reported" in md.split("<details>")[1]
+
+
+def test_run_to_run_spread_over_runs_of_one_device(tmp_path):
+    runs = []
+    for k, scale in enumerate((1.0, 0.9, 1.2)):  # three runs of one device and profile, the same rungs
+        d = tmp_path / f"run{k}"
+        shutil.copytree(FIXTURES / "cpu_2threads", d)
+        doc = json.loads((d / "rungs.json").read_text())
+        for r in doc["rungs"]:
+            if r["status"] == "ok":
+                r["median"]["tokens_per_sec"] = 1000.0 * scale * (1 + int(r["name"][:2]))
+        (d / "rungs.json").write_text(json.dumps(doc))
+        runs.append(str(d))
+    runs.append(str(FIXTURES / "cpu_1thread"))  # one thread: another "device", no group of its own
+    out = tmp_path / "report"
+    assert main(runs + ["--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert md.count("## Run-to-run spread") == 1
+    section = md.split("## Run-to-run spread")[1].split("\n## ")[0]
+    row = next(r for r in section.splitlines() if r.startswith("| 03_fused_adamw"))
+    assert [c.strip() for c in row.strip().strip("|").split("|")][:5] + [c.strip() for c in row.split("|")[7:10]] == \
+        ["03_fused_adamw", "3", "4,000", "3,600-4,800", "30.0%", "4,000", "3,600", "4,800"]
+    assert not any(r.startswith("| 02_tf32") for r in section.splitlines())  # skipped in every run
