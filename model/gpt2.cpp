@@ -25,14 +25,16 @@ GPT2Impl::GPT2Impl(const ModelOptions& o) : opts(o) {
   }
 }
 
-at::Tensor GPT2Impl::forward(const at::Tensor& idx) {
+at::Tensor GPT2Impl::hidden(const at::Tensor& idx) {
   const int64_t T = idx.size(1);
   TORCH_CHECK(T <= opts.context, "sequence length ", T, " exceeds the model's context ", opts.context);
   auto pos = at::arange(T, idx.options());
   auto x = drop_emb(tok_emb(idx) + pos_emb(pos));  // (B, T, C)
   for (const auto& b : *blocks) x = b->as<BlockImpl>()->forward(x);
-  return at::linear(final_norm(x), head_weight);  // (B, T, Vp)
+  return final_norm(x);
 }
+
+at::Tensor GPT2Impl::forward(const at::Tensor& idx) { return at::linear(hidden(idx), head_weight); }  // (B, T, Vp)
 
 std::vector<std::pair<std::string, at::Tensor>> canonical_parameters(GPT2Impl& m) {
   const auto& o = m.opts;

@@ -18,6 +18,7 @@ namespace gpt2 {
 struct GPT2Impl : torch::nn::Module {
   explicit GPT2Impl(const ModelOptions& o);
   at::Tensor forward(const at::Tensor& idx);  // (B, T) int64 -> logits (B, T, Vp)
+  at::Tensor hidden(const at::Tensor& idx);   // (B, T) int64 -> the final norm's output (B, T, C), the head's input
 
   ModelOptions opts;
   torch::nn::Embedding tok_emb{nullptr};  // (Vp, C)

@@ -15,7 +15,8 @@ forbid() {
   done
 }
 forbid common model/ bench/ config/ variants/
-forbid model bench/ config/ variants/
+forbid model bench/ config/ variants/ kernels/
+forbid kernels model/ bench/ config/ variants/
 forbid bench/runtime bench/step/ bench/measure/ bench/ladder/ config/ variants/
 forbid bench/step bench/measure/ bench/ladder/ config/ variants/
 forbid variants bench/measure/ bench/ladder/ config/

@@ -48,6 +48,7 @@ const std::map<std::string, std::function<bool(const StepSpec&)>>& expected_edit
       {"fp16_autocast", [](const StepSpec& s) { return s.precision == Precision::kFp16Autocast; }},
       {"weight_tying", [](const StepSpec& s) { return s.model.tie_weights; }},
       {"sync_every_step", [](const StepSpec& s) { return s.sync_every_step; }},
+      {"fused_classifier", [](const StepSpec& s) { return s.model.classifier_chunk > 0; }},
   };
   return m;
 }

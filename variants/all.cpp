@@ -23,6 +23,7 @@ const std::vector<const Variant*>& registry() {
       &bf16_autocast,
       &fp16_autocast,
       &weight_tying,
+      &fused_classifier,
       &sync_every_step,
   };
   return list;

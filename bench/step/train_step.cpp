@@ -6,6 +6,7 @@
 
 #include "bench/runtime/nvtx.h"
 #include "bench/runtime/phase.h"
+#include "kernels/classifier.h"
 
 namespace gpt2 {
 
@@ -133,13 +134,16 @@ double TrainStep::eval_loss(const at::Tensor& x, const at::Tensor& y) {
 at::Tensor TrainStep::forward_loss(const at::Tensor& x, const at::Tensor& y) {
   const bool autocast = spec_.precision == Precision::kBf16Autocast || spec_.precision == Precision::kFp16Autocast;
   AutocastGuard guard(device_.type(), autocast, compute_dtype(math_mode(spec_)));  // over forward and loss
-  at::Tensor logits;
+  const int64_t chunk = spec_.model.classifier_chunk;
+  at::Tensor out;
   {
     PhaseRange r("forward");
-    logits = model_->forward(x);  // (B, T, Vp)
+    out = chunk > 0 ? model_->hidden(x) : model_->forward(x);  // (B, T, C), or the logits (B, T, Vp)
   }
-  PhaseRange r("loss");
-  return at::cross_entropy_loss(logits.view({-1, logits.size(-1)}), y.view({-1}));
+  PhaseRange r("loss");  // fused: the head's matmuls, forward and backward, are here too
+  if (chunk > 0)
+    return kernels::linear_cross_entropy(out.view({-1, out.size(-1)}), model_->head_weight, y.view({-1}), chunk);
+  return at::cross_entropy_loss(out.view({-1, out.size(-1)}), y.view({-1}));
 }
 
 at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {

@@ -1,0 +1,102 @@
+// The fused classifier: the ATen reference of its softmax-cross-entropy pass, the dispatch to the CUDA
+// kernel, and the chunked, differentiable linear + cross-entropy built on them.
+#include "kernels/classifier.h"
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include <algorithm>
+#include <tuple>
+
+namespace gpt2::kernels {
+namespace {
+
+void check_args(const at::Tensor& logits, const at::Tensor& targets) {
+  TORCH_CHECK(logits.dim() == 2 && logits.is_contiguous() && at::isFloatingType(logits.scalar_type()),
+              "softmax_xent_backward_: logits must be a contiguous floating (n, V) tensor, got ", logits.sizes(), " ",
+              logits.scalar_type());
+  TORCH_CHECK(targets.dim() == 1 && targets.scalar_type() == at::kLong && targets.size(0) == logits.size(0),
+              "softmax_xent_backward_: targets must be int64 (n) with n = ", logits.size(0), ", got ", targets.sizes(),
+              " ", targets.scalar_type());
+  TORCH_CHECK(targets.device() == logits.device(), "softmax_xent_backward_: targets on ", targets.device(),
+              ", logits on ", logits.device());
+}
+
+// dw (fp32) += zᵀ·h, accumulated in fp32 whatever z's dtype: on CUDA by cuBLAS writing fp32 from bf16/fp16
+// inputs (addmm's out_dtype), elsewhere through a temporary.
+void accumulate_dw(at::Tensor& dw, const at::Tensor& z, const at::Tensor& h) {
+  const at::Tensor hz = h.scalar_type() == z.scalar_type() ? h : h.to(z.scalar_type());
+  if (z.scalar_type() == at::kFloat)
+    dw.addmm_(z.t(), hz);
+  else if (dw.is_cuda())
+    at::addmm_out(dw, dw, z.t(), hz, at::kFloat);
+  else
+    dw.add_(at::mm(z.t(), hz));
+}
+
+// (mean loss, dloss/dh, dloss/dw), chunk_tokens rows at a time; the gradients only when asked for.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> chunked(const at::Tensor& h, const at::Tensor& w,
+                                                       const at::Tensor& targets, int64_t chunk_tokens, bool grads) {
+  const int64_t n_rows = h.size(0);
+  const double scale = 1.0 / static_cast<double>(n_rows);
+  at::Tensor loss = at::zeros({}, h.options().dtype(at::kFloat));
+  at::Tensor dh = grads ? at::empty_like(h) : at::Tensor();
+  at::Tensor dw = grads ? at::zeros(w.sizes(), w.options().dtype(at::kFloat)) : at::Tensor();
+  for (int64_t i = 0; i < n_rows; i += chunk_tokens) {
+    const int64_t n = std::min(chunk_tokens, n_rows - i);
+    const at::Tensor hc = h.narrow(0, i, n);
+    at::Tensor z = at::matmul(hc, w.t()).contiguous();  // (n, V): the only logits there are, this chunk's
+    loss.add_(softmax_xent_backward_(z, targets.narrow(0, i, n), scale).sum());
+    if (!grads) continue;
+    dh.narrow(0, i, n).copy_(at::matmul(z, w.scalar_type() == z.scalar_type() ? w : w.to(z.scalar_type())));
+    accumulate_dw(dw, z, hc);
+  }
+  return {loss.mul_(scale), dh, grads ? dw.to(w.scalar_type()) : dw};
+}
+
+struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& h, const at::Tensor& w,
+                            const at::Tensor& targets, int64_t chunk_tokens, bool grads) {
+    auto [loss, dh, dw] = chunked(h, w, targets, chunk_tokens, grads);
+    ctx->save_for_backward({dh, dw});
+    return loss;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& g = grad_out[0];
+    return {saved[0] * g.to(saved[0].scalar_type()), saved[1] * g.to(saved[1].scalar_type()), at::Tensor(),
+            at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor softmax_xent_backward_reference_(at::Tensor& logits, const at::Tensor& targets, double scale) {
+  check_args(logits, targets);
+  const at::Tensor z = logits.to(at::kFloat);
+  const at::Tensor t = targets.view({-1, 1});
+  const at::Tensor lse = at::logsumexp(z, 1, /*keepdim=*/true);
+  const at::Tensor losses = (lse - z.gather(1, t)).view(-1);  // gather checks the targets' range
+  at::Tensor d = (z - lse).exp_();
+  d.scatter_add_(1, t, at::full({t.size(0), 1}, -1.0f, d.options()));
+  logits.copy_(d.mul_(scale));
+  return losses;
+}
+
+at::Tensor softmax_xent_backward_(at::Tensor& logits, const at::Tensor& targets, double scale) {
+  check_args(logits, targets);
+  return logits.is_cuda() ? softmax_xent_backward_cuda_(logits, targets, scale)
+                          : softmax_xent_backward_reference_(logits, targets, scale);
+}
+
+at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& w, const at::Tensor& targets,
+                                int64_t chunk_tokens) {
+  TORCH_CHECK(h.dim() == 2 && w.dim() == 2 && h.size(1) == w.size(1), "linear_cross_entropy: h (N, C) and w (V, C), got ",
+              h.sizes(), " and ", w.sizes());
+  TORCH_CHECK(chunk_tokens > 0, "linear_cross_entropy: chunk_tokens must be positive, got ", chunk_tokens);
+  const bool grads = at::GradMode::is_enabled() && (h.requires_grad() || w.requires_grad());
+  return LinearCrossEntropy::apply(h, w, targets, chunk_tokens, grads);
+}
+
+}  // namespace gpt2::kernels

@@ -1,0 +1,34 @@
+// defines: the fused classifier — the LM head's matmul, softmax cross-entropy and its gradient, chunk by chunk
+//          over the tokens, so the (tokens × vocab) logits and their gradient are never whole in memory.
+//
+// For a chunk of rows of h (n × C) the head's logits z = h·Wᵀ (n × V) are computed; one pass over z (a CUDA
+// kernel on GPUs, ATen ops elsewhere) turns them, in place, into d(loss)/dz = scale·(softmax(z) − onehot(t))
+// and yields each row's loss; then dh = dz·W and dW += dzᵀ·h. The gradients are made in the forward (as
+// llm.c's fused classifier and Liger's fused linear cross-entropy do) and kept for the backward, which only
+// scales them by the incoming gradient: the full logits gradient, 2 × tokens × V × bytes in the unfused
+// step, is never materialised.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace gpt2::kernels {
+
+// In place: logits (n × V, fp32/bf16/fp16, contiguous) become scale·(softmax(logits) − onehot(targets));
+// returns each row's cross-entropy (n, fp32). Targets: int64 in [0, V). Runs the CUDA kernel for CUDA
+// tensors, softmax_xent_backward_reference_ otherwise.
+at::Tensor softmax_xent_backward_(at::Tensor& logits, const at::Tensor& targets, double scale);
+
+// The same with ATen ops, on any device, the softmax in fp32: the reference the kernel is tested against.
+at::Tensor softmax_xent_backward_reference_(at::Tensor& logits, const at::Tensor& targets, double scale);
+
+// The CUDA kernel (kernels/cuda/classifier.cu); a build without CUDA throws (kernels/no_cuda.cpp).
+at::Tensor softmax_xent_backward_cuda_(at::Tensor& logits, const at::Tensor& targets, double scale);
+
+// mean over rows of cross_entropy(h·wᵀ, targets) for h (N × C), w (V × C), targets (N), differentiable in h
+// and w, computed chunk_tokens rows at a time (the last chunk shorter). The same value as
+// at::cross_entropy_loss(at::linear(h, w), targets) up to summation order.
+at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& w, const at::Tensor& targets,
+                                int64_t chunk_tokens);
+
+}  // namespace gpt2::kernels

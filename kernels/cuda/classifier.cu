@@ -1,0 +1,96 @@
+// The fused classifier's CUDA kernel: one block per row of logits reads the row once for its max and sum of
+// exponentials (online softmax, fp32) and once more to overwrite it with the cross-entropy gradient
+// scale·(softmax − onehot); the row's loss comes out beside it. What the unfused step does in a softmax
+// kernel, a loss kernel and a backward kernel, with the (tokens × V) probabilities and gradient in memory.
+#include <ATen/Dispatch.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cmath>
+
+#include "kernels/classifier.h"
+
+namespace gpt2::kernels {
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / 32;
+
+struct MaxSum {
+  float m, s;  // running max, sum of exp(x - m)
+};
+
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+  if (a.m == -INFINITY) return b;
+  if (b.m == -INFINITY) return a;
+  const float m = fmaxf(a.m, b.m);
+  return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
+}
+
+__device__ __forceinline__ MaxSum warp_reduce(MaxSum v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v = combine(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
+  return v;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    softmax_xent_backward_kernel(T* __restrict__ logits, const int64_t* __restrict__ targets,
+                                 float* __restrict__ losses, int64_t V, float scale) {
+  __shared__ MaxSum warps[kWarps];
+  __shared__ MaxSum row_total;
+  const int64_t row = blockIdx.x;
+  T* x = logits + row * V;
+  const int64_t t = targets[row];
+  CUDA_KERNEL_ASSERT(t >= 0 && t < V);
+  MaxSum v{-INFINITY, 0.0f};
+  for (int64_t j = threadIdx.x; j < V; j += kThreads) {
+    const float xj = static_cast<float>(x[j]);
+    if (xj > v.m) {
+      v.s = v.s * expf(v.m - xj) + 1.0f;
+      v.m = xj;
+    } else {
+      v.s += expf(xj - v.m);
+    }
+  }
+  v = warp_reduce(v);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warps[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = warp_reduce(lane < kWarps ? warps[lane] : MaxSum{-INFINITY, 0.0f});
+    if (lane == 0) {
+      row_total = v;
+      losses[row] = v.m + logf(v.s) - static_cast<float>(x[t]);  // read before the row is overwritten below
+    }
+  }
+  __syncthreads();
+  const float m = row_total.m, inv_sum = 1.0f / row_total.s;
+  for (int64_t j = threadIdx.x; j < V; j += kThreads) {
+    const float p = expf(static_cast<float>(x[j]) - m) * inv_sum;
+    x[j] = static_cast<T>((p - (j == t ? 1.0f : 0.0f)) * scale);
+  }
+}
+
+}  // namespace
+
+at::Tensor softmax_xent_backward_cuda_(at::Tensor& logits, const at::Tensor& targets, double scale) {
+  TORCH_CHECK(logits.is_cuda() && logits.is_contiguous() && logits.dim() == 2,
+              "softmax_xent_backward_cuda_: logits must be a contiguous CUDA (n, V) tensor");
+  const c10::cuda::CUDAGuard guard(logits.device());
+  const int64_t n = logits.size(0), V = logits.size(1);
+  at::Tensor losses = at::empty({n}, logits.options().dtype(at::kFloat));
+  if (n == 0) return losses;
+  const at::Tensor t = targets.contiguous();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "softmax_xent_backward_cuda_", [&] {
+    softmax_xent_backward_kernel<scalar_t><<<static_cast<unsigned>(n), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        logits.data_ptr<scalar_t>(), t.data_ptr<int64_t>(), losses.data_ptr<float>(), V, static_cast<float>(scale));
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return losses;
+}
+
+}  // namespace gpt2::kernels

@@ -1,0 +1,201 @@
+// Our kernels (kernels/): the ATen reference against what it replaces, the chunked classifier against the
+// unfused head + cross-entropy (values, gradients, memory), the training step with it against the baseline;
+// and the CUDA kernel against the reference (skipped without a GPU).
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <torch/autograd.h>
+
+#include "bench/runtime/device.h"
+#include "bench/runtime/memory.h"
+#include "bench/step/train_step.h"
+#include "helpers.h"
+#include "kernels/classifier.h"
+#include "model/data.h"
+
+namespace gpt2 {
+namespace {
+
+using kernels::linear_cross_entropy;
+using kernels::softmax_xent_backward_;
+using kernels::softmax_xent_backward_reference_;
+
+at::Tensor targets_for(int64_t n, int64_t V, const at::TensorOptions& o = {}) {
+  return at::randint(V, {n}, o.dtype(at::kLong));
+}
+
+// The unfused classifier's loss and gradients, by autograd: what the fused one must reproduce.
+struct Unfused {
+  at::Tensor loss, dh, dw;
+};
+Unfused unfused(const at::Tensor& h0, const at::Tensor& w0, const at::Tensor& t) {
+  at::Tensor h = h0.detach().requires_grad_(), w = w0.detach().requires_grad_();
+  at::Tensor loss = at::cross_entropy_loss(at::linear(h, w), t);
+  loss.backward();
+  return {loss.detach(), h.grad(), w.grad()};
+}
+
+TEST(Kernels, ReferenceIsCrossEntropyAndItsGradient) {
+  at::manual_seed(0);
+  const at::Tensor logits = at::randn({13, 101}) * 4;
+  const at::Tensor t = targets_for(13, 101);
+  at::Tensor z = logits.clone().requires_grad_();
+  at::Tensor want_losses = at::cross_entropy_loss(z, t, {}, at::Reduction::None);
+  (want_losses.sum() * 0.25).backward();
+  at::Tensor got = logits.clone();
+  const at::Tensor losses = softmax_xent_backward_reference_(got, t, 0.25);
+  EXPECT_TRUE(at::allclose(losses, want_losses.detach(), 1e-5, 1e-6));
+  EXPECT_TRUE(at::allclose(got, z.grad(), 1e-5, 1e-7)) << (got - z.grad()).abs().max().item<float>();
+  // off the GPU the dispatching entry point is the reference
+  at::Tensor again = logits.clone();
+  EXPECT_TRUE(at::equal(softmax_xent_backward_(again, t, 0.25), losses));
+  EXPECT_TRUE(at::equal(again, got));
+}
+
+TEST(Kernels, BadInputIsRefusedWithTheReason) {
+  at::Tensor z = at::randn({4, 10});
+  at::Tensor strided = at::randn({10, 4}).t();
+  EXPECT_THROW(
+      {
+        try {
+          softmax_xent_backward_(strided, targets_for(4, 10), 1.0);
+        } catch (const c10::Error& e) {
+          EXPECT_NE(std::string(e.what()).find("logits must be a contiguous floating (n, V) tensor"), std::string::npos);
+          throw;
+        }
+      },
+      c10::Error);
+  EXPECT_THROW(softmax_xent_backward_(z, at::zeros({4}, at::kInt), 1.0), c10::Error);   // int32 targets
+  EXPECT_THROW(softmax_xent_backward_(z, at::zeros({3}, at::kLong), 1.0), c10::Error);  // one per row
+  EXPECT_THROW(softmax_xent_backward_(z, at::full({4}, 10, at::kLong), 1.0), c10::Error);  // out of range
+  EXPECT_THROW(linear_cross_entropy(at::randn({4, 8}), at::randn({10, 8}), targets_for(4, 10), 0), c10::Error);
+  EXPECT_THROW(linear_cross_entropy(at::randn({4, 8}), at::randn({10, 7}), targets_for(4, 10), 2), c10::Error);
+  EXPECT_THROW(kernels::softmax_xent_backward_cuda_(z, targets_for(4, 10), 1.0), c10::Error);  // a CPU tensor
+}
+
+TEST(Kernels, ChunkedClassifierMatchesLinearThenCrossEntropy) {
+  at::manual_seed(1);
+  const at::Tensor h = at::randn({37, 16}), w = at::randn({50, 16}) * 0.3, t = targets_for(37, 50);
+  const Unfused want = unfused(h, w, t);
+  for (int64_t chunk : {1, 7, 36, 37, 1000}) {  // uneven last chunks, one chunk, a chunk past the end
+    at::Tensor hh = h.clone().requires_grad_(), ww = w.clone().requires_grad_();
+    at::Tensor loss = linear_cross_entropy(hh, ww, t, chunk);
+    EXPECT_NEAR(loss.item<double>(), want.loss.item<double>(), 1e-5) << "chunk " << chunk;
+    (loss * 3.0).backward();  // the incoming gradient scales what the forward kept
+    EXPECT_TRUE(at::allclose(hh.grad(), want.dh * 3.0, 1e-4, 1e-6)) << "chunk " << chunk;
+    EXPECT_TRUE(at::allclose(ww.grad(), want.dw * 3.0, 1e-4, 1e-6)) << "chunk " << chunk;
+  }
+  at::NoGradGuard no_grad;  // evaluation: the loss alone
+  EXPECT_NEAR(linear_cross_entropy(h, w, t, 5).item<double>(), want.loss.item<double>(), 1e-5);
+}
+
+TEST(Kernels, ChunkedClassifierInBf16IsWithinBf16OfFp32) {
+  at::manual_seed(2);
+  const at::Tensor h = at::randn({24, 32}), w = at::randn({64, 32}) * 0.2, t = targets_for(24, 64);
+  const Unfused want = unfused(h, w, t);
+  at::Tensor hb = h.to(at::kBFloat16).requires_grad_(), wb = w.to(at::kBFloat16).requires_grad_();
+  at::Tensor loss = linear_cross_entropy(hb, wb, t, 10);
+  EXPECT_EQ(loss.scalar_type(), at::kFloat);
+  loss.backward();
+  EXPECT_EQ(hb.grad().scalar_type(), at::kBFloat16);
+  EXPECT_EQ(wb.grad().scalar_type(), at::kBFloat16);
+  EXPECT_NEAR(loss.item<double>(), want.loss.item<double>(), 2e-2);
+  EXPECT_TRUE(at::allclose(hb.grad().to(at::kFloat), want.dh, 3e-2, 2e-3));
+  EXPECT_TRUE(at::allclose(wb.grad().to(at::kFloat), want.dw, 3e-2, 2e-3));
+}
+
+TEST(Kernels, ChunkedClassifierNeverHoldsTheWholeLogits) {
+  auto meter = make_cpu_memory_meter();
+  at::manual_seed(3);
+  const int64_t N = 2048, V = 3000, C = 32;  // the whole logits: 2048 x 3000 x 4 B = 24.6 MB
+  const at::Tensor h = at::randn({N, C}), w = at::randn({V, C}) * 0.1, t = targets_for(N, V);
+  auto peak_of = [&](auto&& body) {
+    meter->reset_peak();
+    const int64_t before = meter->read().allocated;
+    body();
+    return meter->read().peak_allocated - before;
+  };
+  const int64_t whole = peak_of([&] { unfused(h, w, t); });
+  const int64_t fused = peak_of([&] {
+    at::Tensor hh = h.clone().requires_grad_(), ww = w.clone().requires_grad_();
+    linear_cross_entropy(hh, ww, t, 128).backward();
+  });
+  const int64_t logits_bytes = N * V * 4;
+  EXPECT_GT(whole, 2 * logits_bytes);  // the logits and their gradient (softmax's output too)
+  EXPECT_LT(fused, logits_bytes / 4) << "fused peak " << fused << " B, unfused " << whole << " B";
+}
+
+TEST(Kernels, TrainingWithTheFusedClassifierHasTheBaselinesLosses) {
+  const DeviceInfo cpu = detect_device("cpu");
+  const at::Tensor tokens = to_token_tensor(synthetic_corpus(97, 20000, 7));
+  for (Precision p : {Precision::kFp32, Precision::kBf16Autocast}) {
+    StepSpec base = baseline_spec(test::tiny_model(), 4, cpu);  // 4 x 16 = 64 tokens a step
+    base.precision = p;
+    StepSpec fused = base;
+    fused.model.classifier_chunk = 24;  // 24 + 24 + 16
+    const Trajectory a = loss_trajectory(base, cpu, tokens, 5, 4), b = loss_trajectory(fused, cpu, tokens, 5, 4);
+    const double tol = p == Precision::kFp32 ? 1e-5 : 2e-2;
+    ASSERT_EQ(a.losses.size(), b.losses.size());
+    for (size_t i = 0; i < a.losses.size(); ++i) EXPECT_NEAR(a.losses[i], b.losses[i], tol) << "step " << i;
+    EXPECT_NEAR(a.first_batch_after, b.first_batch_after, tol);
+  }
+}
+
+class KernelsCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      dev_ = detect_device("cuda");
+    } catch (const std::exception& e) {
+      GTEST_SKIP() << "skipped: no CUDA device (" << e.what() << ")";
+    }
+  }
+  at::TensorOptions on_gpu() const { return at::device(torch_device(dev_)); }
+  DeviceInfo dev_;
+};
+
+TEST_F(KernelsCuda, KernelMatchesTheReference_CUDA) {
+  at::manual_seed(4);
+  for (int64_t V : {50304, 50257, 97}) {  // GPT-2's padded and odd vocabularies, a row shorter than a block
+    for (auto dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+      const at::Tensor logits = (at::randn({37, V}, on_gpu()) * 3).to(dtype);
+      const at::Tensor t = targets_for(37, V, on_gpu());
+      at::Tensor got = logits.clone(), want = logits.clone();
+      const at::Tensor losses = kernels::softmax_xent_backward_cuda_(got, t, 1.0 / 37);
+      const at::Tensor want_losses = softmax_xent_backward_reference_(want, t, 1.0 / 37);
+      EXPECT_TRUE(at::allclose(losses, want_losses, 1e-5, 1e-4)) << V << " " << dtype;
+      const double atol = dtype == at::kFloat ? 1e-7 : 1e-4;  // one bf16/fp16 rounding of a value under 1/37
+      EXPECT_TRUE(at::allclose(got.to(at::kFloat), want.to(at::kFloat), 1e-2, atol))
+          << V << " " << dtype << ": " << (got.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<float>();
+    }
+  }
+}
+
+TEST_F(KernelsCuda, ChunkedClassifierOnTheGpuMatchesTheUnfusedOne_CUDA) {
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::manual_seed(5);
+  const at::Tensor h = at::randn({1000, 64}, on_gpu()), w = at::randn({5003, 64}, on_gpu()) * 0.1;
+  const at::Tensor t = targets_for(1000, 5003, on_gpu());
+  const Unfused want = unfused(h, w, t);
+  at::Tensor hh = h.clone().requires_grad_(), ww = w.clone().requires_grad_();
+  at::Tensor loss = linear_cross_entropy(hh, ww, t, 256);
+  loss.backward();
+  EXPECT_NEAR(loss.item<double>(), want.loss.item<double>(), 1e-4);
+  EXPECT_TRUE(at::allclose(hh.grad(), want.dh, 1e-3, 1e-6));
+  EXPECT_TRUE(at::allclose(ww.grad(), want.dw, 1e-3, 1e-6));
+  // under bf16 autocast: the logits in bf16, dw accumulated in fp32 by cuBLAS (addmm's out_dtype)
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  at::Tensor ha = h.clone().requires_grad_(), wa = w.clone().requires_grad_();
+  at::Tensor la = linear_cross_entropy(ha, wa, t, 256);
+  la.backward();
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::clear_cache();
+  EXPECT_NEAR(la.item<double>(), want.loss.item<double>(), 2e-2);
+  EXPECT_EQ(wa.grad().scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::allclose(wa.grad(), want.dw, 5e-2, 1e-4));
+}
+
+}  // namespace
+}  // namespace gpt2
