@@ -3,6 +3,7 @@
 #include "kernels/classifier.h"
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 
 #include <algorithm>
@@ -96,6 +97,11 @@ at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& w, const 
               h.sizes(), " and ", w.sizes());
   TORCH_CHECK(chunk_tokens > 0, "linear_cross_entropy: chunk_tokens must be positive, got ", chunk_tokens);
   const bool grads = at::GradMode::is_enabled() && (h.requires_grad() || w.requires_grad());
+  const auto dev = h.device().type();
+  if (at::autocast::is_autocast_enabled(dev)) {  // a custom function runs with autocast off: cast as autocast would
+    const auto dt = at::autocast::get_autocast_dtype(dev);  // (autograd casts the gradients back)
+    return LinearCrossEntropy::apply(h.to(dt), w.to(dt), targets, chunk_tokens, grads);
+  }
   return LinearCrossEntropy::apply(h, w, targets, chunk_tokens, grads);
 }
 

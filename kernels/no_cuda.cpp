@@ -1,12 +1,17 @@
 // The CPU build's side of the kernels' CUDA seam (CMake picks this file or kernels/cuda/*.cu).
 #include <c10/util/Exception.h>
 
+#include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
 
 namespace gpt2::kernels {
 
 at::Tensor softmax_xent_backward_cuda_(at::Tensor&, const at::Tensor&, double) {
   TORCH_CHECK(false, "softmax_xent_backward_cuda_: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
+}
+
+std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor&, const at::Tensor&) {
+  TORCH_CHECK(false, "bias_gelu_backward_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 
 }  // namespace gpt2::kernels

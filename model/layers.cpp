@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "kernels/bias_gelu.h"
+
 namespace gpt2 {
 
 at::Tensor gelu_tanh_scratch(const at::Tensor& x) {
@@ -49,14 +51,17 @@ struct LinearGeluFn : torch::autograd::Function<LinearGeluFn> {
 };
 }  // namespace
 
-FeedForwardImpl::FeedForwardImpl(const ModelOptions& o) : impl(o.layers), fused_bias_gelu(o.fused_bias_gelu) {
+FeedForwardImpl::FeedForwardImpl(const ModelOptions& o)
+    : impl(o.layers), fused_bias_gelu(o.fused_bias_gelu), fused_gelu_backward(o.fused_gelu_backward) {
   fc1 = register_module("fc1", torch::nn::Linear(o.n_embd, 4 * o.n_embd));
   fc2 = register_module("fc2", torch::nn::Linear(4 * o.n_embd, o.n_embd));
 }
 
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
   at::Tensor h;  // (B, T, 4C)
-  if (fused_bias_gelu) {
+  if (fused_gelu_backward) {  // the pre-activation kept, our kernel in the backward
+    h = kernels::linear_bias_gelu(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias).view({x.size(0), x.size(1), -1});
+  } else if (fused_bias_gelu) {
     // One GEMM with bias and GELU(tanh) in its epilogue, on (B·T, C) rows.
     auto rows = x.reshape({-1, x.size(-1)});
     h = LinearGeluFn::apply(rows, fc1->weight, fc1->bias).view({x.size(0), x.size(1), -1});

@@ -28,6 +28,7 @@ struct FeedForwardImpl : torch::nn::Module {
   torch::nn::Linear fc2{nullptr};           // (C, 4C) + (C)
   LayerImpl impl;
   bool fused_bias_gelu;
+  bool fused_gelu_backward;
 };
 TORCH_MODULE(FeedForward);
 

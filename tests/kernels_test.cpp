@@ -11,6 +11,7 @@
 #include "bench/runtime/memory.h"
 #include "bench/step/train_step.h"
 #include "helpers.h"
+#include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
 #include "model/data.h"
 
@@ -142,6 +143,59 @@ TEST(Kernels, TrainingWithTheFusedClassifierHasTheBaselinesLosses) {
   }
 }
 
+// The unfused MLP head of a block: Linear, then GELU(tanh), by autograd.
+struct UnfusedGelu {
+  at::Tensor y, dx, dw, db;
+};
+UnfusedGelu unfused_gelu(const at::Tensor& x0, const at::Tensor& w0, const at::Tensor& b0, const at::Tensor& g) {
+  at::Tensor x = x0.detach().requires_grad_(), w = w0.detach().requires_grad_(), b = b0.detach().requires_grad_();
+  at::Tensor y = at::gelu(at::linear(x, w, b), "tanh");
+  y.backward(g);
+  return {y.detach(), x.grad(), w.grad(), b.grad()};
+}
+
+TEST(Kernels, BiasGeluBackwardReferenceIsGeluBackwardAndTheBiasSum) {
+  at::manual_seed(6);
+  const at::Tensor pre = at::randn({70, 300}) * 2, grad = at::randn({70, 300});
+  at::Tensor p = pre.clone().requires_grad_();
+  at::gelu(p, "tanh").backward(grad);
+  auto [d_pre, d_bias] = kernels::bias_gelu_backward(grad, pre);  // off the GPU: the reference
+  EXPECT_TRUE(at::allclose(d_pre, p.grad(), 1e-6, 1e-7));
+  EXPECT_TRUE(at::allclose(d_bias, p.grad().sum(0), 1e-5, 1e-5));
+  EXPECT_THROW(kernels::bias_gelu_backward(grad, pre.t()), c10::Error);                         // not (N, F) alike
+  EXPECT_THROW(kernels::bias_gelu_backward(grad.to(at::kBFloat16), pre), c10::Error);           // two dtypes
+  EXPECT_THROW(kernels::linear_bias_gelu(pre, at::randn({5, 299}), at::randn({5})), c10::Error);  // C mismatch
+}
+
+TEST(Kernels, LinearBiasGeluMatchesLinearThenGelu) {
+  at::manual_seed(7);
+  const at::Tensor x = at::randn({33, 24}), w = at::randn({96, 24}) * 0.2, b = at::randn({96}) * 0.1;
+  const at::Tensor g = at::randn({33, 96});
+  const UnfusedGelu want = unfused_gelu(x, w, b, g);
+  at::Tensor xx = x.clone().requires_grad_(), ww = w.clone().requires_grad_(), bb = b.clone().requires_grad_();
+  at::Tensor y = kernels::linear_bias_gelu(xx, ww, bb);
+  y.backward(g);
+  EXPECT_TRUE(at::allclose(y, want.y, 1e-5, 1e-6));
+  EXPECT_TRUE(at::allclose(xx.grad(), want.dx, 1e-4, 1e-6));
+  EXPECT_TRUE(at::allclose(ww.grad(), want.dw, 1e-4, 1e-6));
+  EXPECT_TRUE(at::allclose(bb.grad(), want.db, 1e-4, 1e-6));
+}
+
+TEST(Kernels, TrainingWithTheFusedGeluBackwardHasTheBaselinesLosses) {
+  const DeviceInfo cpu = detect_device("cpu");
+  const at::Tensor tokens = to_token_tensor(synthetic_corpus(97, 20000, 7));
+  for (Precision p : {Precision::kFp32, Precision::kBf16Autocast}) {
+    StepSpec base = baseline_spec(test::tiny_model(), 4, cpu);
+    base.precision = p;
+    StepSpec fused = base;
+    fused.model.fused_gelu_backward = true;
+    const Trajectory a = loss_trajectory(base, cpu, tokens, 5, 4), b = loss_trajectory(fused, cpu, tokens, 5, 4);
+    const double tol = p == Precision::kFp32 ? 1e-5 : 2e-2;
+    for (size_t i = 0; i < a.losses.size(); ++i) EXPECT_NEAR(a.losses[i], b.losses[i], tol) << "step " << i;
+    EXPECT_NEAR(a.first_batch_after, b.first_batch_after, tol);
+  }
+}
+
 class KernelsCuda : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -195,6 +249,23 @@ TEST_F(KernelsCuda, ChunkedClassifierOnTheGpuMatchesTheUnfusedOne_CUDA) {
   EXPECT_NEAR(la.item<double>(), want.loss.item<double>(), 2e-2);
   EXPECT_EQ(wa.grad().scalar_type(), at::kFloat);
   EXPECT_TRUE(at::allclose(wa.grad(), want.dw, 5e-2, 1e-4));
+}
+
+TEST_F(KernelsCuda, BiasGeluBackwardKernelMatchesTheReference_CUDA) {
+  at::manual_seed(8);
+  for (auto dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    // rows not a multiple of the 64-row slab, columns not of the 256-thread block; and GPT-2's 4C = 3072
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1000, 300}, {8192, 3072}, {1, 7}}) {
+      const at::Tensor pre = (at::randn({rows, cols}, on_gpu()) * 2).to(dtype);
+      const at::Tensor grad = at::randn({rows, cols}, on_gpu()).to(dtype);
+      auto [d_pre, d_bias] = kernels::bias_gelu_backward_cuda(grad, pre);
+      auto [want_pre, want_bias] = kernels::bias_gelu_backward_reference(grad, pre);
+      const double tol = dtype == at::kFloat ? 1e-5 : 1e-2;
+      EXPECT_TRUE(at::allclose(d_pre.to(at::kFloat), want_pre.to(at::kFloat), tol, tol)) << dtype << " " << rows;
+      EXPECT_TRUE(at::allclose(d_bias.to(at::kFloat), want_bias.to(at::kFloat), tol, tol * std::sqrt(double(rows))))
+          << dtype << " " << rows;
+    }
+  }
 }
 
 }  // namespace

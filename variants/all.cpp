@@ -24,6 +24,7 @@ const std::vector<const Variant*>& registry() {
       &fp16_autocast,
       &weight_tying,
       &fused_classifier,
+      &fused_gelu_backward,
       &sync_every_step,
   };
   return list;

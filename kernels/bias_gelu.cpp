@@ -1,0 +1,62 @@
+// The MLP's Linear + bias + GELU(tanh) with the fused backward: the ATen reference, the dispatch to the
+// CUDA kernel, the autograd function.
+#include "kernels/bias_gelu.h"
+
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <torch/autograd.h>
+
+namespace gpt2::kernels {
+namespace {
+
+void check_args(const at::Tensor& grad, const at::Tensor& pre) {
+  TORCH_CHECK(grad.dim() == 2 && grad.sizes() == pre.sizes() && grad.is_contiguous() && pre.is_contiguous(),
+              "bias_gelu_backward: grad and pre must be contiguous (N, F) tensors of one shape, got ", grad.sizes(),
+              " and ", pre.sizes());
+  TORCH_CHECK(grad.scalar_type() == pre.scalar_type() && at::isFloatingType(pre.scalar_type()),
+              "bias_gelu_backward: grad and pre must share one floating dtype, got ", grad.scalar_type(), " and ",
+              pre.scalar_type());
+  TORCH_CHECK(grad.device() == pre.device(), "bias_gelu_backward: grad on ", grad.device(), ", pre on ", pre.device());
+}
+
+struct LinearBiasGelu : torch::autograd::Function<LinearBiasGelu> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
+                            const at::Tensor& b) {
+    const at::Tensor pre = at::addmm(b, x, w.t());  // (N, F): the bias in the GEMM's epilogue
+    ctx->save_for_backward({x, w, pre});
+    return at::gelu(pre, "tanh");
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &w = saved[1], &pre = saved[2];
+    auto [d_pre, d_bias] = bias_gelu_backward(grad[0].contiguous(), pre);
+    return {d_pre.mm(w), d_pre.t().mm(x), d_bias};
+  }
+};
+
+}  // namespace
+
+std::pair<at::Tensor, at::Tensor> bias_gelu_backward_reference(const at::Tensor& grad, const at::Tensor& pre) {
+  check_args(grad, pre);
+  at::Tensor d_pre = at::gelu_backward(grad, pre, "tanh");
+  return {d_pre, d_pre.sum(0, /*keepdim=*/false, at::kFloat).to(pre.scalar_type())};
+}
+
+std::pair<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, const at::Tensor& pre) {
+  check_args(grad, pre);
+  return pre.is_cuda() ? bias_gelu_backward_cuda(grad, pre) : bias_gelu_backward_reference(grad, pre);
+}
+
+at::Tensor linear_bias_gelu(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && b.dim() == 1 && x.size(1) == w.size(1) && b.size(0) == w.size(0),
+              "linear_bias_gelu: x (N, C), w (F, C), b (F), got ", x.sizes(), ", ", w.sizes(), ", ", b.sizes());
+  const auto dev = x.device().type();
+  if (at::autocast::is_autocast_enabled(dev)) {  // a custom function runs with autocast off: cast as autocast would
+    const auto dt = at::autocast::get_autocast_dtype(dev);
+    return LinearBiasGelu::apply(x.to(dt), w.to(dt), b.to(dt));
+  }
+  return LinearBiasGelu::apply(x, w, b);
+}
+
+}  // namespace gpt2::kernels

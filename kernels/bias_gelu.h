@@ -1,0 +1,24 @@
+// defines: the Linear + bias + GELU(tanh) of the MLP with our fused backward: the forward keeps the
+//          pre-activation (one GEMM with the bias, then GELU), the backward turns the incoming gradient into
+//          d(pre) = grad · GELU'(pre) and sums it over the rows into d(bias) in one pass (a CUDA kernel on
+//          GPUs, ATen ops elsewhere), where the unfused backward writes d(pre) in one kernel and reads it
+//          all again to reduce the bias gradient; and where fuse_bias_gelu's epilogue GEMM, which keeps no
+//          pre-activation, pays a whole extra GEMM in its backward to recompute it.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <utility>
+
+namespace gpt2::kernels {
+
+// (d_pre in grad's dtype, d_bias (F) in pre's dtype, summed in fp32) from grad and pre, both (N × F) contiguous,
+// of one dtype. The CUDA kernel for CUDA tensors, the reference otherwise.
+std::pair<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, const at::Tensor& pre);
+std::pair<at::Tensor, at::Tensor> bias_gelu_backward_reference(const at::Tensor& grad, const at::Tensor& pre);
+std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor& grad, const at::Tensor& pre);
+
+// GELU_tanh(x·wᵀ + b) for x (N × C), w (F × C), b (F), differentiable in all three, its backward through
+// bias_gelu_backward. Under autocast it computes in the autocast dtype, as at::linear would.
+at::Tensor linear_bias_gelu(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
+
+}  // namespace gpt2::kernels
