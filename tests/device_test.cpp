@@ -12,6 +12,7 @@
 #include "bench/runtime/device.h"
 #include "bench/runtime/memory.h"
 #include "bench/step/train_step.h"
+#include "cuda_test.h"
 #include "helpers.h"
 
 namespace gpt2 {
@@ -101,17 +102,7 @@ TEST(Device, MeasuredMatmulPeakIsPositive) {
   EXPECT_GT(measure_matmul_peak(detect_device("cpu"), MathMode::kFp32), 1e8);
 }
 
-class CudaTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    try {
-      dev_ = detect_device("cuda");
-    } catch (const std::exception& e) {
-      GTEST_SKIP() << "skipped: no CUDA device (" << e.what() << ")";
-    }
-  }
-  DeviceInfo dev_;
-};
+using test::CudaTest;
 
 TEST_F(CudaTest, DescribesTheDevice_CUDA) {
   EXPECT_TRUE(dev_.cuda());

@@ -10,6 +10,7 @@
 #include "bench/runtime/device.h"
 #include "bench/runtime/memory.h"
 #include "bench/step/train_step.h"
+#include "cuda_test.h"
 #include "helpers.h"
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
@@ -196,17 +197,9 @@ TEST(Kernels, TrainingWithTheFusedGeluBackwardHasTheBaselinesLosses) {
   }
 }
 
-class KernelsCuda : public ::testing::Test {
+class KernelsCuda : public test::CudaTest {
  protected:
-  void SetUp() override {
-    try {
-      dev_ = detect_device("cuda");
-    } catch (const std::exception& e) {
-      GTEST_SKIP() << "skipped: no CUDA device (" << e.what() << ")";
-    }
-  }
   at::TensorOptions on_gpu() const { return at::device(torch_device(dev_)); }
-  DeviceInfo dev_;
 };
 
 TEST_F(KernelsCuda, KernelMatchesTheReference_CUDA) {
