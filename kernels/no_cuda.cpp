@@ -3,6 +3,7 @@
 
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
+#include "kernels/residual_norm.h"
 
 namespace gpt2::kernels {
 
@@ -12,6 +13,16 @@ at::Tensor softmax_xent_backward_cuda_(at::Tensor&, const at::Tensor&, double) {
 
 std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor&, const at::Tensor&) {
   TORCH_CHECK(false, "bias_gelu_backward_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
+}
+
+AddNormForward add_layer_norm_forward_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                           double) {
+  TORCH_CHECK(false, "add_layer_norm_forward_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
+}
+
+AddNormBackward add_layer_norm_backward_cuda(const at::Tensor&, const at::Tensor&, const AddNormForward&,
+                                             const at::Tensor&, const at::Tensor&) {
+  TORCH_CHECK(false, "add_layer_norm_backward_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 
 }  // namespace gpt2::kernels

@@ -5,6 +5,9 @@
 #include <torch/nn/modules/container/modulelist.h>
 
 #include <cmath>
+#include <tuple>
+
+#include "kernels/residual_norm.h"
 
 namespace gpt2 {
 
@@ -30,8 +33,25 @@ at::Tensor GPT2Impl::hidden(const at::Tensor& idx) {
   TORCH_CHECK(T <= opts.context, "sequence length ", T, " exceeds the model's context ", opts.context);
   auto pos = at::arange(T, idx.options());
   auto x = drop_emb(tok_emb(idx) + pos_emb(pos));  // (B, T, C)
+  if (opts.fused_residual_norm) return hidden_fused_residual_norm(x);
   for (const auto& b : *blocks) x = b->as<BlockImpl>()->forward(x);
   return final_norm(x);
+}
+
+// The same blocks with every residual add fused with the LayerNorm after it — the block's ln2, the next block's
+// ln1, and after the last block the final norm — so the stream x and the normed h come out of one kernel.
+at::Tensor GPT2Impl::hidden_fused_residual_norm(at::Tensor x) {
+  auto norm = [](const LayerNorm& ln, const at::Tensor& s, const at::Tensor& r) {
+    return kernels::add_layer_norm(s, r, ln->scale, ln->shift, LayerNormImpl::kEps);
+  };
+  at::Tensor h = blocks[0]->as<BlockImpl>()->ln1(x);
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    auto& b = *blocks[i]->as<BlockImpl>();
+    std::tie(x, h) = norm(b.ln2, x, b.drop_resid(b.attn(h)));
+    const LayerNorm& next = i + 1 < blocks->size() ? blocks[i + 1]->as<BlockImpl>()->ln1 : final_norm;
+    std::tie(x, h) = norm(next, x, b.drop_resid(b.ff(h)));
+  }
+  return h;
 }
 
 at::Tensor GPT2Impl::forward(const at::Tensor& idx) { return at::linear(hidden(idx), head_weight); }  // (B, T, Vp)

@@ -19,6 +19,7 @@ struct GPT2Impl : torch::nn::Module {
   explicit GPT2Impl(const ModelOptions& o);
   at::Tensor forward(const at::Tensor& idx);  // (B, T) int64 -> logits (B, T, Vp)
   at::Tensor hidden(const at::Tensor& idx);   // (B, T) int64 -> the final norm's output (B, T, C), the head's input
+  at::Tensor hidden_fused_residual_norm(at::Tensor x);  // the blocks and final norm on the embeddings, fused adds
 
   ModelOptions opts;
   torch::nn::Embedding tok_emb{nullptr};  // (Vp, C)

@@ -7,6 +7,9 @@
 #include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 
+#include <functional>
+#include <vector>
+
 #include "bench/runtime/device.h"
 #include "bench/runtime/memory.h"
 #include "bench/step/train_step.h"
@@ -14,6 +17,7 @@
 #include "helpers.h"
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
+#include "kernels/residual_norm.h"
 #include "model/data.h"
 
 namespace gpt2 {
@@ -128,20 +132,26 @@ TEST(Kernels, ChunkedClassifierNeverHoldsTheWholeLogits) {
   EXPECT_LT(fused, logits_bytes / 4) << "fused peak " << fused << " B, unfused " << whole << " B";
 }
 
-TEST(Kernels, TrainingWithTheFusedClassifierHasTheBaselinesLosses) {
+// Training with each of our kernels' model edits has the baseline's losses: fp32 within 1e-5, bf16 autocast
+// within bf16's rounding.
+void expect_baseline_losses(const std::function<void(ModelOptions&)>& edit) {
   const DeviceInfo cpu = detect_device("cpu");
   const at::Tensor tokens = to_token_tensor(synthetic_corpus(97, 20000, 7));
   for (Precision p : {Precision::kFp32, Precision::kBf16Autocast}) {
     StepSpec base = baseline_spec(test::tiny_model(), 4, cpu);  // 4 x 16 = 64 tokens a step
     base.precision = p;
     StepSpec fused = base;
-    fused.model.classifier_chunk = 24;  // 24 + 24 + 16
+    edit(fused.model);
     const Trajectory a = loss_trajectory(base, cpu, tokens, 5, 4), b = loss_trajectory(fused, cpu, tokens, 5, 4);
     const double tol = p == Precision::kFp32 ? 1e-5 : 2e-2;
     ASSERT_EQ(a.losses.size(), b.losses.size());
     for (size_t i = 0; i < a.losses.size(); ++i) EXPECT_NEAR(a.losses[i], b.losses[i], tol) << "step " << i;
     EXPECT_NEAR(a.first_batch_after, b.first_batch_after, tol);
   }
+}
+
+TEST(Kernels, TrainingWithTheFusedClassifierHasTheBaselinesLosses) {
+  expect_baseline_losses([](ModelOptions& m) { m.classifier_chunk = 24; });  // 24 + 24 + 16 tokens
 }
 
 // The unfused MLP head of a block: Linear, then GELU(tanh), by autograd.
@@ -183,18 +193,39 @@ TEST(Kernels, LinearBiasGeluMatchesLinearThenGelu) {
 }
 
 TEST(Kernels, TrainingWithTheFusedGeluBackwardHasTheBaselinesLosses) {
-  const DeviceInfo cpu = detect_device("cpu");
-  const at::Tensor tokens = to_token_tensor(synthetic_corpus(97, 20000, 7));
-  for (Precision p : {Precision::kFp32, Precision::kBf16Autocast}) {
-    StepSpec base = baseline_spec(test::tiny_model(), 4, cpu);
-    base.precision = p;
-    StepSpec fused = base;
-    fused.model.fused_gelu_backward = true;
-    const Trajectory a = loss_trajectory(base, cpu, tokens, 5, 4), b = loss_trajectory(fused, cpu, tokens, 5, 4);
-    const double tol = p == Precision::kFp32 ? 1e-5 : 2e-2;
-    for (size_t i = 0; i < a.losses.size(); ++i) EXPECT_NEAR(a.losses[i], b.losses[i], tol) << "step " << i;
-    EXPECT_NEAR(a.first_batch_after, b.first_batch_after, tol);
-  }
+  expect_baseline_losses([](ModelOptions& m) { m.fused_gelu_backward = true; });
+}
+
+TEST(Kernels, AddLayerNormMatchesAddThenLayerNorm) {
+  at::manual_seed(9);
+  const at::Tensor x = at::randn({2, 5, 48}), r = at::randn({2, 5, 48}), gamma = at::randn({48}), beta = at::randn({48});
+  const at::Tensor gs = at::randn({2, 5, 48}), gy = at::randn({2, 5, 48});
+  auto leaves = [&] {
+    return std::vector<at::Tensor>{x.clone().requires_grad_(), r.clone().requires_grad_(),
+                                   gamma.clone().requires_grad_(), beta.clone().requires_grad_()};
+  };
+  auto a = leaves(), b = leaves();
+  const at::Tensor s_want = a[0] + a[1];
+  const at::Tensor y_want = at::layer_norm(s_want, {48}, a[2], a[3], 1e-5);
+  torch::autograd::backward({s_want, y_want}, {gs, gy});
+  auto [s, y] = kernels::add_layer_norm(b[0], b[1], b[2], b[3], 1e-5);
+  torch::autograd::backward({s, y}, {gs, gy});
+  EXPECT_TRUE(at::allclose(s, s_want));
+  EXPECT_TRUE(at::allclose(y, y_want, 1e-5, 1e-6));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(at::allclose(b[i].grad(), a[i].grad(), 1e-4, 1e-6)) << "input " << i;
+  // the stream's sum unused downstream (the last block's): its gradient is LayerNorm's alone
+  auto c = leaves();
+  auto [s2, y2] = kernels::add_layer_norm(c[0], c[1], c[2], c[3], 1e-5);
+  y2.backward(gy);
+  at::Tensor s3 = x.clone().requires_grad_();
+  at::layer_norm(s3 + r, {48}, gamma, beta, 1e-5).backward(gy);
+  EXPECT_TRUE(at::allclose(c[0].grad(), s3.grad(), 1e-4, 1e-6));
+  EXPECT_THROW(kernels::add_layer_norm(x, r, at::randn({47}), beta, 1e-5), c10::Error);
+}
+
+TEST(Kernels, TrainingWithTheFusedResidualNormHasTheBaselinesLosses) {
+  expect_baseline_losses([](ModelOptions& m) { m.fused_residual_norm = true; });
+  expect_baseline_losses([](ModelOptions& m) { m.fused_residual_norm = true, m.layers = LayerImpl::kNative; });
 }
 
 class KernelsCuda : public test::CudaTest {
@@ -257,6 +288,30 @@ TEST_F(KernelsCuda, BiasGeluBackwardKernelMatchesTheReference_CUDA) {
       EXPECT_TRUE(at::allclose(d_pre.to(at::kFloat), want_pre.to(at::kFloat), tol, tol)) << dtype << " " << rows;
       EXPECT_TRUE(at::allclose(d_bias.to(at::kFloat), want_bias.to(at::kFloat), tol, tol * std::sqrt(double(rows))))
           << dtype << " " << rows;
+    }
+  }
+}
+
+TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {
+  at::manual_seed(10);
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    for (auto [N, C] : {std::pair<int64_t, int64_t>{8192, 768}, {37, 100}, {3, 1600}}) {
+      auto t = [&](std::vector<int64_t> shape) { return at::randn(shape, on_gpu()).to(dtype); };
+      const at::Tensor x = t({N, C}), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = t({N, C}), ds_out = t({N, C});
+      const kernels::AddNormForward got = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5);
+      const kernels::AddNormForward want = kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5);
+      const double tol = dtype == at::kFloat ? 1e-5 : 2e-2;
+      auto close = [&](const at::Tensor& a, const at::Tensor& b, double atol) {
+        return at::allclose(a.to(at::kFloat), b.to(at::kFloat), tol, atol);
+      };
+      EXPECT_TRUE(close(got.s, want.s, 0)) << dtype << " " << C;
+      EXPECT_TRUE(close(got.y, want.y, tol)) << dtype << " " << C;
+      EXPECT_TRUE(close(got.mean.view(-1), want.mean.view(-1), 1e-5) && close(got.rstd.view(-1), want.rstd.view(-1), 1e-4));
+      const kernels::AddNormBackward gb = kernels::add_layer_norm_backward_cuda(ds_out, dy, got, gamma, beta);
+      const kernels::AddNormBackward wb = kernels::add_layer_norm_backward_reference(ds_out, dy, want, gamma, beta);
+      EXPECT_TRUE(close(gb.ds, wb.ds, tol)) << dtype << " " << C;
+      EXPECT_TRUE(close(gb.dgamma, wb.dgamma, tol * std::sqrt(double(N)))) << dtype << " " << C;
+      EXPECT_TRUE(close(gb.dbeta, wb.dbeta, tol * std::sqrt(double(N)))) << dtype << " " << C;
     }
   }
 }

@@ -50,6 +50,7 @@ const std::map<std::string, std::function<bool(const StepSpec&)>>& expected_edit
       {"sync_every_step", [](const StepSpec& s) { return s.sync_every_step; }},
       {"fused_classifier", [](const StepSpec& s) { return s.model.classifier_chunk > 0; }},
       {"fused_gelu_backward", [](const StepSpec& s) { return s.model.fused_gelu_backward; }},
+      {"fused_residual_norm", [](const StepSpec& s) { return s.model.fused_residual_norm; }},
   };
   return m;
 }

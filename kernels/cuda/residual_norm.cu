@@ -1,0 +1,135 @@
+// The fused residual-add + LayerNorm kernels: a warp per row. Forward: s = x + r written and summed in one
+// sweep, the variance from s in a second, y in a third (the row stays in L1/L2). Backward: LayerNorm's input
+// gradient plus the residual stream's gradient in one sweep, with gamma's and beta's gradients summed per warp
+// over the rows it visits (in shared memory) and the warps' sums added after.
+#include <ATen/Dispatch.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/sum.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+
+#include "kernels/residual_norm.h"
+
+namespace gpt2::kernels {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+constexpr int kMaxWarps = 1024;  // the backward's warps; each sums gamma's and beta's gradients over its rows
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <typename T>
+__global__ void add_ln_forward_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
+                                      const T* __restrict__ beta, T* __restrict__ s, T* __restrict__ y,
+                                      float* __restrict__ mean, float* __restrict__ rstd, int64_t N, int64_t C,
+                                      float eps) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= N) return;
+  const int64_t base = row * C;
+  float sum = 0.0f;
+  for (int64_t j = lane; j < C; j += 32) {
+    const T v = static_cast<T>(static_cast<float>(x[base + j]) + static_cast<float>(r[base + j]));
+    s[base + j] = v;
+    sum += static_cast<float>(v);
+  }
+  const float m = warp_sum(sum) / static_cast<float>(C);
+  float sq = 0.0f;
+  for (int64_t j = lane; j < C; j += 32) {
+    const float d = static_cast<float>(s[base + j]) - m;
+    sq += d * d;
+  }
+  const float rs = rsqrtf(warp_sum(sq) / static_cast<float>(C) + eps);
+  for (int64_t j = lane; j < C; j += 32) {
+    const float n = (static_cast<float>(s[base + j]) - m) * rs;
+    y[base + j] = static_cast<T>(n * static_cast<float>(gamma[j]) + static_cast<float>(beta[j]));
+  }
+  if (lane == 0) mean[row] = m, rstd[row] = rs;
+}
+
+template <typename T>
+__global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __restrict__ dy,
+                                       const T* __restrict__ s, const float* __restrict__ mean,
+                                       const float* __restrict__ rstd, const T* __restrict__ gamma,
+                                       T* __restrict__ ds, float* __restrict__ partial, int64_t N, int64_t C) {
+  extern __shared__ float acc[];  // per warp: C sums for gamma's gradient, then C for beta's
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float* dg = acc + static_cast<int64_t>(warp) * 2 * C;
+  float* db = dg + C;
+  for (int64_t j = lane; j < C; j += 32) dg[j] = db[j] = 0.0f;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  const int64_t w = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  for (int64_t row = w; row < N; row += warps) {
+    const int64_t base = row * C;
+    const float m = mean[row], rs = rstd[row];
+    float sum1 = 0.0f, sum2 = 0.0f;  // sums of dy·gamma and dy·gamma·xhat
+    for (int64_t j = lane; j < C; j += 32) {
+      const float g = static_cast<float>(dy[base + j]), xhat = (static_cast<float>(s[base + j]) - m) * rs;
+      const float dxhat = g * static_cast<float>(gamma[j]);
+      sum1 += dxhat, sum2 += dxhat * xhat;
+      dg[j] += g * xhat, db[j] += g;
+    }
+    sum1 = warp_sum(sum1) / static_cast<float>(C), sum2 = warp_sum(sum2) / static_cast<float>(C);
+    for (int64_t j = lane; j < C; j += 32) {
+      const float xhat = (static_cast<float>(s[base + j]) - m) * rs;
+      const float dx = rs * (static_cast<float>(dy[base + j]) * static_cast<float>(gamma[j]) - sum1 - xhat * sum2);
+      ds[base + j] = static_cast<T>(dx + (ds_out ? static_cast<float>(ds_out[base + j]) : 0.0f));
+    }
+  }
+  float* out = partial + w * 2 * C;  // this warp's sums: (2, C) of the (warps, 2, C) partials
+  for (int64_t j = lane; j < C; j += 32) out[j] = dg[j], out[C + j] = db[j];
+}
+
+}  // namespace
+
+AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
+                                           const at::Tensor& beta, double eps) {
+  TORCH_CHECK(x.is_cuda(), "add_layer_norm_forward_cuda: CUDA tensors expected");
+  const c10::cuda::CUDAGuard guard(x.device());
+  const int64_t N = x.size(0), C = x.size(1);
+  AddNormForward f{at::empty_like(x), at::empty_like(x), at::empty({N}, x.options().dtype(at::kFloat)),
+                   at::empty({N}, x.options().dtype(at::kFloat))};
+  if (N == 0) return f;
+  const auto blocks = static_cast<unsigned>((N + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "add_layer_norm_forward_cuda", [&] {
+    add_ln_forward_kernel<scalar_t><<<blocks, kWarpsPerBlock * 32, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<scalar_t>(), r.data_ptr<scalar_t>(), gamma.data_ptr<scalar_t>(), beta.data_ptr<scalar_t>(),
+        f.s.data_ptr<scalar_t>(), f.y.data_ptr<scalar_t>(), f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), N, C,
+        static_cast<float>(eps));
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return f;
+}
+
+AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at::Tensor& dy, const AddNormForward& f,
+                                             const at::Tensor& gamma, const at::Tensor& beta) {
+  const c10::cuda::CUDAGuard guard(dy.device());
+  const int64_t N = f.s.size(0), C = f.s.size(1);
+  const size_t smem = sizeof(float) * 2 * C * kWarpsPerBlock;
+  TORCH_CHECK(smem <= 48 * 1024, "add_layer_norm_backward_cuda: C = ", C, " needs ", smem,
+              " bytes of shared memory a block, over 48 KiB");
+  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((N + kWarpsPerBlock - 1) / kWarpsPerBlock,
+                                                                kMaxWarps / kWarpsPerBlock));
+  at::Tensor ds = at::empty_like(f.s);
+  at::Tensor partial = at::empty({blocks * kWarpsPerBlock, 2, C}, f.s.options().dtype(at::kFloat));
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, f.s.scalar_type(), "add_layer_norm_backward_cuda", [&] {
+    add_ln_backward_kernel<scalar_t><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
+                                       at::cuda::getCurrentCUDAStream()>>>(
+        ds_out.defined() ? ds_out.data_ptr<scalar_t>() : nullptr, dy.data_ptr<scalar_t>(), f.s.data_ptr<scalar_t>(),
+        f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), gamma.data_ptr<scalar_t>(), ds.data_ptr<scalar_t>(),
+        partial.data_ptr<float>(), N, C);
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const at::Tensor sums = at::sum(partial, 0);  // (2, C)
+  return {ds, sums[0].to(gamma.scalar_type()), sums[1].to(beta.scalar_type())};
+}
+
+}  // namespace gpt2::kernels

@@ -1,0 +1,7 @@
+#include "variants/all.h"
+
+const gpt2::Variant gpt2::variants::fused_residual_norm{.name = "fused_residual_norm", .kind = VariantKind::kExtra,
+    .why = "Each residual add fused with the LayerNorm after it, forward and backward (our CUDA kernels; ATen "
+           "elsewhere): the stream and the normed input from one pass over the row, not an add kernel then a norm",
+    .source = "llm.c's fused residual forward and LayerNorm backward",
+    .apply = [](StepSpec& s) { s.model.fused_residual_norm = true; }};
