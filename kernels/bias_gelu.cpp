@@ -3,8 +3,9 @@
 #include "kernels/bias_gelu.h"
 
 #include <ATen/ATen.h>
-#include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
+
+#include "kernels/autocast.h"
 
 namespace gpt2::kernels {
 namespace {
@@ -51,12 +52,7 @@ std::pair<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, con
 at::Tensor linear_bias_gelu(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
   TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && b.dim() == 1 && x.size(1) == w.size(1) && b.size(0) == w.size(0),
               "linear_bias_gelu: x (N, C), w (F, C), b (F), got ", x.sizes(), ", ", w.sizes(), ", ", b.sizes());
-  const auto dev = x.device().type();
-  if (at::autocast::is_autocast_enabled(dev)) {  // a custom function runs with autocast off: cast as autocast would
-    const auto dt = at::autocast::get_autocast_dtype(dev);
-    return LinearBiasGelu::apply(x.to(dt), w.to(dt), b.to(dt));
-  }
-  return LinearBiasGelu::apply(x, w, b);
+  return LinearBiasGelu::apply(cast_as_autocast(x), cast_as_autocast(w), cast_as_autocast(b));
 }
 
 }  // namespace gpt2::kernels

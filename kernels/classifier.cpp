@@ -3,11 +3,12 @@
 #include "kernels/classifier.h"
 
 #include <ATen/ATen.h>
-#include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 
 #include <algorithm>
 #include <tuple>
+
+#include "kernels/autocast.h"
 
 namespace gpt2::kernels {
 namespace {
@@ -23,16 +24,15 @@ void check_args(const at::Tensor& logits, const at::Tensor& targets) {
               ", logits on ", logits.device());
 }
 
-// dw (fp32) += zᵀ·h, accumulated in fp32 whatever z's dtype: on CUDA by cuBLAS writing fp32 from bf16/fp16
-// inputs (addmm's out_dtype), elsewhere through a temporary.
+// dw (fp32) += zᵀ·h, accumulated in fp32 whatever z's and h's (one) dtype: on CUDA by cuBLAS writing fp32 from
+// bf16/fp16 inputs (addmm's out_dtype), elsewhere through a temporary.
 void accumulate_dw(at::Tensor& dw, const at::Tensor& z, const at::Tensor& h) {
-  const at::Tensor hz = h.scalar_type() == z.scalar_type() ? h : h.to(z.scalar_type());
   if (z.scalar_type() == at::kFloat)
-    dw.addmm_(z.t(), hz);
+    dw.addmm_(z.t(), h);
   else if (dw.is_cuda())
-    at::addmm_out(dw, dw, z.t(), hz, at::kFloat);
+    at::addmm_out(dw, dw, z.t(), h, at::kFloat);
   else
-    dw.add_(at::mm(z.t(), hz));
+    dw.add_(at::mm(z.t(), h));
 }
 
 // (mean loss, dloss/dh, dloss/dw), chunk_tokens rows at a time; the gradients only when asked for.
@@ -49,7 +49,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> chunked(const at::Tensor& h, cons
     at::Tensor z = at::matmul(hc, w.t()).contiguous();  // (n, V): the only logits there are, this chunk's
     loss.add_(softmax_xent_backward_(z, targets.narrow(0, i, n), scale).sum());
     if (!grads) continue;
-    dh.narrow(0, i, n).copy_(at::matmul(z, w.scalar_type() == z.scalar_type() ? w : w.to(z.scalar_type())));
+    dh.narrow(0, i, n).copy_(at::matmul(z, w));
     accumulate_dw(dw, z, hc);
   }
   return {loss.mul_(scale), dh, grads ? dw.to(w.scalar_type()) : dw};
@@ -96,13 +96,10 @@ at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& w, const 
   TORCH_CHECK(h.dim() == 2 && w.dim() == 2 && h.size(1) == w.size(1), "linear_cross_entropy: h (N, C) and w (V, C), got ",
               h.sizes(), " and ", w.sizes());
   TORCH_CHECK(chunk_tokens > 0, "linear_cross_entropy: chunk_tokens must be positive, got ", chunk_tokens);
+  TORCH_CHECK(h.scalar_type() == w.scalar_type(), "linear_cross_entropy: h and w must share one dtype, got ",
+              h.scalar_type(), " and ", w.scalar_type());
   const bool grads = at::GradMode::is_enabled() && (h.requires_grad() || w.requires_grad());
-  const auto dev = h.device().type();
-  if (at::autocast::is_autocast_enabled(dev)) {  // a custom function runs with autocast off: cast as autocast would
-    const auto dt = at::autocast::get_autocast_dtype(dev);  // (autograd casts the gradients back)
-    return LinearCrossEntropy::apply(h.to(dt), w.to(dt), targets, chunk_tokens, grads);
-  }
-  return LinearCrossEntropy::apply(h, w, targets, chunk_tokens, grads);
+  return LinearCrossEntropy::apply(cast_as_autocast(h), cast_as_autocast(w), targets, chunk_tokens, grads);
 }
 
 }  // namespace gpt2::kernels

@@ -1,10 +1,10 @@
 #include "model/layers.h"
 
-#include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 
 #include <cmath>
 
+#include "kernels/autocast.h"
 #include "kernels/bias_gelu.h"
 
 namespace gpt2 {
@@ -32,11 +32,7 @@ namespace {
 // the epilogue saves a kernel and the (B·T, 4C) pre-activation's memory, for one extra GEMM.
 struct LinearGeluFn : torch::autograd::Function<LinearGeluFn> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, at::Tensor x, at::Tensor w, at::Tensor b) {
-    const auto dev = x.device().type();
-    if (at::autocast::is_autocast_enabled(dev)) {  // custom functions see autocast off: cast as it would
-      const auto dt = at::autocast::get_autocast_dtype(dev);
-      x = x.to(dt), w = w.to(dt), b = b.to(dt);
-    }
+    x = kernels::cast_as_autocast(x), w = kernels::cast_as_autocast(w), b = kernels::cast_as_autocast(b);
     ctx->save_for_backward({x, w, b});
     return at::_addmm_activation(b, x, w.t(), 1, 1, /*use_gelu=*/true);  // (N, 4C)
   }
