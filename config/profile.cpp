@@ -53,11 +53,13 @@ void read_settings(MapReader& r, const std::string& path, Settings& settings) {
   YAML::Node st = r.node("settings");
   if (!st) return;
   MapReader sr(st, path, "settings");
-  const std::string b = sr.get_choice("sdpa_backend", "auto", {"auto", "flash", "efficient", "cudnn", "math"});
+  const std::string b =
+      sr.get_choice("sdpa_backend", "auto", {"auto", "fastest", "flash", "efficient", "cudnn", "math"});
   settings.sdpa_backend = b == "flash"       ? SdpaBackend::kFlash
                           : b == "efficient" ? SdpaBackend::kEfficient
                           : b == "cudnn"     ? SdpaBackend::kCudnn
                           : b == "math"      ? SdpaBackend::kMath
+                          : b == "fastest"   ? SdpaBackend::kFastest
                                              : SdpaBackend::kAuto;
   settings.vocab_multiple = sr.get_int("vocab_multiple", settings.vocab_multiple, 1, 1 << 16);
   settings.max_batch = sr.get_int("max_batch", settings.max_batch, 1, 1 << 20);

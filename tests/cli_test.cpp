@@ -103,6 +103,29 @@ TEST(Cli, ATightTimeBudgetRunsEveryRungAtTheFloorAndSaysSo) {
   EXPECT_EQ(rungs["rungs"][0]["ran"]["budget"], "");
 }
 
+// settings.sdpa_backend: fastest — the rung times each SDPA kernel on its attention, runs with the
+// fastest, and says so (the console, rungs.json's sdpa_choice, the spec as it ran).
+TEST(Cli, SdpaFastestTimesTheKernelsAndRunsTheRungWithTheChoice) {
+  test::TempDir d;
+  std::string body = kTinyProfile;
+  body.replace(body.find("model: tiny"), 11, "model: {preset: tiny, dropout: 0.0}");
+  body.replace(body.find("variants: []"), 12, "variants: [sdpa]\nbreakdown_steps: 0\nsettings: {sdpa_backend: fastest}");
+  auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("SDPA kernels timed on this attention: flash "), std::string::npos) << r.output;
+  const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  const auto& rung = doc["rungs"][1];
+  ASSERT_TRUE(rung.contains("sdpa_choice")) << rung.dump();
+  EXPECT_FALSE(doc["rungs"][0].contains("sdpa_choice"));  // no SDPA in the baseline
+  const std::string chosen = rung["sdpa_choice"]["chosen"];
+  EXPECT_TRUE(chosen == "flash" || chosen == "math") << chosen;
+  EXPECT_EQ(rung["spec"]["sdpa_backend"], chosen);
+  EXPECT_EQ(rung["spec"]["settings"]["sdpa_backend"], "fastest");
+  EXPECT_EQ(rung["sdpa_backend_used"], chosen);
+  EXPECT_EQ(rung["sdpa_choice"]["tries"].size(), 4u);
+  EXPECT_EQ(rung["parity"]["verdict"], "pass");
+}
+
 // The FLOP model in rungs.json, the independent count from the op shapes beside it (the manual
 // attention computes the full T×T matrix, SDPA with is_causal the triangle), and MFU's one
 // denominator with its basis.

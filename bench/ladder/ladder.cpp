@@ -22,6 +22,7 @@
 #include "bench/ladder/backoff.h"
 #include "bench/ladder/budget.h"
 #include "bench/measure/clocks.h"
+#include "bench/measure/sdpa_choice.h"
 #include "bench/runtime/datasheet.h"
 #include "bench/runtime/device.h"
 #include "bench/runtime/graph_capture.h"
@@ -122,6 +123,23 @@ int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor
   empty_cache(dev);
   if (best == 0) throw std::runtime_error("batch_scaling: no batch from " + std::to_string(spec.batch) + " up fits");
   return best;
+}
+
+// settings.sdpa_backend: fastest — time each SDPA kernel on the rung's attention (at its planned
+// batch, before any batch search, which then searches with the kernel chosen) and run the rung with
+// the fastest; the tries go into rungs.json. Nothing to do for a rung told its kernel or not on SDPA.
+void choose_sdpa(RungRecord& r, const DeviceInfo& dev) {
+  const StepSpec s = r.spec();
+  if (s.model.attention != AttentionImpl::kSdpa || s.sdpa_backend != SdpaBackend::kFastest) return;
+  const SdpaChoice c = choose_sdpa_backend(s, dev);
+  r.out.sdpa_chosen = c.chosen;
+  r.out.sdpa_choice = c;
+  std::ostringstream tries;
+  tries.precision(3);
+  for (const auto& t : c.tries)
+    if (t.ms) tries << (tries.tellp() > 0 ? ", " : "") << to_string(t.backend) << " " << *t.ms << " ms";
+  std::cerr << "    SDPA kernels timed on this attention: " << tries.str() << " -> " << to_string(c.chosen)
+            << " (PyTorch's own choice: " << c.pytorch_choice << ")\n";
 }
 
 // The rung that measures the same step on one process: the data-parallel rung without ddp.
@@ -241,13 +259,15 @@ struct Ladder {
   void build(RungRecord& r, double seconds = INFINITY) {
     live.reset();
     const bool searched = r.plan.rung.spec.search_batch && r.out.batch == 0;  // a follower is told its batch
+    choose_sdpa(r, dev);  // a follower is told the kernel too
     if (searched) {
       const int64_t floor_steps = warmup_steps() + cost(0).floor_steps();
-      r.out.batch = find_batch(r.plan.rung.spec, dev, data.train, prof.seed, meter, r.out.batch_search,
+      r.out.batch = find_batch(r.spec(), dev, data.train, prof.seed, meter, r.out.batch_search,
                                budget.limited() && ranks(r.spec()) == 1 ? seconds : INFINITY, floor_steps);
       std::cerr << "    batch_scaling chose batch " << r.out.batch << "\n";
     }
-    if (dist && rank0() && ranks(r.spec()) > 1) dist->post(r.name() + " " + std::to_string(r.spec().batch));
+    if (dist && rank0() && ranks(r.spec()) > 1)
+      dist->post(r.name() + " " + std::to_string(r.spec().batch) + " " + to_string(r.spec().sdpa_backend));
     auto attempt = [&](int64_t batch) {
       r.out.batch = batch;
       release();
@@ -435,11 +455,13 @@ struct Ladder {
       std::istringstream in(msg);
       std::string name;
       int64_t batch = 0;
-      in >> name >> batch;
+      std::string sdpa;
+      in >> name >> batch >> sdpa;
       auto it = std::find_if(records.begin(), records.end(), [&](const RungRecord& r) { return r.plan.rung.name == name; });
       if (it == records.end() || batch <= 0) throw DistError("rank 0 announced an unknown rung '" + msg + "'");
       RungRecord& r = *it;
       r.out.batch = batch;
+      r.out.sdpa_chosen = sdpa_backend_from(sdpa);
       std::cerr << "[rank " << dist->rank() << "] " << r.plan.rung.name << ": following rank 0\n";
       dist->guarded([&] {
         build(r);
@@ -915,8 +937,9 @@ int run_breakdown(const BreakdownOptions& o) {
   std::printf("%-28s %10s %10s %9s %9s %9s %9s %9s %9s\n", "rung", "events", "step ms", "data", "forward", "loss",
               "backward", "optim", "overhead");
   for (RungRecord* r : chosen) {
+    choose_sdpa(*r, dev);
     if (r->plan.rung.spec.search_batch)
-      r->out.batch = find_batch(r->plan.rung.spec, dev, data.train, prof.seed, *meter, r->out.batch_search);
+      r->out.batch = find_batch(r->spec(), dev, data.train, prof.seed, *meter, r->out.batch_search);
     const Breakdown p = breakdown_rung(r->spec(), dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
                                        steps, *meter);
     write_breakdown(o.out_dir, r->plan.rung.name, p);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/ladder/parity.h"
+#include "bench/measure/sdpa_choice.h"
 #include "config/profile.h"
 #include "variants/registry.h"
 
@@ -54,6 +55,8 @@ struct RungOutcome {
   double final_loss = 0;
   ParityResult parity;
   std::string sdpa_backend_used = "n/a";
+  std::optional<SdpaBackend> sdpa_chosen;  // sdpa_backend: fastest — the kernel it ran with (rank 0 measured it)
+  std::optional<SdpaChoice> sdpa_choice;   // and the measurement, on the rank that made it
   int64_t diverged_at = 0;  // the first step with a non-finite loss (1-based, warm-up included), 0 if none
   std::vector<double> rank_step_ms, rank_peak_alloc_bytes;  // data-parallel rungs: per rank, last repetition
   std::optional<double> scaling_efficiency;
@@ -68,7 +71,7 @@ struct RungRecord {
   RungOutcome out;
 
   const std::string& name() const { return plan.rung.name; }
-  // The step the rung runs: the planned one at the batch it runs at.
+  // The step the rung runs: the planned one at the batch it runs at, with the SDPA kernel chosen.
   StepSpec spec() const;
   int64_t tokens_per_step() const { return gpt2::tokens_per_step(spec()); }
   double flops_per_token() const { return plan.flops.per_token(); }

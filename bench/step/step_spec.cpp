@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stdexcept>
+
 #include "common/enum_names.h"
 
 namespace gpt2 {
@@ -15,7 +17,7 @@ NLOHMANN_JSON_SERIALIZE_ENUM(OptimizerKind, {{OptimizerKind::kAdamwLoop, "adamw_
                                              {OptimizerKind::kAdamwFused, "adamw_fused"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(SdpaBackend, {{SdpaBackend::kAuto, "auto"}, {SdpaBackend::kFlash, "flash"},
                                            {SdpaBackend::kEfficient, "efficient"}, {SdpaBackend::kCudnn, "cudnn"},
-                                           {SdpaBackend::kMath, "math"}})
+                                           {SdpaBackend::kMath, "math"}, {SdpaBackend::kFastest, "fastest"}})
 
 StepSpec baseline_spec(const ModelOptions& model, int64_t batch, const DeviceInfo& dev) {
   StepSpec s;
@@ -42,6 +44,12 @@ MathMode math_mode(const StepSpec& s) {
 
 std::string to_string(OptimizerKind v) { return enum_name(v); }
 std::string to_string(SdpaBackend v) { return enum_name(v); }
+SdpaBackend sdpa_backend_from(const std::string& name) {
+  for (SdpaBackend b : {SdpaBackend::kAuto, SdpaBackend::kFlash, SdpaBackend::kEfficient, SdpaBackend::kCudnn,
+                        SdpaBackend::kMath, SdpaBackend::kFastest})
+    if (to_string(b) == name) return b;
+  throw std::invalid_argument("unknown SDPA backend '" + name + "'");
+}
 
 void to_json(nlohmann::json& j, const StepSpec& s) {
   const auto& m = s.model;

@@ -19,7 +19,9 @@ enum class Precision {
   kFp16Autocast,  // fp32 master weights, autocast to fp16, with a gradient scaler
 };
 enum class OptimizerKind { kAdamwLoop, kAdamwForeach, kAdamwFused };
-enum class SdpaBackend { kAuto, kFlash, kEfficient, kCudnn, kMath };
+// kAuto: PyTorch's own choice; kFastest: each kernel timed on the rung's attention, the fastest kept
+// (bench/measure/sdpa_choice.h); the others force that kernel.
+enum class SdpaBackend { kAuto, kFlash, kEfficient, kCudnn, kMath, kFastest };
 
 struct LoaderOptions {
   bool pinned = false;  // stage batches in pinned host memory, copy non_blocking on a side stream
@@ -74,6 +76,7 @@ int64_t tokens_per_step(const StepSpec& s);
 std::string to_string(Precision p);
 std::string to_string(OptimizerKind k);
 std::string to_string(SdpaBackend b);
+SdpaBackend sdpa_backend_from(const std::string& name);  // throws std::invalid_argument on an unknown name
 void to_json(nlohmann::json& j, const StepSpec& s);
 
 }  // namespace gpt2

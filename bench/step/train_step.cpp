@@ -10,10 +10,12 @@
 
 namespace gpt2 {
 
-TrainStep::SdpaBackendGuard::SdpaBackendGuard(SdpaBackend b) {
+SdpaBackendGuard::SdpaBackendGuard(SdpaBackend b) {
+  TORCH_CHECK(b != SdpaBackend::kFastest,
+              "sdpa_backend 'fastest' is settled by timing each kernel before the step is built (the ladder does it)");
   auto& ctx = at::globalContext();
-  flash = ctx.userEnabledFlashSDP(), efficient = ctx.userEnabledMemEfficientSDP();
-  math = ctx.userEnabledMathSDP(), cudnn = ctx.userEnabledCuDNNSDP();
+  flash_ = ctx.userEnabledFlashSDP(), efficient_ = ctx.userEnabledMemEfficientSDP();
+  math_ = ctx.userEnabledMathSDP(), cudnn_ = ctx.userEnabledCuDNNSDP();
   if (b == SdpaBackend::kAuto) return;
   ctx.setSDPUseFlash(b == SdpaBackend::kFlash);
   ctx.setSDPUseMemEfficient(b == SdpaBackend::kEfficient);
@@ -21,12 +23,12 @@ TrainStep::SdpaBackendGuard::SdpaBackendGuard(SdpaBackend b) {
   ctx.setSDPUseCuDNN(b == SdpaBackend::kCudnn);
 }
 
-TrainStep::SdpaBackendGuard::~SdpaBackendGuard() {
+SdpaBackendGuard::~SdpaBackendGuard() {
   auto& ctx = at::globalContext();
-  ctx.setSDPUseFlash(flash);
-  ctx.setSDPUseMemEfficient(efficient);
-  ctx.setSDPUseMath(math);
-  ctx.setSDPUseCuDNN(cudnn);
+  ctx.setSDPUseFlash(flash_);
+  ctx.setSDPUseMemEfficient(efficient_);
+  ctx.setSDPUseMath(math_);
+  ctx.setSDPUseCuDNN(cudnn_);
 }
 
 namespace {
@@ -99,12 +101,12 @@ TrainStep::TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tok
 
 TrainStep::~TrainStep() = default;
 
-std::string TrainStep::sdpa_backend_used() const {
-  if (spec_.model.attention != AttentionImpl::kSdpa) return "n/a";
-  const auto& m = spec_.model;
-  const auto dtype = spec_.precision == Precision::kFp32 ? at::kFloat : compute_dtype(math_mode(spec_));
-  auto q = at::empty({spec_.batch, m.n_head, m.context, m.n_embd / m.n_head}, at::device(device_).dtype(dtype));
-  switch (at::_fused_sdp_choice(q, q, q, {}, m.dropout, /*is_causal=*/true)) {
+c10::ScalarType attention_dtype(const StepSpec& spec) {
+  return spec.precision == Precision::kFp32 ? at::kFloat : compute_dtype(math_mode(spec));
+}
+
+std::string sdpa_kernel_for(const at::Tensor& q, double dropout) {
+  switch (at::_fused_sdp_choice(q, q, q, {}, dropout, /*is_causal=*/true)) {
     case 0: return "math";
     case 1: return "flash";
     case 2: return "efficient";
@@ -112,6 +114,14 @@ std::string TrainStep::sdpa_backend_used() const {
     case 4: return "overrideable";
     default: return "none";
   }
+}
+
+std::string TrainStep::sdpa_backend_used() const {
+  if (spec_.model.attention != AttentionImpl::kSdpa) return "n/a";
+  const auto& m = spec_.model;
+  auto q = at::empty({spec_.batch, m.n_head, m.context, m.n_embd / m.n_head},
+                     at::device(device_).dtype(attention_dtype(spec_)));
+  return sdpa_kernel_for(q.requires_grad_(), m.dropout);
 }
 
 at::Tensor TrainStep::step() {

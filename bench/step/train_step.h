@@ -17,6 +17,26 @@
 
 namespace gpt2 {
 
+// Allows SDPA only the given kernel for a scope (kAuto: PyTorch's own choice among all), restoring
+// ATen's process-wide flags after. kFastest is not a kernel: the ladder settles it by measurement
+// (bench/measure/sdpa_choice.h) before a step is built, and a step given it is refused.
+class SdpaBackendGuard {
+ public:
+  explicit SdpaBackendGuard(SdpaBackend b);
+  ~SdpaBackendGuard();
+  SdpaBackendGuard(const SdpaBackendGuard&) = delete;
+  SdpaBackendGuard& operator=(const SdpaBackendGuard&) = delete;
+
+ private:
+  bool flash_, efficient_, math_, cudnn_;
+};
+
+// The dtype the step's attention runs in: fp32, or the dtype its precision casts or autocasts to.
+c10::ScalarType attention_dtype(const StepSpec& spec);
+// The SDPA kernel ATen picks, under the flags now set, for causal attention on inputs like `q`
+// (B, heads, T, head size) with `dropout`: "math", "flash", "efficient", "cudnn", ...
+std::string sdpa_kernel_for(const at::Tensor& q, double dropout);
+
 class TrainStep {
  public:
   // `tokens`: the training stream (int32, CPU). Weights come from init_weights(seed); dropout's
@@ -51,11 +71,7 @@ class TrainStep {
   DeviceInfo dev_;
   c10::Device device_;
   MatmulPrecisionGuard matmul_precision_;
-  struct SdpaBackendGuard {
-    explicit SdpaBackendGuard(SdpaBackend b);
-    ~SdpaBackendGuard();
-    bool flash, efficient, math, cudnn;
-  } sdpa_backend_;
+  SdpaBackendGuard sdpa_backend_;
   GPT2 model_{nullptr};
   std::unique_ptr<AdamW> opt_;
   Loader loader_;

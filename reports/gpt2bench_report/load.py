@@ -38,6 +38,7 @@ class Rung:
     kind: str | None = None  # baseline | ladder | extra | add_one | all | drop_one | recipe
     compare_to: str | None = None
     variant: str = ""  # the variant the rung adds (or, drop_one, removes)
+    sdpa_choice: dict | None = None  # settings.sdpa_backend: fastest — each SDPA kernel's time, the one chosen
 
     @property
     def throttled(self) -> bool:
@@ -142,6 +143,7 @@ def load_run(path: str | Path) -> Run:
                     kind=r.get("kind"),
                     compare_to=r.get("compare_to"),
                     variant=r.get("variant", ""),
+                    sdpa_choice=r.get("sdpa_choice"),
                 )
             )
         return Run(

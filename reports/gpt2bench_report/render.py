@@ -82,6 +82,15 @@ def run_notes(run: Run) -> list[str]:
         notes.append("bf16 on this CPU is emulated (no AMX-BF16 or AVX512-BF16): bf16 matmuls run through "
                      "conversions to fp32, so bf16 rungs are slower than fp32 ones here (an AVX2-only AMD EPYC took "
                      "20x the fp32 step time); on a GPU or an AMX CPU the same rungs are faster.")
+    chosen = [r for r in run.rungs if r.sdpa_choice]
+    if chosen:
+        def timed(c: dict) -> str:
+            return ", ".join(f"{t['backend']} {t['ms']:.3g}" for t in c.get("tries", []) if "ms" in t)
+        notes.append("SDPA kernel timed per rung on its own attention, forward + backward (settings.sdpa_backend: "
+                     "fastest; PyTorch's own choice kept unless another is faster by more than "
+                     f"{100 * chosen[0].sdpa_choice.get('margin', 0):.0f}%), in ms: "
+                     + "; ".join(f"{r.name} {r.sdpa_choice['chosen']} ({timed(r.sdpa_choice)}; PyTorch's own: "
+                                 f"{r.sdpa_choice.get('pytorch_choice', '?')})" for r in chosen) + ".")
     for r in run.rungs:
         if r.throttled:
             notes.append(f"{r.name} was THROTTLED while timed: {r.clocks.get('throttled_why', '')} (NVML); "

@@ -298,6 +298,9 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     ok[1]["clocks"] = {"available": True, "throttled": True,
                        "throttled_why": "median SM clock 1410 MHz is 71% of the 1980 MHz maximum"}
     ok[2]["median"]["mfu"] = None  # an unknown GPU: no datasheet MFU
+    ok[2]["sdpa_choice"] = {"chosen": "cudnn", "pytorch_choice": "flash", "margin": 0.01,
+                            "tries": [{"backend": "flash", "ms": 1.25}, {"backend": "cudnn", "ms": 1.1},
+                                      {"backend": "math", "why": "No available kernel. Aborting execution."}]}
     (run_dir / "rungs.json").write_text(json.dumps(doc))
     run = load_run(run_dir)
     rows = {r[0]: r for r in ladder_table(run)[1:]}
@@ -310,6 +313,8 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     assert "Mann-Whitney U" in md and "order statistics" in md
     assert "bf16 on this CPU is emulated" in md
     assert f"{ok[1]['name']} was THROTTLED while timed: median SM clock 1410 MHz" in md
+    assert f"{ok[2]['name']} cudnn (flash 1.25, cudnn 1.1; PyTorch's own: flash)" in md
+    assert "faster by more than 1%" in md
 
 
 def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path):
