@@ -213,6 +213,41 @@ def make_step(fwd, opt):
     return step
 
 
+def breakdown(step, data, n, cuda, sync):
+    """`n` steps under torch.profiler, per name, as the C++ breakdown pass's `by_name` has them, to be set side by
+    side (the eager gap): ATen ops on the CPU (RecordFunction's FUNCTION scope, as the C++ collector takes them:
+    counted at every depth, timed where no other such op called them),
+    kernels and copies on a GPU (counted and timed on the device)."""
+    from torch.profiler import ProfilerActivity, profile
+    sync()
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step(*data.next())
+        sync()
+        wall = time.perf_counter() - t0
+    by, events = {}, 0.0
+    for e in prof.events():
+        if cuda:
+            if e.device_type != torch.autograd.DeviceType.CUDA:
+                continue
+            ms, launch = e.time_range.elapsed_us() / 1e3, not e.name.startswith(("Memcpy", "Memset"))
+        else:  # what the C++ collector's RecordFunction callback sees: scope FUNCTION (0), the ATen ops and
+            if e.scope != 0:  # autograd's evaluate_function ranges
+                continue
+            p = e.cpu_parent
+            while p is not None and p.scope != 0:
+                p = p.cpu_parent
+            ms, launch = (e.time_range.elapsed_us() / 1e3 if p is None else 0.0), True
+        count, total = by.get(e.name, (0.0, 0.0))
+        by[e.name] = (count + 1 / n, total + ms / n)
+        events += launch / n
+    rows = sorted(by.items(), key=lambda kv: (-kv[1][1], -kv[1][0]))
+    return {"source": "torch.profiler", "events": "kernel launches" if cuda else "ATen ops", "steps": n,
+            "step_ms": 1e3 * wall / n, "events_per_step": events,
+            "by_name": [{"name": k, "count_per_step": c, "ms_per_step": t} for k, (c, t) in rows]}
+
+
 def run(cfg):
     device = torch.device(cfg["device"])
     cuda = device.type == "cuda"
@@ -260,9 +295,12 @@ def run(cfg):
             break
     out["warmup_steps"] = len(warm) + 1
     per_step = min(warm)
-    steps = cfg["steps"]
+    steps, profiled = cfg["steps"], cfg.get("breakdown_steps", 0)
     if budget is not None:  # fit the timed steps to what is left of the share, at least one per repetition
         left = budget - (time.perf_counter() - started)
+        if profiled and left - 3 * profiled * per_step < cfg["repetitions"] * per_step:  # (profiled steps run slower)
+            profiled, out["breakdown"] = 0, {"skipped": "over the time budget"}  # dropped first, as a C++ rung's
+        left -= 3 * profiled * per_step
         steps = max(1, min(steps, int(left / (cfg["repetitions"] * per_step))))
     out["steps_per_repetition"] = steps
     reps, losses = [], []
@@ -278,6 +316,8 @@ def run(cfg):
     out["median_step_s"] = statistics.median(reps)
     out["tokens_per_sec"] = b * t / out["median_step_s"]
     out["last_losses"] = losses
+    if profiled:  # 3. The breakdown pass, after the timed steps so that profiling never perturbs them.
+        out["breakdown"] = breakdown(step, data, profiled, cuda, sync)
     out["elapsed_s"] = time.perf_counter() - started
     return out
 

@@ -220,7 +220,8 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   // Padded to 8s: 97 -> 104 (to 64s, 128 zero-logit classes would lift the first loss by ln(128/97) = 0.28,
   // past the precision band; GPT-2's 50257 -> 50304 lifts it by 0.001).
   body.replace(body.find("variants: []"), 12,
-               "variants: []\nreferences: [ref_torch_eager, ref_torch_compile]\nsettings: {vocab_multiple: 8}");
+               "variants: []\nreferences: [ref_torch_eager, ref_torch_compile]\nsettings: {vocab_multiple: 8}\n"
+               "breakdown_steps: 1");
   const auto profile = test::write_tiny_profile(d, body);
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -238,6 +239,16 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   EXPECT_EQ(eager["parity"]["losses"].size(), 2u);
   EXPECT_NEAR(eager["ratio"].get<double>(), doc["rungs"][0]["median"]["tokens_per_sec"].get<double>() /
                                                 eager["result"]["tokens_per_sec"].get<double>(), 1e-9);
+  // The eager gap's two sides: every ATen op name of one step, C++ (breakdown/, not rungs.json) and Python.
+  const auto& py = eager["result"]["breakdown"];
+  EXPECT_EQ(py["events"], "ATen ops");
+  const auto cpp = nlohmann::json::parse(test::read_text(d / "run/breakdown/00_baseline.json"));
+  EXPECT_FALSE(doc["rungs"][0]["breakdown"].contains("by_name"));
+  EXPECT_FALSE(cpp["by_name"].empty());
+  EXPECT_FALSE(py["by_name"].empty());
+  EXPECT_EQ(eager["events_per_step"]["cpp"], cpp["events_per_step"]);
+  EXPECT_EQ(eager["events_per_step"]["python"], py["events_per_step"]);
+  EXPECT_NE(r.output.find("; ATen ops a step: C++ "), std::string::npos) << r.output;
   const auto& compiled = doc["references"][1];
   ASSERT_EQ(compiled["status"], "ok") << compiled.dump();
   EXPECT_EQ(compiled["config"]["precision"], "bf16_cast");

@@ -118,6 +118,13 @@ TEST(CuptiAggregation, PhasesByCorrelationCategoriesAndLaunches) {
   // Busy: the union of [1000,1400) [1450,1650) [1700,1800) [1900,1950) = 750 ns of 2000.
   EXPECT_DOUBLE_EQ(s.busy_fraction, 750.0 / 2000.0);
   EXPECT_EQ(s.top.front().name, "ampere_sgemm_128x64_tn");
+  // every name, by time (the eager gap sets them beside torch.profiler's), the top ten its head
+  ASSERT_EQ(s.by_name.size(), 6u);
+  EXPECT_EQ(s.by_name.front().name, "ampere_sgemm_128x64_tn");
+  EXPECT_DOUBLE_EQ(s.by_name.front().count, 0.5);
+  for (size_t i = 1; i < s.by_name.size(); ++i) EXPECT_GE(s.by_name[i - 1].total_ms, s.by_name[i].total_ms);
+  EXPECT_EQ(to_json(s)["by_name"].size(), 6u);
+  EXPECT_EQ(to_json(s)["by_name"][5]["name"], "orphan_kernel");
 }
 
 // What the H100 showed on 07_sdpa: cuBLAS's GEMMs (nvjet/sm90 kernels) are launched through the

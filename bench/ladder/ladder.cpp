@@ -377,6 +377,7 @@ struct Ladder {
                                          static_cast<int>(prof.breakdown_steps), meter);
       write_breakdown(out_dir, r.plan.rung.name, p);
       r.out.breakdown = to_json(p.summary);
+      r.out.breakdown.erase("by_name");  // every op or kernel name: in breakdown/<rung>.json, not in rungs.json
       r.out.breakdown["memory"] = to_json(p.memory);
       if (p.summary.counted_flops_per_step > 0)
         r.out.counted_flops_per_token = p.summary.counted_flops_per_step / static_cast<double>(r.tokens_per_step());

@@ -53,6 +53,7 @@ nlohmann::json reference_config(const std::string& name, const Profile& prof, co
       {"warmup_steps", prof.warmup_steps},
       {"steps", prof.steps},
       {"repetitions", prof.repetitions},
+      {"breakdown_steps", prof.breakdown_steps},  // torch.profiler over that many steps: the eager gap's other side
   };
 }
 
@@ -99,7 +100,7 @@ nlohmann::json run_reference(const std::string& name, nlohmann::json config, con
   // The tokens its steps read, from the start of the train split (the C++ Loader's order).
   const int64_t B = config["batch"], T = config["model"]["context"];
   const int64_t steps = int64_t(config["parity_steps"]) + 1 + int64_t(config["warmup_steps"]) +
-                        int64_t(config["repetitions"]) * int64_t(config["steps"]);
+                        int64_t(config["repetitions"]) * int64_t(config["steps"]) + config.value("breakdown_steps", int64_t{0});
   const int64_t n = std::min<int64_t>(train_tokens.numel(), steps * B * T + 1);
   const at::Tensor tokens = train_tokens.narrow(0, 0, n).to(at::kLong).contiguous();
   files::write_file_atomic(base + ".tokens", std::string(static_cast<const char*>(tokens.data_ptr()), n * sizeof(int64_t)));
@@ -148,6 +149,11 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
     ref["cpp_parameters"] = parameter_count(with->spec().model);
     ref["cpp_tokens_per_sec"] = with->median_tokens_per_sec();
     ref["ratio"] = with->median_tokens_per_sec() / res["tokens_per_sec"].get<double>();  // C++ over Python
+    const auto& b = with->out.breakdown;
+    if (res.contains("breakdown") && res["breakdown"].contains("events_per_step") && b.is_object() &&
+        b.contains("events_per_step"))  // the eager gap in one figure; name by name in the report
+      ref["events_per_step"] = {{"what", res["breakdown"]["events"]}, {"cpp", b["events_per_step"]},
+                                {"python", res["breakdown"]["events_per_step"]}};
   }
   if (res.contains("parity_losses") && !baseline_losses.empty()) {
     Trajectory t{res["parity_losses"].get<std::vector<double>>(), 0};
@@ -178,6 +184,12 @@ std::string reference_line(const nlohmann::json& ref) {
     o << buf;
   }
   if (ref.contains("parity")) o << ", parity " << ref["parity"]["verdict"].get<std::string>();
+  if (ref.contains("events_per_step")) {
+    const auto& e = ref["events_per_step"];
+    std::snprintf(buf, sizeof(buf), "; %s a step: C++ %.0f, Python %.0f", e["what"].get<std::string>().c_str(),
+                  e["cpp"].get<double>(), e["python"].get<double>());
+    o << buf;
+  }
   std::string s = o.str();
   return s.size() > 160 ? s.substr(0, 157) + "..." : s;
 }

@@ -276,15 +276,20 @@ ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, doubl
   for (const auto& [_, ms] : s.phase_ms) counted += ms;
   const double other = s.phase_ms.count("other") ? s.phase_ms.at("other") : 0.0;
   s.phase_coverage = counted > 0 ? 1.0 - other / counted : 0.0;
-  for (auto& [_, n] : by_name) s.top.push_back(n);
-  std::sort(s.top.begin(), s.top.end(), [](const NameStat& a, const NameStat& b) { return a.total_ms > b.total_ms; });
-  if (s.top.size() > 10) s.top.resize(10);
+  for (auto& [_, n] : by_name) s.by_name.push_back(n);
+  std::stable_sort(s.by_name.begin(), s.by_name.end(), [](const NameStat& a, const NameStat& b) {
+    return a.total_ms != b.total_ms ? a.total_ms > b.total_ms : a.count > b.count;
+  });
+  s.top.assign(s.by_name.begin(), s.by_name.begin() + std::min<size_t>(10, s.by_name.size()));
   return s;
 }
 
 nlohmann::json to_json(const ProfileSummary& s) {
-  nlohmann::json top = nlohmann::json::array();
-  for (const auto& n : s.top) top.push_back({{"name", n.name}, {"count_per_step", n.count}, {"ms_per_step", n.total_ms}});
+  auto names = [](const std::vector<NameStat>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& n : v) a.push_back({{"name", n.name}, {"count_per_step", n.count}, {"ms_per_step", n.total_ms}});
+    return a;
+  };
   return {{"source", s.source},
           {"steps", s.steps},
           {"step_ms", s.step_ms},
@@ -293,7 +298,8 @@ nlohmann::json to_json(const ProfileSummary& s) {
           {"phase_events", s.phase_events},
           {"category_ms", s.category_ms},
           {"category_events", s.category_events},
-          {"top", top},
+          {"top", names(s.top)},
+          {"by_name", names(s.by_name)},
           {"bytes_copied_per_step", s.bytes_copied_per_step},
           {"busy_fraction", s.busy_fraction},
           {"overhead", s.overhead},

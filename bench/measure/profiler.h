@@ -96,6 +96,7 @@ struct ProfileSummary {
   std::map<std::string, double> phase_events;  // per step
   std::map<std::string, double> category_ms, category_events;  // per step
   std::vector<NameStat> top;                   // by time, the 10 largest
+  std::vector<NameStat> by_name;               // every name, by time then count (breakdown/<rung>.json only)
   double bytes_copied_per_step = 0;            // memcpy (GPU)
   double busy_fraction = 0;                    // device busy (GPU) or in ops (CPU) over wall time
   double overhead = 0;                         // (profiled step time / unprofiled) - 1, set by the caller

@@ -71,6 +71,15 @@ class Run:
     def rung(self, name: str) -> Rung | None:
         return next((r for r in self.rungs if r.name == name), None)
 
+    def breakdown_file(self, rung: str) -> dict | None:
+        """breakdown/<rung>.json (every op or kernel name's count and time), or None where the pass did not run or
+        the run is older than `by_name`."""
+        path = self.path / "breakdown" / f"{rung}.json"
+        try:
+            return json.loads(path.read_text()) if path.is_file() else None
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ReportError(f"{path}: not valid JSON ({e})") from e
+
     def previous(self, rung: Rung) -> Rung | None:
         """The ok rung a rung is measured against: rungs.json's compare_to (an extra's is the ladder's
         top rung), or where that did not run, that rung's. Runs written before compare_to existed:

@@ -123,6 +123,50 @@ def reference_table(run: Run) -> list[list[str]]:
     return rows
 
 
+def eager_gaps(run: Run, rows_at_most: int = 25) -> list[tuple[str, list[list[str]]]]:
+    """Each reference rung with a breakdown beside the C++ rung it is compared with (issue 15's "find the eager gap
+    first"): what one step issues in each — ATen ops on a CPU, kernel launches on a GPU — and every name whose
+    count or time differs, the largest time difference first (then the largest count difference)."""
+    out = []
+    for ref in run.references:
+        py = ref.get("result", {}).get("breakdown") or {}
+        rung = ref.get("compared_with")
+        cpp = run.breakdown_file(rung) if rung else None
+        if not py.get("by_name") or not cpp or "by_name" not in cpp:
+            continue
+        a = {n["name"]: n for n in cpp["by_name"]}
+        b = {n["name"]: n for n in py["by_name"]}
+
+        def get(d: dict, name: str, key: str) -> float:
+            return d[name][key] if name in d else 0.0
+
+        def gap(name: str) -> tuple[float, float]:
+            return (get(b, name, "ms_per_step") - get(a, name, "ms_per_step"),
+                    get(b, name, "count_per_step") - get(a, name, "count_per_step"))
+
+        floor = 0.005 * cpp.get("step_ms", 0.0)  # a time difference under 0.5% of the step is noise here
+        names = [n for n in set(a) | set(b) if abs(gap(n)[1]) > 1e-9 or abs(gap(n)[0]) > floor]
+        names.sort(key=lambda n: (-abs(gap(n)[0]), -abs(gap(n)[1]), n))
+        unit = py.get("events", "events")
+        rows = [[f"{unit}: name", f"C++ {rung} per step", f"Python {ref.get('name')} per step", "C++ ms", "Python ms",
+                 "Python - C++ ms"],
+                [f"(all {unit}; ms = the profiled step)", _fmt(cpp.get("events_per_step")),
+                 _fmt(py.get("events_per_step")), _fmt(cpp.get("step_ms"), ".2f"), _fmt(py.get("step_ms"), ".2f"),
+                 f"{py.get('step_ms', 0.0) - cpp.get('step_ms', 0.0):+.2f}"]]
+        for n in names[:rows_at_most]:
+            rows.append([n if len(n) <= 100 else n[:97] + "...", _fmt(get(a, n, "count_per_step")) if n in a else "-",
+                         _fmt(get(b, n, "count_per_step")) if n in b else "-",
+                         _fmt(get(a, n, "ms_per_step"), ".3f"), _fmt(get(b, n, "ms_per_step"), ".3f"), f"{gap(n)[0]:+.3f}"])
+        left = len(names) - rows_at_most
+        title = (f"Eager gap: {rung} (C++, its breakdown pass) beside {ref.get('name')} (Python, torch.profiler), one "
+                 f"step each; {len(names)} names differ in count or by more than 0.5% of the step in time"
+                 + (f" ({left} more in breakdown/{rung}.json and rungs.json's references)" if left > 0 else "")
+                 + (". Times: the ops no other ATen op called (nested ones 0)" if unit == "ATen ops" else
+                    ". Times: on the device"))
+        out.append((title, rows))
+    return out
+
+
 def device_table(runs: list[Run]) -> list[list[str]]:
     rows = [["run", "device", "type", "SMs / threads", "memory GiB", "torch", "git", "world size", "status"]]
     for run in runs:
@@ -252,11 +296,15 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
         md += [f"## {run.label}: profile {run.profile}, plan {run.plan}", "", _md(ladder_table(run)), ""]
         if run.references:
             md += [_md(reference_table(run)), ""]
+            for title, rows in eager_gaps(run):
+                md += [f"**{title}**", "", _md(rows), ""]
         md += [f"- {n}" for n in notes] + [""]
         parts += [f"<h2>{html.escape(run.label)}: profile {html.escape(run.profile)}, plan {html.escape(run.plan)}</h2>",
                   _html_table(ladder_table(run))]
         if run.references:
             parts.append(_html_table(reference_table(run)))
+            for title, rows in eager_gaps(run):
+                parts += [f"<p><b>{html.escape(title)}</b></p>", _html_table(rows)]
         parts += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"]
         if errors := error_texts(run):
             md += ["<details><summary>Full error texts</summary>", ""]

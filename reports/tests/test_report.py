@@ -15,7 +15,7 @@ from conftest import FIXTURES
 from gpt2bench_report import ReportError, load_run, write_report
 from gpt2bench_report import charts
 from gpt2bench_report.__main__ import main
-from gpt2bench_report.render import build_figures, ladder_table
+from gpt2bench_report.render import build_figures, eager_gaps, ladder_table
 from gpt2bench_report.stats import differs, mann_whitney_p
 
 ROOT = FIXTURES.parents[2]
@@ -340,6 +340,44 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
                      "2.13.0+cpu"]
     assert "| ref_torch_compile | 4 | error: python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler" in md
     assert "blocks' weight matmuls 63.9%, LM head 29.0%, causal attention 7.1%" in md
+
+
+def test_the_eager_gap_sets_each_reference_beside_its_cpp_rung_op_by_op(tmp_path):
+    # The C++ rung's breakdown/<rung>.json and the reference's torch.profiler breakdown, as each is written.
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    base = doc["rungs"][0]["name"]
+    (run_dir / "breakdown").mkdir()
+    (run_dir / "breakdown" / f"{base}.json").write_text(json.dumps({
+        "rung": base, "step_ms": 100.0, "events_per_step": 1500.0,
+        "by_name": [{"name": "aten::bmm", "count_per_step": 12.0, "ms_per_step": 20.0},
+                    {"name": "aten::mm", "count_per_step": 33.0, "ms_per_step": 10.0},
+                    {"name": "aten::copy_", "count_per_step": 20.0, "ms_per_step": 0.0},
+                    {"name": "aten::empty", "count_per_step": 40.0, "ms_per_step": 0.0}]}))
+    py = {"source": "torch.profiler", "events": "ATen ops", "steps": 2, "step_ms": 110.0, "events_per_step": 2297.0,
+          "by_name": [{"name": "aten::bmm", "count_per_step": 12.0, "ms_per_step": 20.1},  # within 0.5%: same
+                      {"name": "aten::mm", "count_per_step": 33.0, "ms_per_step": 14.0},  # slower in Python
+                      {"name": "aten::copy_", "count_per_step": 231.0, "ms_per_step": 0.0},  # issued more often
+                      {"name": "aten::item", "count_per_step": 31.0, "ms_per_step": 2.0},  # Python's alone
+                      {"name": "aten::empty", "count_per_step": 40.0, "ms_per_step": 0.0}]}
+    doc["references"] = [{"name": "ref_torch_eager", "status": "ok", "config": {"batch": 4}, "compared_with": base,
+                          "result": {"tokens_per_sec": 1000.0, "breakdown": py}},
+                         {"name": "ref_torch_compile", "status": "ok", "config": {"batch": 4},  # no breakdown: none
+                          "compared_with": base, "result": {"tokens_per_sec": 900.0}}]
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    gaps = eager_gaps(load_run(run_dir))
+    assert len(gaps) == 1
+    title, rows = gaps[0]
+    assert title.startswith(f"Eager gap: {base} (C++, its breakdown pass) beside ref_torch_eager (Python, torch.profiler)")
+    assert "3 names differ" in title
+    assert rows[1] == ["(all ATen ops; ms = the profiled step)", "1,500", "2,297", "100.00", "110.00", "+10.00"]
+    # largest time difference first, then the largest count difference; equal and near-equal names left out
+    assert [r[0] for r in rows[2:]] == ["aten::mm", "aten::item", "aten::copy_"]
+    assert rows[3] == ["aten::item", "-", "31", "0.000", "2.000", "+2.000"]
+    assert rows[4][1:3] == ["20", "231"]
+    md = (write_report([load_run(run_dir)], tmp_path / "report") / "report.md").read_text()
+    assert "**Eager gap: " in md and "| aten::item | - | 31 | 0.000 | 2.000 | +2.000 |" in md
 
 
 def _synthetic_gpu_run(tmp_path, name, device, bandwidth, scale):
