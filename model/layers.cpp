@@ -27,6 +27,13 @@ at::Tensor LayerNormImpl::forward(const at::Tensor& x) {
 }
 
 namespace {
+// ATen's linear, the op Python's F.linear and nn.Linear call: for a contiguous (B, T, C) input with a bias,
+// one addmm over the B·T rows with the bias in the GEMM (cuBLASLt's epilogue on CUDA). libtorch's C++
+// nn::Linear::forward (torch::nn::functional::linear) instead runs matmul and then `output += bias` on a
+// 3-D input: one more elementwise pass over every biased Linear's output, forward, that the Python step
+// does not make — found by setting the two steps' ATen ops side by side (the report's eager gap).
+at::Tensor linear(const at::Tensor& x, const torch::nn::Linear& l) { return at::linear(x, l->weight, l->bias); }
+
 // Linear + bias + GELU(tanh) as one GEMM with the activation in its epilogue (cuBLASLt on CUDA).
 // ATen has no derivative for that op, so backward recomputes the pre-activation with one addmm:
 // the epilogue saves a kernel and the (B·T, 4C) pre-activation's memory, for one extra GEMM.
@@ -62,10 +69,10 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
     auto rows = x.reshape({-1, x.size(-1)});
     h = LinearGeluFn::apply(rows, fc1->weight, fc1->bias).view({x.size(0), x.size(1), -1});
   } else {
-    h = fc1(x);
+    h = linear(x, fc1);
     h = impl == LayerImpl::kNative ? at::gelu(h, "tanh") : gelu_tanh_scratch(h);
   }
-  return fc2(h);
+  return linear(h, fc2);
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelOptions& o)
@@ -88,10 +95,10 @@ at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
   at::Tensor q, k, v;  // (B, T, C) each
   if (qkv) {
-    auto parts = qkv(x).split(C, /*dim=*/2);
+    auto parts = linear(x, qkv).split(C, /*dim=*/2);
     q = parts[0], k = parts[1], v = parts[2];
   } else {
-    q = query(x), k = key(x), v = value(x);
+    q = linear(x, query), k = linear(x, key), v = linear(x, value);
   }
   // (B, T, C) -> (B, nh, T, hd)
   auto heads = [&](const at::Tensor& t) { return t.view({B, T, n_head, head_dim}).transpose(1, 2); };
@@ -111,7 +118,7 @@ at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) {
     auto weights = at::softmax(scores / std::sqrt(static_cast<double>(head_dim)), -1);
     y = at::matmul(attn_dropout(weights), v);
   }
-  return out_proj(y.transpose(1, 2).contiguous().view({B, T, C}));
+  return linear(y.transpose(1, 2).contiguous().view({B, T, C}), out_proj);
 }
 
 BlockImpl::BlockImpl(const ModelOptions& o) {
