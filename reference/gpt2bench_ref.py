@@ -213,11 +213,35 @@ def make_step(fwd, opt):
     return step
 
 
+def by_name(events, n, cuda):
+    """One step's events per name, as the C++ breakdown pass's `by_name` has them, to be set side by side (the eager
+    gap). CPU: what the C++ collector's RecordFunction callback takes, the FUNCTION scope (ATen's ops and autograd's
+    evaluate_function ranges), counted at every depth and timed where no other such op called them. GPU: kernels
+    and copies on the device, timed there; copies and sets named "memcpy"/"memset" as CUPTI's records are, and not
+    counted as launches. `events`: torch.profiler's FunctionEvents over `n` steps. Returns (events a step, rows)."""
+    table, launches = {}, 0.0
+    for e in events:
+        if cuda:
+            if e.device_type != torch.autograd.DeviceType.CUDA:
+                continue
+            name = "memcpy" if e.name.startswith("Memcpy") else "memset" if e.name.startswith("Memset") else e.name
+            ms, launch = e.time_range.elapsed_us() / 1e3, name not in ("memcpy", "memset")
+        else:
+            if e.scope != 0:
+                continue
+            p = e.cpu_parent
+            while p is not None and p.scope != 0:
+                p = p.cpu_parent
+            name, ms, launch = e.name, (e.time_range.elapsed_us() / 1e3 if p is None else 0.0), True
+        count, total = table.get(name, (0.0, 0.0))
+        table[name] = (count + 1 / n, total + ms / n)
+        launches += launch / n
+    rows = sorted(table.items(), key=lambda kv: (-kv[1][1], -kv[1][0]))
+    return launches, [{"name": k, "count_per_step": c, "ms_per_step": t} for k, (c, t) in rows]
+
+
 def breakdown(step, data, n, cuda, sync):
-    """`n` steps under torch.profiler, per name, as the C++ breakdown pass's `by_name` has them, to be set side by
-    side (the eager gap): ATen ops on the CPU (RecordFunction's FUNCTION scope, as the C++ collector takes them:
-    counted at every depth, timed where no other such op called them),
-    kernels and copies on a GPU (counted and timed on the device)."""
+    """`n` steps under torch.profiler, after the timed ones: the reference's side of the eager gap (by_name)."""
     from torch.profiler import ProfilerActivity, profile
     sync()
     with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
@@ -226,26 +250,9 @@ def breakdown(step, data, n, cuda, sync):
             step(*data.next())
         sync()
         wall = time.perf_counter() - t0
-    by, events = {}, 0.0
-    for e in prof.events():
-        if cuda:
-            if e.device_type != torch.autograd.DeviceType.CUDA:
-                continue
-            ms, launch = e.time_range.elapsed_us() / 1e3, not e.name.startswith(("Memcpy", "Memset"))
-        else:  # what the C++ collector's RecordFunction callback sees: scope FUNCTION (0), the ATen ops and
-            if e.scope != 0:  # autograd's evaluate_function ranges
-                continue
-            p = e.cpu_parent
-            while p is not None and p.scope != 0:
-                p = p.cpu_parent
-            ms, launch = (e.time_range.elapsed_us() / 1e3 if p is None else 0.0), True
-        count, total = by.get(e.name, (0.0, 0.0))
-        by[e.name] = (count + 1 / n, total + ms / n)
-        events += launch / n
-    rows = sorted(by.items(), key=lambda kv: (-kv[1][1], -kv[1][0]))
+    events, rows = by_name(prof.events(), n, cuda)
     return {"source": "torch.profiler", "events": "kernel launches" if cuda else "ATen ops", "steps": n,
-            "step_ms": 1e3 * wall / n, "events_per_step": events,
-            "by_name": [{"name": k, "count_per_step": c, "ms_per_step": t} for k, (c, t) in rows]}
+            "step_ms": 1e3 * wall / n, "events_per_step": events, "by_name": rows}
 
 
 def run(cfg):

@@ -44,3 +44,32 @@ def test_batches_follow_the_cpp_loader():
         b.next()
     x, _ = b.next()  # at 24, 24+6+1 > 25: wraps to the start, as Loader::next does
     assert x.tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+class _Event:
+    """The parts of torch.profiler's FunctionEvent that by_name reads."""
+
+    def __init__(self, name, us, scope=0, parent=None, cuda=False):
+        self.name, self.scope, self.cpu_parent = name, scope, parent
+        self.device_type = torch.autograd.DeviceType.CUDA if cuda else torch.autograd.DeviceType.CPU
+        self.time_range = type("Interval", (), {"elapsed_us": lambda _self: us})()
+
+
+def test_the_eager_gap_table_takes_what_the_cpp_collector_takes():
+    # CPU: the FUNCTION scope (0) only, every depth counted, time only where no FUNCTION-scope op is above
+    step = _Event("ProfilerStep#1", 900, scope=5)
+    mm = _Event("aten::mm", 300, parent=step)
+    bw = _Event("autograd::engine::evaluate_function: MmBackward0", 400)
+    node = _Event("MmBackward0", 390, scope=1, parent=bw)  # BACKWARD_FUNCTION: not taken, nor its time
+    inner = _Event("aten::mm", 350, parent=node)  # inside evaluate_function: counted, its time in its caller's
+    launches, rows = ref.by_name([step, mm, bw, node, inner], 2, cuda=False)
+    assert launches == 1.5
+    assert rows == [{"name": "autograd::engine::evaluate_function: MmBackward0", "count_per_step": 0.5, "ms_per_step": 0.2},
+                    {"name": "aten::mm", "count_per_step": 1.0, "ms_per_step": 0.15}]
+    # GPU: device events only, kineto's copy names as CUPTI's, copies not launches
+    events = [_Event("aten::mm", 50), _Event("ampere_sgemm_128x64_tn", 120, cuda=True),
+              _Event("Memcpy HtoD (Pinned -> Device)", 10, cuda=True), _Event("Memset (Device)", 2, cuda=True)]
+    launches, rows = ref.by_name(events, 1, cuda=True)
+    assert launches == 1.0
+    assert [r["name"] for r in rows] == ["ampere_sgemm_128x64_tn", "memcpy", "memset"]
+    assert rows[1]["ms_per_step"] == 0.01
