@@ -244,6 +244,12 @@ def breakdown(step, data, n, cuda, sync):
     """`n` steps under torch.profiler, after the timed ones: the reference's side of the eager gap (by_name)."""
     from torch.profiler import ProfilerActivity, profile
     sync()
+    host = 0.0  # first unprofiled, as the C++ pass: the host's time inside the steps' calls, before the one wait
+    for _ in range(n):
+        t0 = time.perf_counter()
+        step(*data.next())
+        host += time.perf_counter() - t0
+    sync()
     with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
         t0 = time.perf_counter()
         for _ in range(n):
@@ -252,7 +258,7 @@ def breakdown(step, data, n, cuda, sync):
         wall = time.perf_counter() - t0
     events, rows = by_name(prof.events(), n, cuda)
     return {"source": "torch.profiler", "events": "kernel launches" if cuda else "ATen ops", "steps": n,
-            "step_ms": 1e3 * wall / n, "events_per_step": events, "by_name": rows}
+            "step_ms": 1e3 * wall / n, "host_ms_per_step": 1e3 * host / n, "events_per_step": events, "by_name": rows}
 
 
 def run(cfg):
@@ -305,9 +311,10 @@ def run(cfg):
     steps, profiled = cfg["steps"], cfg.get("breakdown_steps", 0)
     if budget is not None:  # fit the timed steps to what is left of the share, at least one per repetition
         left = budget - (time.perf_counter() - started)
-        if profiled and left - 3 * profiled * per_step < cfg["repetitions"] * per_step:  # (profiled steps run slower)
-            profiled, out["breakdown"] = 0, {"skipped": "over the time budget"}  # dropped first, as a C++ rung's
-        left -= 3 * profiled * per_step
+        cost = 4 * profiled * per_step  # n unprofiled steps, then n profiled ones, which run slower
+        if profiled and left - cost < cfg["repetitions"] * per_step:
+            profiled, cost, out["breakdown"] = 0, 0, {"skipped": "over the time budget"}  # dropped first, as a C++ rung's
+        left -= cost
         steps = max(1, min(steps, int(left / (cfg["repetitions"] * per_step))))
     out["steps_per_repetition"] = steps
     reps, losses = [], []

@@ -252,6 +252,8 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   };
   EXPECT_GT(matmuls(cpp["by_name"]), 0);
   EXPECT_EQ(matmuls(cpp["by_name"]), matmuls(py["by_name"])) << cpp["by_name"].dump() << "\n" << py["by_name"].dump();
+  EXPECT_GT(cpp["host_ms_per_step"].get<double>(), 0);  // the host's time in the step's calls, both sides
+  EXPECT_GT(py["host_ms_per_step"].get<double>(), 0);
   EXPECT_EQ(eager["events_per_step"]["cpp"], cpp["events_per_step"]);
   EXPECT_EQ(eager["events_per_step"]["python"], py["events_per_step"]);
   EXPECT_NE(r.output.find("; ATen ops a step: C++ "), std::string::npos) << r.output;

@@ -100,7 +100,7 @@ nlohmann::json run_reference(const std::string& name, nlohmann::json config, con
   // The tokens its steps read, from the start of the train split (the C++ Loader's order).
   const int64_t B = config["batch"], T = config["model"]["context"];
   const int64_t steps = int64_t(config["parity_steps"]) + 1 + int64_t(config["warmup_steps"]) +
-                        int64_t(config["repetitions"]) * int64_t(config["steps"]) + config.value("breakdown_steps", int64_t{0});
+                        int64_t(config["repetitions"]) * int64_t(config["steps"]) + 2 * config.value("breakdown_steps", int64_t{0});
   const int64_t n = std::min<int64_t>(train_tokens.numel(), steps * B * T + 1);
   const at::Tensor tokens = train_tokens.narrow(0, 0, n).to(at::kLong).contiguous();
   files::write_file_atomic(base + ".tokens", std::string(static_cast<const char*>(tokens.data_ptr()), n * sizeof(int64_t)));

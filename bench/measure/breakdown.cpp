@@ -34,8 +34,13 @@ Breakdown breakdown_rung(const StepSpec& timed, const DeviceInfo& dev, const at:
     synchronize(dev);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
+  double host_s = 0;  // inside the step's calls: issuing the work, not waiting for it
   const double plain = wall([&] {
-    for (int i = 0; i < steps; ++i) ts.step();
+    for (int i = 0; i < steps; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      ts.step();
+      host_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
   });
   auto collector = make_collector(dev);
   collector->start();
@@ -54,6 +59,7 @@ Breakdown breakdown_rung(const StepSpec& timed, const DeviceInfo& dev, const at:
   const auto events = collector->events();
   p.summary = summarize(events, steps, profiled, collector->source());
   p.summary.overhead = plain > 0 ? profiled / plain - 1.0 : 0.0;
+  p.summary.host_ms = steps > 0 ? 1e3 * host_s / steps : 0.0;
   p.summary.counted_flops_per_step = flops.flops();
   p.summary.counted_flops_by_op = flops.by_op();
   p.summary.attribution =

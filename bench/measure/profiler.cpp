@@ -293,6 +293,7 @@ nlohmann::json to_json(const ProfileSummary& s) {
   return {{"source", s.source},
           {"steps", s.steps},
           {"step_ms", s.step_ms},
+          {"host_ms_per_step", s.host_ms},
           {"events_per_step", s.events_per_step},
           {"phase_ms", s.phase_ms},
           {"phase_events", s.phase_events},

@@ -91,6 +91,9 @@ struct ProfileSummary {
   std::string source;
   int steps = 0;
   double step_ms = 0;                          // wall time per profiled step
+  // Per unprofiled step, the host's time inside the step's calls, before the one wait at the end (set by the
+  // caller): on a GPU the time to issue it (near step_ms: the host is what bounds the step), on a CPU ~step_ms.
+  double host_ms = 0;
   double events_per_step = 0;                  // ATen ops (all depths) or kernel launches
   std::map<std::string, double> phase_ms;      // per step: top-level ops (CPU) or device time (GPU)
   std::map<std::string, double> phase_events;  // per step

@@ -152,7 +152,11 @@ def eager_gaps(run: Run, rows_at_most: int = 25) -> list[tuple[str, list[list[st
                  "Python - C++ ms"],
                 [f"(all {unit}; ms = the profiled step)", _fmt(cpp.get("events_per_step")),
                  _fmt(py.get("events_per_step")), _fmt(cpp.get("step_ms"), ".2f"), _fmt(py.get("step_ms"), ".2f"),
-                 f"{py.get('step_ms', 0.0) - cpp.get('step_ms', 0.0):+.2f}"]]
+                 f"{py.get('step_ms', 0.0) - cpp.get('step_ms', 0.0):+.2f}"],
+                ["(host time in the step's calls, unprofiled)", "", "", _fmt(cpp.get("host_ms_per_step"), ".2f"),
+                 _fmt(py.get("host_ms_per_step"), ".2f"),
+                 f"{py['host_ms_per_step'] - cpp['host_ms_per_step']:+.2f}" if "host_ms_per_step" in py and
+                 "host_ms_per_step" in cpp else "-"]]
         for n in names[:rows_at_most]:
             rows.append([n if len(n) <= 100 else n[:97] + "...", _fmt(get(a, n, "count_per_step")) if n in a else "-",
                          _fmt(get(b, n, "count_per_step")) if n in b else "-",

@@ -350,12 +350,13 @@ def test_the_eager_gap_sets_each_reference_beside_its_cpp_rung_op_by_op(tmp_path
     base = doc["rungs"][0]["name"]
     (run_dir / "breakdown").mkdir()
     (run_dir / "breakdown" / f"{base}.json").write_text(json.dumps({
-        "rung": base, "step_ms": 100.0, "events_per_step": 1500.0,
+        "rung": base, "step_ms": 100.0, "host_ms_per_step": 95.0, "events_per_step": 1500.0,
         "by_name": [{"name": "aten::bmm", "count_per_step": 12.0, "ms_per_step": 20.0},
                     {"name": "aten::mm", "count_per_step": 33.0, "ms_per_step": 10.0},
                     {"name": "aten::copy_", "count_per_step": 20.0, "ms_per_step": 0.0},
                     {"name": "aten::empty", "count_per_step": 40.0, "ms_per_step": 0.0}]}))
-    py = {"source": "torch.profiler", "events": "ATen ops", "steps": 2, "step_ms": 110.0, "events_per_step": 2297.0,
+    py = {"source": "torch.profiler", "events": "ATen ops", "steps": 2, "step_ms": 110.0, "host_ms_per_step": 101.5,
+          "events_per_step": 2297.0,
           "by_name": [{"name": "aten::bmm", "count_per_step": 12.0, "ms_per_step": 20.1},  # within 0.5%: same
                       {"name": "aten::mm", "count_per_step": 33.0, "ms_per_step": 14.0},  # slower in Python
                       {"name": "aten::copy_", "count_per_step": 231.0, "ms_per_step": 0.0},  # issued more often
@@ -373,9 +374,10 @@ def test_the_eager_gap_sets_each_reference_beside_its_cpp_rung_op_by_op(tmp_path
     assert "3 names differ" in title
     assert rows[1] == ["(all ATen ops; ms = the profiled step)", "1,500", "2,297", "100.00", "110.00", "+10.00"]
     # largest time difference first, then the largest count difference; equal and near-equal names left out
-    assert [r[0] for r in rows[2:]] == ["aten::mm", "aten::item", "aten::copy_"]
-    assert rows[3] == ["aten::item", "-", "31", "0.000", "2.000", "+2.000"]
-    assert rows[4][1:3] == ["20", "231"]
+    assert rows[2] == ["(host time in the step's calls, unprofiled)", "", "", "95.00", "101.50", "+6.50"]
+    assert [r[0] for r in rows[3:]] == ["aten::mm", "aten::item", "aten::copy_"]
+    assert rows[4] == ["aten::item", "-", "31", "0.000", "2.000", "+2.000"]
+    assert rows[5][1:3] == ["20", "231"]
     md = (write_report([load_run(run_dir)], tmp_path / "report") / "report.md").read_text()
     assert "**Eager gap: " in md and "| aten::item | - | 31 | 0.000 | 2.000 | +2.000 |" in md
 
