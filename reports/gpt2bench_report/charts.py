@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import matplotlib
@@ -138,9 +139,7 @@ def waterfall(title: str, steps: list[tuple[str, float]], total: tuple[str, floa
     from 1. Where the measured total differs from the product of the steps, the rest is drawn as its own
     step (the interactions), so the bars always compose to the total."""
     if total is not None:
-        prod = 1.0
-        for _, f in steps:
-            prod *= f
+        prod = math.prod(f for _, f in steps)
         if abs(total[1] / prod - 1.0) > 1e-9:
             steps = steps + [("rest (interactions)", total[1] / prod)]
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * (len(steps) + 2) + 2), 4.2))
@@ -190,11 +189,9 @@ def waterfall_charts(run: Run) -> dict[str, plt.Figure]:
     adds = [r for r in ok if r.kind == "add_one"]
     if adds:
         steps = [(r.variant, r.tokens_per_sec / run.previous(r).tokens_per_sec) for r in adds]
-        prod = 1.0
-        for _, f in steps:
-            prod *= f
         out["waterfall_add_one"] = waterfall("Add one: each variant's gain alone, composed as if independent",
-                                             steps, ("product of the gains", prod), base.name)
+                                             steps, ("product of the gains", math.prod(f for _, f in steps)),
+                                             base.name)
     alls = [r for r in ok if r.kind == "all"]
     drops = [r for r in ok if r.kind == "drop_one" and run.previous(r) is not None]
     if alls and drops:
