@@ -83,6 +83,18 @@ TEST(Ddp, LadderWithTheBuiltInLauncher) {
   expect_ddp_rung(d, "run");
 }
 
+// Rank 0 hosts the store its messages to the others go through: it must not end before every rank
+// has read "done" (a follower slower to read it lost rank 0 and failed: seen once in CI).
+TEST(Ddp, RankZeroWaitsForEveryRankToReadDone) {
+  test::TempDir d;
+  const auto profile = test::write_tiny_profile(d, kProfile);
+  auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run") + " --nproc 2",
+                               "GPT2BENCH_TEST_FOLLOWER_DELAY_MS=1500");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("lost rank 0"), std::string::npos) << r.output;
+  expect_ddp_rung(d, "run");
+}
+
 TEST(Ddp, LadderUnderTorchrun) {
   const std::string torchrun = GPT2BENCH_SOURCE_DIR "/.venv/bin/torchrun";
   if (!files::exists(torchrun)) GTEST_SKIP() << "skipped: no torchrun in the project's .venv";

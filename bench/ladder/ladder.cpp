@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <functional>
 #include <sstream>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include "bench/ladder/backoff.h"
 #include "bench/ladder/budget.h"
@@ -450,9 +452,17 @@ struct Ladder {
     }
   }
 
-  // Ranks other than 0: run the data-parallel rungs rank 0 announces, until it says "done".
+  // Ranks other than 0: run the data-parallel rungs rank 0 announces, until it says "done"; then
+  // meet rank 0 at a barrier, since rank 0 hosts the store the messages come through and must not
+  // end (taking the store with it) before every rank has read "done". GPT2BENCH_TEST_FOLLOWER_DELAY_MS
+  // (tests) makes a follower slow to read each message, as a loaded machine can.
   int follow(std::vector<RungRecord>& records) {
-    for (std::string msg; (msg = dist->next_message()) != "done";) {
+    const char* delay = std::getenv("GPT2BENCH_TEST_FOLLOWER_DELAY_MS");
+    auto next = [&] {
+      if (delay) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
+      return dist->next_message();
+    };
+    for (std::string msg; (msg = next()) != "done";) {
       std::istringstream in(msg);
       std::string name;
       int64_t batch = 0;
@@ -472,6 +482,7 @@ struct Ladder {
         finish(r, false);
       });
     }
+    dist->barrier();
     return 0;
   }
 };
@@ -906,7 +917,10 @@ int run_ladder(const LadderOptions& o) {
     writer.attach(&reporter);
     run_benchmarks(reporter);
   }
-  if (dist) dist->post("done");
+  if (dist) {
+    dist->post("done");
+    if (ladder.abort_reason.empty()) dist->barrier();  // every rank has read it (follow): the store may go
+  }
   // 4. The Python reference rungs, on the same device, data and batch; beside the rungs, not in them.
   if (!g_signal && ladder.abort_reason.empty()) run_reference_rungs(o, ladder, records, writer);
   std::signal(SIGINT, old_int), std::signal(SIGTERM, old_term);
