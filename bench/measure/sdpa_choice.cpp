@@ -11,18 +11,17 @@
 
 #include "bench/measure/stats.h"
 #include "bench/runtime/device.h"
+#include "bench/runtime/graph_capture.h"  // first_line
 #include "bench/step/train_step.h"
 
 namespace gpt2 {
 namespace {
 
-std::string first_line_of(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 // ATen says why a kernel cannot run in warnings (TORCH_WARN) before it throws "No available kernel":
 // keep them as the reason instead of printing them.
 class WarningCollector : public c10::WarningHandler {
  public:
-  void process(const c10::Warning& w) override { texts.push_back(first_line_of(w.msg())); }
+  void process(const c10::Warning& w) override { texts.push_back(first_line(w.msg())); }
   std::vector<std::string> texts;
 };
 
@@ -49,7 +48,7 @@ SdpaChoice pick_sdpa_backend(const std::string& pytorch_choice, double margin, i
       t.ms = 0;
     } catch (const std::exception& e) {
       const auto* ce = dynamic_cast<const c10::Error*>(&e);
-      t.why = first_line_of(ce ? ce->what_without_backtrace() : e.what());
+      t.why = first_line(ce ? ce->what_without_backtrace() : e.what());
       for (const auto& w : warnings.texts) t.why += "; " + w;
     }
     c.tries.push_back(t);
