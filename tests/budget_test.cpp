@@ -70,6 +70,16 @@ TEST(Budget, SharesAndProgressFromTheClock) {
   now += 100;
   EXPECT_DOUBLE_EQ(b.share_s(1), 0.0);  // over the budget: the rest run at the floor
 
+  // The rungs left at the last rung's pace where it is slower than the average: after four 10 s rungs
+  // a 60 s one (the batch grew) says 5 × 60 s, not 5 × 20 s; a fast one after it, the average.
+  TimeBudget ladder(1800, [&] { return now; });
+  now += 40;
+  EXPECT_EQ(ladder.progress(4, 10), "4/10 rungs, 40s elapsed, about 1m00s left (budget 30m00s)");
+  now += 60;
+  EXPECT_EQ(ladder.progress(5, 10), "5/10 rungs, 1m40s elapsed, about 5m00s left (budget 30m00s)");
+  now += 2;
+  EXPECT_EQ(ladder.progress(6, 10), "6/10 rungs, 1m42s elapsed, about 1m08s left (budget 30m00s)");
+
   TimeBudget none(0, [&] { return now; });
   EXPECT_FALSE(none.limited());
   EXPECT_EQ(none.progress(1, 4), "1/4 rungs, 0s elapsed, about 0s left");

@@ -51,11 +51,15 @@ std::string format_duration(double s) {
   return buf;
 }
 
-std::string TimeBudget::progress(int64_t done, int64_t total) const {
+std::string TimeBudget::progress(int64_t done, int64_t total) {
   const double e = elapsed_s();
+  double pace = done > 0 ? e / static_cast<double>(done) : 0;
+  if (done > last_done_) pace = std::max(pace, (e - last_s_) / static_cast<double>(done - last_done_));
+  last_s_ = e;
+  last_done_ = done;
   std::string out = std::to_string(done) + "/" + std::to_string(total) + " rungs, " + format_duration(e) + " elapsed";
   if (done <= 0 || done >= total) return out;
-  double left = e / static_cast<double>(done) * static_cast<double>(total - done);
+  double left = pace * static_cast<double>(total - done);
   if (limited()) left = std::min(left, std::max(0.0, total_s_ - e));
   return out + ", about " + format_duration(left) + " left" + (limited() ? " (budget " + format_duration(total_s_) + ")" : "");
 }

@@ -48,14 +48,17 @@ class TimeBudget {
   double elapsed_s() const;
   // The share of the time left for the next rung, with `rungs_left` rungs (it included) to run.
   double share_s(int64_t rungs_left) const;
-  // "4m10s elapsed, about 6m left" for `done` of `total` rungs: what is left estimated from the
-  // rungs so far, and never past the budget.
-  std::string progress(int64_t done, int64_t total) const;
+  // "4m10s elapsed, about 6m left" for `done` of `total` rungs, said as each rung is done: the
+  // rungs left at the pace of the rungs so far or of the last one, whichever is slower (a ladder's
+  // later rungs run the larger batch), and never past the budget.
+  std::string progress(int64_t done, int64_t total);
 
  private:
   double total_s_;
   std::function<double()> now_;
   double start_;
+  double last_s_ = 0;       // elapsed at the last progress line
+  int64_t last_done_ = 0;   // rungs done then
 };
 
 std::string format_duration(double seconds);  // "45s", "4m10s", "1h02m"
