@@ -312,6 +312,11 @@ TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {
       EXPECT_TRUE(close(gb.ds, wb.ds, tol)) << dtype << " " << C;
       EXPECT_TRUE(close(gb.dgamma, wb.dgamma, tol * std::sqrt(double(N)))) << dtype << " " << C;
       EXPECT_TRUE(close(gb.dbeta, wb.dbeta, tol * std::sqrt(double(N)))) << dtype << " " << C;
+      // no gradient from the residual stream (the last block's final norm): LayerNorm's alone
+      const at::Tensor none;
+      EXPECT_TRUE(close(kernels::add_layer_norm_backward_cuda(none, dy, got, gamma, beta).ds,
+                        kernels::add_layer_norm_backward_reference(none, dy, want, gamma, beta).ds, tol))
+          << dtype << " " << C;
     }
   }
 }

@@ -1,7 +1,9 @@
 // The fused residual-add + LayerNorm kernels: a warp per row. Forward: s = x + r written and summed in one
 // sweep, the variance from s in a second, y in a third (the row stays in L1/L2). Backward: LayerNorm's input
 // gradient plus the residual stream's gradient in one sweep, with gamma's and beta's gradients summed per warp
-// over the rows it visits (in shared memory) and the warps' sums added after.
+// over the rows it visits (in shared memory), then per block, and the blocks' sums added after. The backward
+// runs as many blocks as the GPU holds at once (its rows strided over them): a warp reads a row 32 elements
+// at a time, so a memory-bound pass needs every warp slot busy to keep enough loads in flight.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -19,7 +21,6 @@ namespace gpt2::kernels {
 namespace {
 
 constexpr int kWarpsPerBlock = 4;
-constexpr int kMaxWarps = 1024;  // the backward's warps; each sums gamma's and beta's gradients over its rows
 
 __device__ __forceinline__ float warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -84,8 +85,13 @@ __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __
       ds[base + j] = static_cast<T>(dx + (ds_out ? static_cast<float>(ds_out[base + j]) : 0.0f));
     }
   }
-  float* out = partial + w * 2 * C;  // this warp's sums: (2, C) of the (warps, 2, C) partials
-  for (int64_t j = lane; j < C; j += 32) out[j] = dg[j], out[C + j] = db[j];
+  __syncthreads();  // the block's warps' sums added: its (2, C) row of the (blocks, 2, C) partials
+  float* out = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
+  for (int64_t j = threadIdx.x; j < 2 * C; j += blockDim.x) {
+    float v = 0.0f;
+    for (int k = 0; k < kWarpsPerBlock; ++k) v += acc[k * 2 * C + j];
+    out[j] = v;
+  }
 }
 
 }  // namespace
@@ -116,19 +122,24 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
   const size_t smem = sizeof(float) * 2 * C * kWarpsPerBlock;
   TORCH_CHECK(smem <= 48 * 1024, "add_layer_norm_backward_cuda: C = ", C, " needs ", smem,
               " bytes of shared memory a block, over 48 KiB");
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((N + kWarpsPerBlock - 1) / kWarpsPerBlock,
-                                                                kMaxWarps / kWarpsPerBlock));
   at::Tensor ds = at::empty_like(f.s);
-  at::Tensor partial = at::empty({blocks * kWarpsPerBlock, 2, C}, f.s.options().dtype(at::kFloat));
+  at::Tensor sums;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, f.s.scalar_type(), "add_layer_norm_backward_cuda", [&] {
+    // A warp per row up to as many blocks as fit on the GPU at once (occupancy: threads, shared memory).
+    int per_sm = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, add_ln_backward_kernel<scalar_t>,
+                                                                 kWarpsPerBlock * 32, smem));
+    const int64_t resident = std::max(1, per_sm) * int64_t{at::cuda::getCurrentDeviceProperties()->multiProcessorCount};
+    const int64_t blocks = std::clamp<int64_t>((N + kWarpsPerBlock - 1) / kWarpsPerBlock, 1, resident);
+    at::Tensor partial = at::empty({blocks, 2, C}, f.s.options().dtype(at::kFloat));
     add_ln_backward_kernel<scalar_t><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
                                        at::cuda::getCurrentCUDAStream()>>>(
         ds_out.defined() ? ds_out.data_ptr<scalar_t>() : nullptr, dy.data_ptr<scalar_t>(), f.s.data_ptr<scalar_t>(),
         f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), gamma.data_ptr<scalar_t>(), ds.data_ptr<scalar_t>(),
         partial.data_ptr<float>(), N, C);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    sums = at::sum(partial, 0);  // (2, C)
   });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const at::Tensor sums = at::sum(partial, 0);  // (2, C)
   return {ds, sums[0].to(gamma.scalar_type()), sums[1].to(beta.scalar_type())};
 }
 
