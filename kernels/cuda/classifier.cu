@@ -2,6 +2,8 @@
 // exponentials (online softmax, fp32) and once more to overwrite it with the cross-entropy gradient
 // scale·(softmax − onehot); the row's loss comes out beside it. What the unfused step does in a softmax
 // kernel, a loss kernel and a backward kernel, with the (tokens × V) probabilities and gradient in memory.
+// Each thread moves 16 bytes at a time where the rows allow it (V a multiple of 16 bytes' elements, as GPT-2's
+// padded 50304 is; llm.c's Packed128), else one element: a memory-bound pass needs many bytes in flight.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -10,6 +12,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/classifier.h"
 
@@ -36,7 +39,13 @@ __device__ __forceinline__ MaxSum warp_reduce(MaxSum v) {
   return v;
 }
 
-template <typename T>
+// kVec elements of T loaded and stored as one (16 bytes for kVec = 16 / sizeof(T)).
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) Pack {
+  T v[kVec];
+};
+
+template <typename T, int kVec>
 __global__ void __launch_bounds__(kThreads)
     softmax_xent_backward_kernel(T* __restrict__ logits, const int64_t* __restrict__ targets,
                                  float* __restrict__ losses, int64_t V, float scale) {
@@ -44,16 +53,22 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ MaxSum row_total;
   const int64_t row = blockIdx.x;
   T* x = logits + row * V;
+  Pack<T, kVec>* xp = reinterpret_cast<Pack<T, kVec>*>(x);  // V is a multiple of kVec: the row is whole packs
+  const int64_t packs = V / kVec;
   const int64_t t = targets[row];
   CUDA_KERNEL_ASSERT(t >= 0 && t < V);
   MaxSum v{-INFINITY, 0.0f};
-  for (int64_t j = threadIdx.x; j < V; j += kThreads) {
-    const float xj = static_cast<float>(x[j]);
-    if (xj > v.m) {
-      v.s = v.s * expf(v.m - xj) + 1.0f;
-      v.m = xj;
-    } else {
-      v.s += expf(xj - v.m);
+  for (int64_t p = threadIdx.x; p < packs; p += kThreads) {
+    const Pack<T, kVec> pk = xp[p];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float xj = static_cast<float>(pk.v[k]);
+      if (xj > v.m) {
+        v.s = v.s * expf(v.m - xj) + 1.0f;
+        v.m = xj;
+      } else {
+        v.s += expf(xj - v.m);
+      }
     }
   }
   v = warp_reduce(v);
@@ -69,10 +84,26 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   const float m = row_total.m, inv_sum = 1.0f / row_total.s;
-  for (int64_t j = threadIdx.x; j < V; j += kThreads) {
-    const float p = expf(static_cast<float>(x[j]) - m) * inv_sum;
-    x[j] = static_cast<T>((p - (j == t ? 1.0f : 0.0f)) * scale);
+  for (int64_t p = threadIdx.x; p < packs; p += kThreads) {
+    Pack<T, kVec> pk = xp[p];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float prob = expf(static_cast<float>(pk.v[k]) - m) * inv_sum;
+      pk.v[k] = static_cast<T>((prob - (p * kVec + k == t ? 1.0f : 0.0f)) * scale);
+    }
+    xp[p] = pk;
   }
+}
+
+template <typename T>
+void launch(T* logits, const int64_t* targets, float* losses, int64_t n, int64_t V, float scale) {
+  constexpr int kPack = 16 / sizeof(T);
+  const bool packed = V % kPack == 0 && reinterpret_cast<uintptr_t>(logits) % 16 == 0;
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  if (packed)
+    softmax_xent_backward_kernel<T, kPack><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(logits, targets, losses, V, scale);
+  else
+    softmax_xent_backward_kernel<T, 1><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(logits, targets, losses, V, scale);
 }
 
 }  // namespace
@@ -86,8 +117,7 @@ at::Tensor softmax_xent_backward_cuda_(at::Tensor& logits, const at::Tensor& tar
   if (n == 0) return losses;
   const at::Tensor t = targets.contiguous();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "softmax_xent_backward_cuda_", [&] {
-    softmax_xent_backward_kernel<scalar_t><<<static_cast<unsigned>(n), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-        logits.data_ptr<scalar_t>(), t.data_ptr<int64_t>(), losses.data_ptr<float>(), V, static_cast<float>(scale));
+    launch(logits.data_ptr<scalar_t>(), t.data_ptr<int64_t>(), losses.data_ptr<float>(), n, V, static_cast<float>(scale));
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return losses;
