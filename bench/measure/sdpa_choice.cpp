@@ -39,13 +39,15 @@ SdpaChoice pick_sdpa_backend(const std::string& pytorch_choice, double margin, i
   c.pytorch_choice = pytorch_choice;
   c.margin = margin;
   std::vector<std::vector<double>> times(sdpa_candidates().size());
+  std::vector<bool> runs;
   for (SdpaBackend b : sdpa_candidates()) {  // the first call warms the kernel up and says whether it runs
     SdpaTry t{b, std::nullopt, ""};
     WarningCollector warnings;
     c10::WarningUtils::WarningHandlerGuard guard(&warnings);
+    runs.push_back(false);
     try {
       (void)trial(b);
-      t.ms = 0;
+      runs.back() = true;
     } catch (const std::exception& e) {
       const auto* ce = dynamic_cast<const c10::Error*>(&e);
       t.why = first_line(ce ? ce->what_without_backtrace() : e.what());
@@ -55,11 +57,11 @@ SdpaChoice pick_sdpa_backend(const std::string& pytorch_choice, double margin, i
   }
   for (int round = 0; round < rounds; ++round)  // in turns, so that drift hits every kernel alike
     for (size_t i = 0; i < c.tries.size(); ++i)
-      if (c.tries[i].ms) times[i].push_back(trial(c.tries[i].backend));
+      if (runs[i]) times[i].push_back(trial(c.tries[i].backend));
   const SdpaTry* best = nullptr;
   const SdpaTry* own = nullptr;
   for (size_t i = 0; i < c.tries.size(); ++i) {
-    if (!c.tries[i].ms) continue;
+    if (!runs[i]) continue;
     c.tries[i].ms = 1e3 * median(times[i]);
     if (!best || *c.tries[i].ms < *best->ms) best = &c.tries[i];
     if (to_string(c.tries[i].backend) == pytorch_choice) own = &c.tries[i];
