@@ -11,9 +11,13 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/sum.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "kernels/residual_norm.h"
 
@@ -94,6 +98,25 @@ __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __
   }
 }
 
+// Blocks of the backward kernel the whole GPU holds at once (CUDA's occupancy: its threads, registers and this
+// shared memory), asked once per device and size and kept: the first ask comes in eager warm-up steps, so a
+// CUDA-graph capture later makes no CUDA call here.
+template <typename T>
+int64_t resident_backward_blocks(size_t smem) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, size_t>, int64_t> known;
+  const int device = c10::cuda::current_device();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, fresh] = known.try_emplace({device, smem}, 0);
+  if (fresh) {
+    int per_sm = 0;
+    C10_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, add_ln_backward_kernel<T>, kWarpsPerBlock * 32, smem));
+    it->second = std::max(1, per_sm) * int64_t{at::cuda::getCurrentDeviceProperties()->multiProcessorCount};
+  }
+  return it->second;
+}
+
 }  // namespace
 
 AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
@@ -125,12 +148,9 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
   at::Tensor ds = at::empty_like(f.s);
   at::Tensor sums;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, f.s.scalar_type(), "add_layer_norm_backward_cuda", [&] {
-    // A warp per row up to as many blocks as fit on the GPU at once (occupancy: threads, shared memory).
-    int per_sm = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, add_ln_backward_kernel<scalar_t>,
-                                                                 kWarpsPerBlock * 32, smem));
-    const int64_t resident = std::max(1, per_sm) * int64_t{at::cuda::getCurrentDeviceProperties()->multiProcessorCount};
-    const int64_t blocks = std::clamp<int64_t>((N + kWarpsPerBlock - 1) / kWarpsPerBlock, 1, resident);
+    // a warp per row, up to as many blocks as the GPU holds at once
+    const int64_t blocks = std::clamp<int64_t>((N + kWarpsPerBlock - 1) / kWarpsPerBlock, 1,
+                                               resident_backward_blocks<scalar_t>(smem));
     at::Tensor partial = at::empty({blocks, 2, C}, f.s.options().dtype(at::kFloat));
     add_ln_backward_kernel<scalar_t><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
                                        at::cuda::getCurrentCUDAStream()>>>(
