@@ -105,16 +105,13 @@ template <typename T>
 int64_t resident_backward_blocks(size_t smem) {
   static std::mutex mutex;
   static std::map<std::pair<int, size_t>, int64_t> known;
-  const int device = c10::cuda::current_device();
+  const std::pair<int, size_t> key{c10::cuda::current_device(), smem};
   std::lock_guard<std::mutex> lock(mutex);
-  auto [it, fresh] = known.try_emplace({device, smem}, 0);
-  if (fresh) {
-    int per_sm = 0;
-    C10_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, add_ln_backward_kernel<T>, kWarpsPerBlock * 32, smem));
-    it->second = std::max(1, per_sm) * int64_t{at::cuda::getCurrentDeviceProperties()->multiProcessorCount};
-  }
-  return it->second;
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  int per_sm = 0;  // kept only once CUDA has answered: a failed ask throws and is asked again next time
+  C10_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, add_ln_backward_kernel<T>, kWarpsPerBlock * 32, smem));
+  return known[key] = std::max(1, per_sm) * int64_t{at::cuda::getCurrentDeviceProperties()->multiProcessorCount};
 }
 
 }  // namespace
