@@ -65,9 +65,14 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_out) {
     const auto saved = ctx->get_saved_variables();
-    const at::Tensor& g = grad_out[0];
-    return {saved[0] * g.to(saved[0].scalar_type()), saved[1] * g.to(saved[1].scalar_type()), at::Tensor(),
-            at::Tensor(), at::Tensor()};
+    // g as a one-element fp32 tensor, not a 0-dim one: it then takes part in type promotion, so each product
+    // is made in fp32 and rounded once into the gradient's dtype (a 0-dim g would be cast to bf16 first).
+    const at::Tensor g = grad_out[0].to(at::kFloat).reshape({1});
+    auto scaled = [&g](const at::Tensor& kept) {
+      at::Tensor out = at::empty_like(kept);
+      return at::mul_out(out, kept, g);
+    };
+    return {scaled(saved[0]), scaled(saved[1]), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 

@@ -5,7 +5,7 @@
 // kernel on GPUs, ATen ops elsewhere) turns them, in place, into d(loss)/dz = scale·(softmax(z) − onehot(t))
 // and yields each row's loss; then dh = dz·W and dW += dzᵀ·h. The gradients are made in the forward (as
 // llm.c's fused classifier and Liger's fused linear cross-entropy do) and kept for the backward, which only
-// scales them by the incoming gradient: the full logits gradient, 2 × tokens × V × bytes in the unfused
+// scales them by the incoming gradient (in fp32): the full logits gradient, 2 × tokens × V × bytes in the unfused
 // step, is never materialised.
 #pragma once
 #include <ATen/core/Tensor.h>

@@ -8,6 +8,7 @@
 #include <torch/autograd.h>
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "bench/runtime/device.h"
@@ -109,6 +110,25 @@ TEST(Kernels, ChunkedClassifierInBf16IsWithinBf16OfFp32) {
   EXPECT_NEAR(loss.item<double>(), want.loss.item<double>(), 2e-2);
   EXPECT_TRUE(at::allclose(hb.grad().to(at::kFloat), want.dh, 3e-2, 2e-3));
   EXPECT_TRUE(at::allclose(wb.grad().to(at::kFloat), want.dw, 3e-2, 2e-3));
+}
+
+// The gradients kept from the forward are scaled by the incoming gradient in fp32, then rounded once to their
+// dtype: an incoming 1/3 (gradient accumulation over three micro-batches) is not first rounded to bf16.
+TEST(Kernels, ChunkedClassifierScalesItsBf16GradientsInFp32) {
+  at::manual_seed(3);
+  const at::Tensor h = at::randn({24, 32}).to(at::kBFloat16), w = (at::randn({64, 32}) * 0.2).to(at::kBFloat16);
+  const at::Tensor t = targets_for(24, 64);
+  auto grads = [&](double g) {
+    at::Tensor hh = h.clone().requires_grad_(), ww = w.clone().requires_grad_();
+    (linear_cross_entropy(hh, ww, t, 10) * g).backward();
+    return std::make_pair(hh.grad(), ww.grad());
+  };
+  const auto [dh1, dw1] = grads(1.0);
+  const auto [dh3, dw3] = grads(1.0 / 3.0);
+  const at::Tensor third = at::full({}, 1.0f / 3.0f);
+  EXPECT_TRUE(at::equal(dh3, (dh1.to(at::kFloat) * third).to(at::kBFloat16)));
+  EXPECT_TRUE(at::equal(dw3, (dw1.to(at::kFloat) * third).to(at::kBFloat16)));
+  EXPECT_FALSE(at::equal(dw3, dw1 * third.to(at::kBFloat16)));  // what rounding 1/3 to bf16 first would give
 }
 
 TEST(Kernels, ChunkedClassifierNeverHoldsTheWholeLogits) {
