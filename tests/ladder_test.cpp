@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/ladder/backoff.h"
+#include "bench/ladder/reference.h"
 #include "bench/ladder/results.h"
 #include "bench/step/train_step.h"
 
@@ -125,6 +126,44 @@ TEST(RungRecord, TheRunBatchIsAnOutcomeNotAnEditOfThePlan) {
   EXPECT_EQ(j["status"], "pending");
   EXPECT_EQ(rung_status_from("oom"), RungStatus::kOom);
   EXPECT_THROW(rung_status_from("fine"), std::invalid_argument);
+}
+
+// ref_torch_compile is compared with the fastest C++ rung that runs its problem: the same batch, one process,
+// the same untied model, nothing slowed on purpose. A noisy anti-variant rung or weight_tying's model is
+// never the one it is held against, however fast it came out.
+TEST(Reference, ComparedWithTheFastestRungOfTheSameStep) {
+  auto ok = [](const std::string& name, int64_t batch, double tps) {
+    RungRecord r = rung(name, "ok");
+    r.plan.rung.spec.batch = batch;
+    r.out.rep_tokens_per_sec = {tps, tps, tps};
+    return r;
+  };
+  std::vector<RungRecord> rungs = {ok("00_baseline", 8, 50), ok("11_vocab_padding", 8, 200),
+                                   ok("12_batch_scaling", 16, 100), ok("13_top+fused_classifier", 16, 110),
+                                   ok("14_top+sync_every_step", 16, 130), ok("15_top+weight_tying", 16, 140),
+                                   ok("16_top+ddp", 16, 150), rung("17_top+bf16_autocast", "error")};
+  rungs[4].plan.rung.anti = true;
+  rungs[5].plan.rung.spec.model.tie_weights = true;
+  rungs[6].plan.rung.spec.dist.backend = "gloo";
+  rungs[6].plan.rung.spec.dist.world_size = 2;
+  rungs[7].plan.rung.spec.batch = 16;
+  rungs[7].out.rep_tokens_per_sec = {500};
+  auto ref = [](int64_t batch) {
+    return nlohmann::json{{"name", "ref_torch_compile"}, {"status", "ok"},
+                          {"config", {{"batch", batch}, {"model", {{"tie_weights", false}}}}},
+                          {"result", {{"tokens_per_sec", 100.0}}}};
+  };
+  nlohmann::json at16 = ref(16), at8 = ref(8), at4 = ref(4);
+  compare_reference(at16, rungs, {});
+  EXPECT_EQ(at16["compared_with"], "13_top+fused_classifier");
+  EXPECT_DOUBLE_EQ(at16["ratio"].get<double>(), 1.1);
+  compare_reference(at8, rungs, {});
+  EXPECT_EQ(at8["compared_with"], "11_vocab_padding");
+  compare_reference(at4, rungs, {});  // no rung ran at its batch
+  EXPECT_FALSE(at4.contains("compared_with"));
+  EXPECT_FALSE(at4.contains("ratio"));
+  EXPECT_TRUE(to_json(rungs[4])["anti_variant"].get<bool>());
+  EXPECT_FALSE(to_json(rungs[3])["anti_variant"].get<bool>());
 }
 
 TEST(RunStatus, PartialWhenAnyRungFailed) {

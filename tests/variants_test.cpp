@@ -206,6 +206,15 @@ TEST(Resolve, OrderIndependentAndLoosestParity) {
   EXPECT_EQ(resolve("c", {"batch_scaling", "bf16_cast"}, base_124m(), cpu()).parity, ParityClass::kProblem);
 }
 
+// A rung with an anti-variant applied is marked so: it is never taken for a run's fastest.
+TEST(Resolve, AnAntiVariantMarksItsRung) {
+  EXPECT_TRUE(resolve("a", {"fused_adamw", "sync_every_step"}, base_124m(), cpu()).anti);
+  EXPECT_FALSE(resolve("b", {"fused_adamw", "weight_tying"}, base_124m(), cpu()).anti);
+  size_t anti = 0;
+  for (const auto& v : registry()) anti += v->anti;
+  EXPECT_EQ(anti, 1u);  // sync_every_step
+}
+
 TEST(Plan, TheDefaultLadderIsEveryRungThenTheExtrasOnTop) {
   Profile p;  // variants absent: the registry
   const auto rungs = expand_plan(p);

@@ -90,6 +90,7 @@ ResolvedRung resolve(const std::string& rung_name, const std::vector<std::string
     v->apply(out.spec);
     out.applied.emplace_back(v->name);
     out.parity = std::max(out.parity, v->parity);
+    out.anti = out.anti || v->anti;
   }
   return out;
 }

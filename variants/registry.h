@@ -33,6 +33,7 @@ struct ResolvedRung {
   std::vector<std::string> applied;   // those that ran on this device
   std::vector<Skipped> skipped;       // unsupported on this device, with the reason
   ParityClass parity = ParityClass::kExact;  // the loosest class among `applied`
+  bool anti = false;                         // an anti-variant among `applied` (Variant::anti)
   StepSpec spec;
 };
 

@@ -50,6 +50,9 @@ struct Variant {
   std::vector<std::string_view> conflicts = {};
   Support (*supports)(const DeviceInfo&) = runs_everywhere;
   void (*apply)(StepSpec&) = nullptr;  // edit the description; build nothing
+  // An anti-variant: it slows the step on purpose, to measure what that costs. Its rungs are never taken for a
+  // run's fastest (the C++ rung a reference is compared with, the report's cost per token).
+  bool anti = false;
 
   bool extra() const { return kind == VariantKind::kExtra; }
 };

@@ -138,10 +138,13 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
   if (ref["name"] == "ref_torch_eager") {
     for (const auto& r : rungs)
       if (r.plan.kind == RungKind::kBaseline && r.ok()) with = &r;
-  } else {  // the fastest one-process C++ rung at the same batch
+  } else {
+    // The fastest one-process C++ rung at the same batch, of the same model (weight_tying's shares the head
+    // with the embedding; the reference's does not), and not slowed on purpose (an anti-variant).
+    const bool tied = ref["config"]["model"]["tie_weights"];
     for (const auto& r : rungs)
-      if (r.ok() && r.spec().batch == batch && ranks(r.spec()) == 1 &&
-          (!with || r.median_tokens_per_sec() > with->median_tokens_per_sec()))
+      if (r.ok() && r.spec().batch == batch && ranks(r.spec()) == 1 && !r.plan.rung.anti &&
+          r.spec().model.tie_weights == tied && (!with || r.median_tokens_per_sec() > with->median_tokens_per_sec()))
         with = &r;
   }
   if (with) {

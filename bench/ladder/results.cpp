@@ -99,6 +99,7 @@ nlohmann::json to_json(const RungRecord& r) {
       {"variants", r.plan.rung.variants},
       {"published_rung", published_rung(r.plan.rung)},
       {"applied", r.plan.rung.applied},
+      {"anti_variant", r.plan.rung.anti},  // slowed on purpose: never taken for the run's fastest
       {"skipped", skipped},
       {"spec", r.spec()},  // the step as it ran (batch_scaling's batch); the planned batch beside it
       {"planned_batch", r.plan.rung.spec.batch},

@@ -39,6 +39,7 @@ class Rung:
     compare_to: str | None = None
     variant: str = ""  # the variant the rung adds (or, drop_one, removes)
     sdpa_choice: dict | None = None  # settings.sdpa_backend: fastest — each SDPA kernel's time, the one chosen
+    anti_variant: bool = False  # slowed on purpose (sync_every_step): never a run's fastest
 
     @property
     def throttled(self) -> bool:
@@ -153,6 +154,7 @@ def load_run(path: str | Path) -> Run:
                     compare_to=r.get("compare_to"),
                     variant=r.get("variant", ""),
                     sdpa_choice=r.get("sdpa_choice"),
+                    anti_variant=bool(r.get("anti_variant", False)),
                 )
             )
         return Run(

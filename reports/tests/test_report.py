@@ -15,6 +15,7 @@ from conftest import FIXTURES
 from gpt2bench_report import ReportError, load_run, write_report
 from gpt2bench_report import charts
 from gpt2bench_report.__main__ import main
+from gpt2bench_report.generations import cost_table
 from gpt2bench_report.render import build_figures, eager_gaps, ladder_table
 from gpt2bench_report.stats import differs, mann_whitney_p
 
@@ -425,6 +426,19 @@ def test_generations_section_for_two_devices(tmp_path):
         if line.startswith("| ") and "Generations" not in line:
             assert not re.search(r"[^\\ ]\|[^ \-]", line), line
     assert main([str(h100), "--out", str(out), "--price", "nonsense"]) == 2
+
+
+def test_cost_is_never_taken_at_an_anti_variant_rung(tmp_path):
+    run_dir = _synthetic_gpu_run(tmp_path, "H100 SXM", "NVIDIA H100 80GB HBM3", 3350, {"05_sdpa": 100.0})
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    fastest = max((r for r in doc["rungs"] if r["status"] == "ok"), key=lambda r: r["median"]["tokens_per_sec"])
+    assert fastest["name"] == "05_sdpa"
+    rows = cost_table([load_run(run_dir)], {run_dir.name: 2.5})
+    assert rows[1][3] == "05_sdpa"
+    fastest["anti_variant"] = True  # as rungs.json marks a sync_every_step rung: its tok/s above the rest is noise
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    rows = cost_table([load_run(run_dir)], {run_dir.name: 2.5})
+    assert rows[1][3] not in ("05_sdpa", "")
 
 
 def test_committed_synthetic_gpu_runs_are_labelled_and_hold_the_quoted_figures(tmp_path):
