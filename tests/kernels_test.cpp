@@ -7,7 +7,10 @@
 #include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 
+#include <cmath>
 #include <functional>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -19,6 +22,7 @@
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
 #include "kernels/residual_norm.h"
+#include "kernels/residual_norm_lanes.h"
 #include "model/data.h"
 
 namespace gpt2 {
@@ -243,6 +247,69 @@ TEST(Kernels, AddLayerNormMatchesAddThenLayerNorm) {
   EXPECT_THROW(kernels::add_layer_norm(x, r, at::randn({47}), beta, 1e-5), c10::Error);
 }
 
+// The CUDA kernels' row sweeps (kernels/residual_norm_lanes.h), run here with the 32 lanes of a warp one after
+// another and their sums added where the kernel adds them with shuffles: which lane reads which elements, in
+// 16-byte packs or one at a time, and where gamma's and beta's sums sit, against the ATen reference.
+template <typename T, int kVec>
+void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int64_t C) {
+  namespace L = kernels::lanes;
+  ASSERT_EQ(C % kVec, 0);
+  auto t = [&](std::vector<int64_t> shape) { return at::randn(shape).to(dtype); };
+  const at::Tensor x = t({N, C}), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = t({N, C}), ds_out = t({N, C});
+  const kernels::AddNormForward want = kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5);
+  const kernels::AddNormBackward wb = kernels::add_layer_norm_backward_reference(ds_out, dy, want, gamma, beta);
+  at::Tensor s = at::empty_like(x), y = at::empty_like(x), ds = at::empty_like(x), mean = at::empty({N}),
+             rstd = at::empty({N});
+  std::vector<float> acc(2 * C, 0.0f);  // one warp's accumulators: it visits every row here
+  auto row = [](const at::Tensor& a, int64_t i) { return a.data_ptr<T>() + i * a.size(1); };
+  const T *pg = gamma.data_ptr<T>(), *pb = beta.data_ptr<T>();
+  for (int64_t i = 0; i < N; ++i) {
+    float sum = 0, sq = 0;
+    for (int lane = 0; lane < L::kLanes; ++lane) sum += L::add_and_sum<T, kVec>(row(x, i), row(r, i), row(s, i), C, lane);
+    const float m = sum / static_cast<float>(C);
+    for (int lane = 0; lane < L::kLanes; ++lane) sq += L::squared_deviation<T, kVec>(row(s, i), m, C, lane);
+    const float rs = 1.0f / std::sqrt(sq / static_cast<float>(C) + 1e-5f);
+    for (int lane = 0; lane < L::kLanes; ++lane) L::normalize<T, kVec>(row(s, i), pg, pb, row(y, i), m, rs, C, lane);
+    mean[i] = m, rstd[i] = rs;
+    L::GradSums g;
+    for (int lane = 0; lane < L::kLanes; ++lane) {
+      const L::GradSums l = L::grad_sums<T, kVec>(row(dy, i), row(s, i), pg, m, rs, acc.data(), acc.data() + C, C, lane);
+      g.dy_gamma += l.dy_gamma, g.dy_gamma_xhat += l.dy_gamma_xhat;
+    }
+    for (int lane = 0; lane < L::kLanes; ++lane)
+      L::grad_input<T, kVec>(row(dy, i), row(s, i), pg, row(ds_out, i), row(ds, i), m, rs,
+                             g.dy_gamma / static_cast<float>(C), g.dy_gamma_xhat / static_cast<float>(C), C, lane);
+  }
+  at::Tensor dgamma = at::empty({C}), dbeta = at::empty({C});
+  for (int64_t j = 0; j < C; ++j) {
+    dgamma[j] = acc[L::acc_index<kVec>(j, C)];
+    dbeta[j] = acc[C + L::acc_index<kVec>(j, C)];
+  }
+  const double tol = dtype == at::kFloat ? 1e-5 : 2e-2;
+  auto close = [&](const at::Tensor& a, const at::Tensor& b, double atol) {
+    return at::allclose(a.to(at::kFloat), b.to(at::kFloat), tol, atol);
+  };
+  const std::string what = std::string(c10::toString(dtype)) + " kVec " + std::to_string(kVec) + " C " + std::to_string(C);
+  EXPECT_TRUE(at::equal(s, want.s)) << what;  // the same rounding of one sum
+  EXPECT_TRUE(close(y, want.y, tol)) << what;
+  EXPECT_TRUE(close(mean, want.mean.view(-1), 1e-5) && close(rstd, want.rstd.view(-1), 1e-4)) << what;
+  EXPECT_TRUE(close(ds, wb.ds, tol)) << what;
+  EXPECT_TRUE(close(dgamma, wb.dgamma, tol * std::sqrt(double(N)))) << what;
+  EXPECT_TRUE(close(dbeta, wb.dbeta, tol * std::sqrt(double(N)))) << what;
+}
+
+TEST(Kernels, AddLayerNormLaneSweepsMatchTheReference) {
+  at::manual_seed(11);
+  // GPT-2's C = 768 (24 packs of 8 bf16 or 48 of 4 floats a row: some lanes take one pack, some two), a C with
+  // fewer packs than lanes, and a C that is not a whole number of packs (one element a lane)
+  for (int64_t C : {768, 40}) {
+    expect_lane_sweeps_match_the_reference<float, 4>(at::kFloat, 6, C);
+    expect_lane_sweeps_match_the_reference<c10::BFloat16, 8>(at::kBFloat16, 6, C);
+  }
+  expect_lane_sweeps_match_the_reference<float, 1>(at::kFloat, 5, 100);
+  expect_lane_sweeps_match_the_reference<c10::BFloat16, 1>(at::kBFloat16, 5, 100);
+}
+
 TEST(Kernels, TrainingWithTheFusedResidualNormHasTheBaselinesLosses) {
   expect_baseline_losses([](ModelOptions& m) { m.fused_residual_norm = true; });
   expect_baseline_losses([](ModelOptions& m) { m.fused_residual_norm = true, m.layers = LayerImpl::kNative; });
@@ -315,9 +382,16 @@ TEST_F(KernelsCuda, BiasGeluBackwardKernelMatchesTheReference_CUDA) {
 TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {
   at::manual_seed(10);
   for (auto dtype : {at::kFloat, at::kBFloat16}) {
-    for (auto [N, C] : {std::pair<int64_t, int64_t>{8192, 768}, {37, 100}, {3, 1600}}) {
+    // 16-byte packs (768, 1600; 100 floats), one element a lane (100 bf16), and rows that would pack but start off
+    // a 16-byte boundary (x and dy one element into their storage: one element a lane)
+    for (auto [N, C, misaligned] : {std::tuple<int64_t, int64_t, bool>{8192, 768, false}, {37, 100, false},
+                                    {3, 1600, false}, {5, 768, true}}) {
       auto t = [&](std::vector<int64_t> shape) { return at::randn(shape, on_gpu()).to(dtype); };
-      const at::Tensor x = t({N, C}), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = t({N, C}), ds_out = t({N, C});
+      auto off = [&](const at::Tensor& a) {
+        return misaligned ? at::cat({t({1}), a.view(-1)}).narrow(0, 1, a.numel()).view(a.sizes()) : a;
+      };
+      const at::Tensor x = off(t({N, C})), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = off(t({N, C})),
+                       ds_out = t({N, C});
       const kernels::AddNormForward got = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5);
       const kernels::AddNormForward want = kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5);
       const double tol = dtype == at::kFloat ? 1e-5 : 2e-2;

@@ -1,9 +1,10 @@
 // The fused residual-add + LayerNorm kernels: a warp per row. Forward: s = x + r written and summed in one
 // sweep, the variance from s in a second, y in a third (the row stays in L1/L2). Backward: LayerNorm's input
 // gradient plus the residual stream's gradient in one sweep, with gamma's and beta's gradients summed per warp
-// over the rows it visits (in shared memory), then per block, and the blocks' sums added after. The backward
-// runs as many blocks as the GPU holds at once (its rows strided over them): a warp reads a row 32 elements
-// at a time, so a memory-bound pass needs every warp slot busy to keep enough loads in flight.
+// over the rows it visits (in shared memory), then per block, and the blocks' sums added after. Each lane moves
+// 16 bytes at a time where the rows allow (C a multiple of 16 bytes' elements, as GPT-2's 768 is, and the rows
+// aligned), one element otherwise. The backward runs as many blocks as the GPU holds at once (its rows strided
+// over them): a memory-bound pass needs every warp slot busy to keep enough loads in flight.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -15,11 +16,15 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <type_traits>
 #include <map>
 #include <mutex>
 #include <utility>
 
 #include "kernels/residual_norm.h"
+#include "kernels/residual_norm_lanes.h"
 
 namespace gpt2::kernels {
 namespace {
@@ -31,7 +36,9 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-template <typename T>
+// The row sweeps are kernels/residual_norm_lanes.h's (tested on the CPU with the lanes simulated); the kernels
+// add the lanes' sums between them.
+template <typename T, int kVec>
 __global__ void add_ln_forward_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
                                       const T* __restrict__ beta, T* __restrict__ s, T* __restrict__ y,
                                       float* __restrict__ mean, float* __restrict__ rstd, int64_t N, int64_t C,
@@ -40,78 +47,76 @@ __global__ void add_ln_forward_kernel(const T* __restrict__ x, const T* __restri
   const int lane = threadIdx.x % 32;
   if (row >= N) return;
   const int64_t base = row * C;
-  float sum = 0.0f;
-  for (int64_t j = lane; j < C; j += 32) {
-    const T v = static_cast<T>(static_cast<float>(x[base + j]) + static_cast<float>(r[base + j]));
-    s[base + j] = v;
-    sum += static_cast<float>(v);
-  }
-  const float m = warp_sum(sum) / static_cast<float>(C);
-  float sq = 0.0f;
-  for (int64_t j = lane; j < C; j += 32) {
-    const float d = static_cast<float>(s[base + j]) - m;
-    sq += d * d;
-  }
-  const float rs = rsqrtf(warp_sum(sq) / static_cast<float>(C) + eps);
-  for (int64_t j = lane; j < C; j += 32) {
-    const float n = (static_cast<float>(s[base + j]) - m) * rs;
-    y[base + j] = static_cast<T>(n * static_cast<float>(gamma[j]) + static_cast<float>(beta[j]));
-  }
+  const float m = warp_sum(lanes::add_and_sum<T, kVec>(x + base, r + base, s + base, C, lane)) / static_cast<float>(C);
+  const float rs = rsqrtf(warp_sum(lanes::squared_deviation<T, kVec>(s + base, m, C, lane)) / static_cast<float>(C) + eps);
+  lanes::normalize<T, kVec>(s + base, gamma, beta, y + base, m, rs, C, lane);
   if (lane == 0) mean[row] = m, rstd[row] = rs;
 }
 
-template <typename T>
+template <typename T, int kVec>
 __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __restrict__ dy,
                                        const T* __restrict__ s, const float* __restrict__ mean,
                                        const float* __restrict__ rstd, const T* __restrict__ gamma,
                                        T* __restrict__ ds, float* __restrict__ partial, int64_t N, int64_t C) {
-  extern __shared__ float acc[];  // per warp: C sums for gamma's gradient, then C for beta's
+  extern __shared__ float acc[];  // per warp: C sums for gamma's gradient, then C for beta's (lanes::acc_index)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* dg = acc + static_cast<int64_t>(warp) * 2 * C;
   float* db = dg + C;
   for (int64_t j = lane; j < C; j += 32) dg[j] = db[j] = 0.0f;
+  __syncwarp();
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   const int64_t w = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   for (int64_t row = w; row < N; row += warps) {
     const int64_t base = row * C;
     const float m = mean[row], rs = rstd[row];
-    float sum1 = 0.0f, sum2 = 0.0f;  // sums of dy·gamma and dy·gamma·xhat
-    for (int64_t j = lane; j < C; j += 32) {
-      const float g = static_cast<float>(dy[base + j]), xhat = (static_cast<float>(s[base + j]) - m) * rs;
-      const float dxhat = g * static_cast<float>(gamma[j]);
-      sum1 += dxhat, sum2 += dxhat * xhat;
-      dg[j] += g * xhat, db[j] += g;
-    }
-    sum1 = warp_sum(sum1) / static_cast<float>(C), sum2 = warp_sum(sum2) / static_cast<float>(C);
-    for (int64_t j = lane; j < C; j += 32) {
-      const float xhat = (static_cast<float>(s[base + j]) - m) * rs;
-      const float dx = rs * (static_cast<float>(dy[base + j]) * static_cast<float>(gamma[j]) - sum1 - xhat * sum2);
-      ds[base + j] = static_cast<T>(dx + (ds_out ? static_cast<float>(ds_out[base + j]) : 0.0f));
-    }
+    const lanes::GradSums g = lanes::grad_sums<T, kVec>(dy + base, s + base, gamma, m, rs, dg, db, C, lane);
+    const float sum1 = warp_sum(g.dy_gamma) / static_cast<float>(C);
+    const float sum2 = warp_sum(g.dy_gamma_xhat) / static_cast<float>(C);
+    lanes::grad_input<T, kVec>(dy + base, s + base, gamma, ds_out ? ds_out + base : nullptr, ds + base, m, rs, sum1,
+                               sum2, C, lane);
   }
   __syncthreads();  // the block's warps' sums added: its (2, C) row of the (blocks, 2, C) partials
   float* out = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
   for (int64_t j = threadIdx.x; j < 2 * C; j += blockDim.x) {
+    const int64_t at = j < C ? lanes::acc_index<kVec>(j, C) : C + lanes::acc_index<kVec>(j - C, C);
     float v = 0.0f;
-    for (int k = 0; k < kWarpsPerBlock; ++k) v += acc[k * 2 * C + j];
+    for (int k = 0; k < kWarpsPerBlock; ++k) v += acc[k * 2 * C + at];
     out[j] = v;
   }
 }
 
+// 16-byte packs when C holds whole packs and every row pointer is 16-byte aligned; else one element a lane.
+template <typename T>
+constexpr int kPack = 16 / sizeof(T);
+template <typename T>
+bool packable(int64_t C, std::initializer_list<const void*> ptrs) {
+  if (C % kPack<T> != 0) return false;
+  for (const void* p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
+
 // Blocks of the backward kernel the whole GPU holds at once (CUDA's occupancy: its threads, registers and this
 // shared memory), asked once per device and size and kept: the first ask comes in eager warm-up steps, so a
-// CUDA-graph capture later makes no CUDA call here.
-template <typename T>
-int64_t resident_backward_blocks(size_t smem) {
+// CUDA-graph capture later makes no CUDA call here. Past 48 KiB a block (C > 1,536: GPT-2 XL's 1,600) the
+// kernel is first allowed the larger dynamic shared memory, up to the GPU's opt-in limit (227 KiB on an H100).
+template <typename T, int kVec>
+int64_t resident_backward_blocks(size_t smem, int64_t C) {
   static std::mutex mutex;
   static std::map<std::pair<int, size_t>, int64_t> known;
   const std::pair<int, size_t> key{c10::cuda::current_device(), smem};
   std::lock_guard<std::mutex> lock(mutex);
   if (const auto it = known.find(key); it != known.end()) return it->second;
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  TORCH_CHECK(smem <= prop->sharedMemPerBlockOptin, "add_layer_norm_backward_cuda: C = ", C, " needs ", smem,
+              " bytes of shared memory a block, over this GPU's ", prop->sharedMemPerBlockOptin);
+  if (smem > 48 * 1024)
+    C10_CUDA_CHECK(cudaFuncSetAttribute(add_ln_backward_kernel<T, kVec>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(smem)));
   int per_sm = 0;  // kept only once CUDA has answered: a failed ask throws and is asked again next time
   C10_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, add_ln_backward_kernel<T>, kWarpsPerBlock * 32, smem));
-  return known[key] = std::max(1, per_sm) * int64_t{at::cuda::getCurrentDeviceProperties()->multiProcessorCount};
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, add_ln_backward_kernel<T, kVec>, kWarpsPerBlock * 32, smem));
+  return known[key] = std::max(1, per_sm) * int64_t{prop->multiProcessorCount};
 }
 
 }  // namespace
@@ -126,10 +131,18 @@ AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor
   if (N == 0) return f;
   const auto blocks = static_cast<unsigned>((N + kWarpsPerBlock - 1) / kWarpsPerBlock);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "add_layer_norm_forward_cuda", [&] {
-    add_ln_forward_kernel<scalar_t><<<blocks, kWarpsPerBlock * 32, 0, at::cuda::getCurrentCUDAStream()>>>(
-        x.data_ptr<scalar_t>(), r.data_ptr<scalar_t>(), gamma.data_ptr<scalar_t>(), beta.data_ptr<scalar_t>(),
-        f.s.data_ptr<scalar_t>(), f.y.data_ptr<scalar_t>(), f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), N, C,
-        static_cast<float>(eps));
+    const scalar_t *px = x.data_ptr<scalar_t>(), *pr = r.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>(),
+                   *pb = beta.data_ptr<scalar_t>();
+    scalar_t *ps = f.s.data_ptr<scalar_t>(), *py = f.y.data_ptr<scalar_t>();
+    auto launch = [&](auto vec) {
+      add_ln_forward_kernel<scalar_t, decltype(vec)::value><<<blocks, kWarpsPerBlock * 32, 0,
+                                                             at::cuda::getCurrentCUDAStream()>>>(
+          px, pr, pg, pb, ps, py, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), N, C, static_cast<float>(eps));
+    };
+    if (packable<scalar_t>(C, {px, pr, pg, pb, ps, py}))
+      launch(std::integral_constant<int, kPack<scalar_t>>{});
+    else
+      launch(std::integral_constant<int, 1>{});
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return f;
@@ -140,22 +153,28 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
   const c10::cuda::CUDAGuard guard(dy.device());
   const int64_t N = f.s.size(0), C = f.s.size(1);
   const size_t smem = sizeof(float) * 2 * C * kWarpsPerBlock;
-  TORCH_CHECK(smem <= 48 * 1024, "add_layer_norm_backward_cuda: C = ", C, " needs ", smem,
-              " bytes of shared memory a block, over 48 KiB");
   at::Tensor ds = at::empty_like(f.s);
   at::Tensor sums;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, f.s.scalar_type(), "add_layer_norm_backward_cuda", [&] {
-    // a warp per row, up to as many blocks as the GPU holds at once
-    const int64_t blocks = std::clamp<int64_t>((N + kWarpsPerBlock - 1) / kWarpsPerBlock, 1,
-                                               resident_backward_blocks<scalar_t>(smem));
-    at::Tensor partial = at::empty({blocks, 2, C}, f.s.options().dtype(at::kFloat));
-    add_ln_backward_kernel<scalar_t><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
-                                       at::cuda::getCurrentCUDAStream()>>>(
-        ds_out.defined() ? ds_out.data_ptr<scalar_t>() : nullptr, dy.data_ptr<scalar_t>(), f.s.data_ptr<scalar_t>(),
-        f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), gamma.data_ptr<scalar_t>(), ds.data_ptr<scalar_t>(),
-        partial.data_ptr<float>(), N, C);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    sums = at::sum(partial, 0);  // (2, C)
+    const scalar_t *po = ds_out.defined() ? ds_out.data_ptr<scalar_t>() : nullptr, *pdy = dy.data_ptr<scalar_t>(),
+                   *ps = f.s.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>();
+    scalar_t* pds = ds.data_ptr<scalar_t>();
+    auto launch = [&](auto vec) {
+      constexpr int kVec = decltype(vec)::value;
+      // a warp per row, up to as many blocks as the GPU holds at once
+      const int64_t blocks = std::clamp<int64_t>((N + kWarpsPerBlock - 1) / kWarpsPerBlock, 1,
+                                                 resident_backward_blocks<scalar_t, kVec>(smem, C));
+      at::Tensor partial = at::empty({blocks, 2, C}, f.s.options().dtype(at::kFloat));
+      add_ln_backward_kernel<scalar_t, kVec><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
+                                               at::cuda::getCurrentCUDAStream()>>>(
+          po, pdy, ps, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), pg, pds, partial.data_ptr<float>(), N, C);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      sums = at::sum(partial, 0);  // (2, C)
+    };
+    if (packable<scalar_t>(C, {po ? po : pdy, pdy, ps, pg, pds}))
+      launch(std::integral_constant<int, kPack<scalar_t>>{});
+    else
+      launch(std::integral_constant<int, 1>{});
   });
   return {ds, sums[0].to(gamma.scalar_type()), sums[1].to(beta.scalar_type())};
 }

@@ -1,0 +1,153 @@
+// defines: the fused residual-add + LayerNorm's sweeps over one row as one lane of a 32-lane warp does them —
+//          the bodies of the CUDA kernels (kernels/cuda/residual_norm.cu), which add the lanes' partial sums
+//          with warp shuffles between the sweeps. Plain C++ on the host too, so the CPU tests run the kernels'
+//          own index arithmetic (which lane reads which elements, packed or not) against the ATen reference
+//          with the lanes simulated one after another.
+//
+// A lane reads its row kVec elements at a time (a Pack: 16 bytes for kVec = 16 / sizeof(T), one element for
+// kVec = 1): packs lane, lane + 32, lane + 64, ... of the C / kVec in the row. The caller guarantees that
+// C % kVec == 0 and that every row pointer is aligned to the pack. No libtorch here: T is float, c10::Half or
+// c10::BFloat16, whichever converts to and from float.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define GPT2_LANE_FN __host__ __device__ __forceinline__
+#else
+#define GPT2_LANE_FN inline
+#endif
+
+namespace gpt2::kernels::lanes {
+
+constexpr int kLanes = 32;
+
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) Pack {
+  T v[kVec];
+};
+
+// One pack's load and store: a single vector instruction on the GPU; through memcpy on the host, where reading
+// T objects as a Pack would break C++'s aliasing rules.
+template <typename T, int kVec>
+GPT2_LANE_FN Pack<T, kVec> load(const T* row, int64_t p) {
+#if defined(__CUDA_ARCH__)
+  return reinterpret_cast<const Pack<T, kVec>*>(row)[p];
+#else
+  Pack<T, kVec> out;
+  std::memcpy(&out, row + p * kVec, sizeof(out));
+  return out;
+#endif
+}
+template <typename T, int kVec>
+GPT2_LANE_FN void store(T* row, int64_t p, const Pack<T, kVec>& v) {
+#if defined(__CUDA_ARCH__)
+  reinterpret_cast<Pack<T, kVec>*>(row)[p] = v;
+#else
+  std::memcpy(row + p * kVec, &v, sizeof(v));
+#endif
+}
+
+// Where element j of a row's C sums sits in a warp's accumulator (gamma's and beta's gradients): element k of
+// pack p at k·(C / kVec) + p, so the 32 lanes, on packs p..p+31, touch 32 consecutive floats (no shared-memory
+// bank conflicts); for kVec = 1 simply j.
+template <int kVec>
+GPT2_LANE_FN int64_t acc_index(int64_t j, int64_t C) {
+  return (j % kVec) * (C / kVec) + j / kVec;
+}
+
+// Forward, sweep 1: s = x + r (rounded to T) written; returns the lane's sum of s.
+template <typename T, int kVec>
+GPT2_LANE_FN float add_and_sum(const T* x, const T* r, T* s, int64_t C, int lane) {
+  float sum = 0.0f;
+  for (int64_t p = lane; p < C / kVec; p += kLanes) {
+    const Pack<T, kVec> a = load<T, kVec>(x, p), b = load<T, kVec>(r, p);
+    Pack<T, kVec> out;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      out.v[k] = static_cast<T>(static_cast<float>(a.v[k]) + static_cast<float>(b.v[k]));
+      sum += static_cast<float>(out.v[k]);
+    }
+    store<T, kVec>(s, p, out);
+  }
+  return sum;
+}
+
+// Forward, sweep 2: the lane's sum of (s - mean)².
+template <typename T, int kVec>
+GPT2_LANE_FN float squared_deviation(const T* s, float mean, int64_t C, int lane) {
+  float sq = 0.0f;
+  for (int64_t p = lane; p < C / kVec; p += kLanes) {
+    const Pack<T, kVec> a = load<T, kVec>(s, p);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float d = static_cast<float>(a.v[k]) - mean;
+      sq += d * d;
+    }
+  }
+  return sq;
+}
+
+// Forward, sweep 3: y = (s - mean)·rstd·gamma + beta.
+template <typename T, int kVec>
+GPT2_LANE_FN void normalize(const T* s, const T* gamma, const T* beta, T* y, float mean, float rstd, int64_t C,
+                            int lane) {
+  for (int64_t p = lane; p < C / kVec; p += kLanes) {
+    const Pack<T, kVec> a = load<T, kVec>(s, p), g = load<T, kVec>(gamma, p), b = load<T, kVec>(beta, p);
+    Pack<T, kVec> out;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k)
+      out.v[k] = static_cast<T>((static_cast<float>(a.v[k]) - mean) * rstd * static_cast<float>(g.v[k]) +
+                                static_cast<float>(b.v[k]));
+    store<T, kVec>(y, p, out);
+  }
+}
+
+struct GradSums {
+  float dy_gamma = 0.0f, dy_gamma_xhat = 0.0f;  // the lane's sums of dy·gamma and dy·gamma·xhat
+};
+
+// Backward, sweep 1: the lane's GradSums, and dy·xhat and dy added into the warp's accumulators dgamma and
+// dbeta (C floats each, laid out by acc_index; a lane only ever touches its own packs' elements).
+template <typename T, int kVec>
+GPT2_LANE_FN GradSums grad_sums(const T* dy, const T* s, const T* gamma, float mean, float rstd, float* dgamma,
+                                float* dbeta, int64_t C, int lane) {
+  GradSums out;
+  const int64_t packs = C / kVec;
+  for (int64_t p = lane; p < packs; p += kLanes) {
+    const Pack<T, kVec> d = load<T, kVec>(dy, p), a = load<T, kVec>(s, p), g = load<T, kVec>(gamma, p);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float dyk = static_cast<float>(d.v[k]), xhat = (static_cast<float>(a.v[k]) - mean) * rstd;
+      const float dxhat = dyk * static_cast<float>(g.v[k]);
+      out.dy_gamma += dxhat;
+      out.dy_gamma_xhat += dxhat * xhat;
+      dgamma[k * packs + p] += dyk * xhat;
+      dbeta[k * packs + p] += dyk;
+    }
+  }
+  return out;
+}
+
+// Backward, sweep 2: ds = ds_out + rstd·(dy·gamma - mean(dy·gamma) - xhat·mean(dy·gamma·xhat)), the two means
+// from the whole warp's GradSums; ds_out may be null (no gradient from the residual stream).
+template <typename T, int kVec>
+GPT2_LANE_FN void grad_input(const T* dy, const T* s, const T* gamma, const T* ds_out, T* ds, float mean, float rstd,
+                             float mean_dy_gamma, float mean_dy_gamma_xhat, int64_t C, int lane) {
+  for (int64_t p = lane; p < C / kVec; p += kLanes) {
+    const Pack<T, kVec> d = load<T, kVec>(dy, p), a = load<T, kVec>(s, p), g = load<T, kVec>(gamma, p);
+    Pack<T, kVec> o{};
+    if (ds_out) o = load<T, kVec>(ds_out, p);
+    Pack<T, kVec> out;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float xhat = (static_cast<float>(a.v[k]) - mean) * rstd;
+      const float dx = rstd * (static_cast<float>(d.v[k]) * static_cast<float>(g.v[k]) - mean_dy_gamma -
+                               xhat * mean_dy_gamma_xhat);
+      out.v[k] = static_cast<T>(dx + (ds_out ? static_cast<float>(o.v[k]) : 0.0f));
+    }
+    store<T, kVec>(ds, p, out);
+  }
+}
+
+}  // namespace gpt2::kernels::lanes
