@@ -91,9 +91,9 @@ at::Tensor softmax_xent_backward_reference_(at::Tensor& logits, const at::Tensor
 }
 
 at::Tensor softmax_xent_backward_(at::Tensor& logits, const at::Tensor& targets, double scale) {
+  if (!logits.is_cuda()) return softmax_xent_backward_reference_(logits, targets, scale);  // checks them itself
   check_args(logits, targets);
-  return logits.is_cuda() ? softmax_xent_backward_cuda_(logits, targets, scale)
-                          : softmax_xent_backward_reference_(logits, targets, scale);
+  return softmax_xent_backward_cuda_(logits, targets, scale);
 }
 
 at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& w, const at::Tensor& targets,
