@@ -18,9 +18,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
-#include <type_traits>
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/residual_norm.h"
