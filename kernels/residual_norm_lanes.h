@@ -14,8 +14,10 @@
 
 #if defined(__CUDACC__)
 #define GPT2_LANE_FN __host__ __device__ __forceinline__
+#define GPT2_UNROLL _Pragma("unroll")
 #else
 #define GPT2_LANE_FN inline
+#define GPT2_UNROLL  // GCC does not know nvcc's pragma (and unrolls what -O3 finds worth it)
 #endif
 
 namespace gpt2::kernels::lanes {
@@ -63,7 +65,7 @@ GPT2_LANE_FN float add_and_sum(const T* x, const T* r, T* s, int64_t C, int lane
   for (int64_t p = lane; p < C / kVec; p += kLanes) {
     const Pack<T, kVec> a = load<T, kVec>(x, p), b = load<T, kVec>(r, p);
     Pack<T, kVec> out;
-#pragma unroll
+    GPT2_UNROLL
     for (int k = 0; k < kVec; ++k) {
       out.v[k] = static_cast<T>(static_cast<float>(a.v[k]) + static_cast<float>(b.v[k]));
       sum += static_cast<float>(out.v[k]);
@@ -79,7 +81,7 @@ GPT2_LANE_FN float squared_deviation(const T* s, float mean, int64_t C, int lane
   float sq = 0.0f;
   for (int64_t p = lane; p < C / kVec; p += kLanes) {
     const Pack<T, kVec> a = load<T, kVec>(s, p);
-#pragma unroll
+    GPT2_UNROLL
     for (int k = 0; k < kVec; ++k) {
       const float d = static_cast<float>(a.v[k]) - mean;
       sq += d * d;
@@ -95,7 +97,7 @@ GPT2_LANE_FN void normalize(const T* s, const T* gamma, const T* beta, T* y, flo
   for (int64_t p = lane; p < C / kVec; p += kLanes) {
     const Pack<T, kVec> a = load<T, kVec>(s, p), g = load<T, kVec>(gamma, p), b = load<T, kVec>(beta, p);
     Pack<T, kVec> out;
-#pragma unroll
+    GPT2_UNROLL
     for (int k = 0; k < kVec; ++k)
       out.v[k] = static_cast<T>((static_cast<float>(a.v[k]) - mean) * rstd * static_cast<float>(g.v[k]) +
                                 static_cast<float>(b.v[k]));
@@ -116,7 +118,7 @@ GPT2_LANE_FN GradSums grad_sums(const T* dy, const T* s, const T* gamma, float m
   const int64_t packs = C / kVec;
   for (int64_t p = lane; p < packs; p += kLanes) {
     const Pack<T, kVec> d = load<T, kVec>(dy, p), a = load<T, kVec>(s, p), g = load<T, kVec>(gamma, p);
-#pragma unroll
+    GPT2_UNROLL
     for (int k = 0; k < kVec; ++k) {
       const float dyk = static_cast<float>(d.v[k]), xhat = (static_cast<float>(a.v[k]) - mean) * rstd;
       const float dxhat = dyk * static_cast<float>(g.v[k]);
@@ -139,7 +141,7 @@ GPT2_LANE_FN void grad_input(const T* dy, const T* s, const T* gamma, const T* d
     Pack<T, kVec> o{};
     if (ds_out) o = load<T, kVec>(ds_out, p);
     Pack<T, kVec> out;
-#pragma unroll
+    GPT2_UNROLL
     for (int k = 0; k < kVec; ++k) {
       const float xhat = (static_cast<float>(a.v[k]) - mean) * rstd;
       const float dx = rstd * (static_cast<float>(d.v[k]) * static_cast<float>(g.v[k]) - mean_dy_gamma -

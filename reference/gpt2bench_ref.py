@@ -213,6 +213,13 @@ def make_step(fwd, opt):
     return step
 
 
+def first_step_gradient_norm(opt, beta1):
+    """The L2 norm of the whole gradient the first step took, as the C++ parity trajectory reads it: after one
+    AdamW step exp_avg = (1 - beta1) * grad, in every form (loop, foreach, fused)."""
+    sq = sum(float(s["exp_avg"].double().square().sum()) for s in opt.state.values())
+    return math.sqrt(sq) / (1.0 - beta1)
+
+
 def by_name(events, n, cuda):
     """One step's events per name, as the C++ breakdown pass's `by_name` has them, to be set side by side (the eager
     gap). CPU: what the C++ collector's RecordFunction callback takes, the FUNCTION scope (ATen's ops and autograd's
@@ -284,6 +291,7 @@ def run(cfg):
         t0 = time.perf_counter()
         out["parity_losses"] = [float(step(*data.next()))]  # float(): a device sync
         out["first_step_s"] = time.perf_counter() - t0  # torch.compile's compilation, when compiled
+        out["parity_grad_norm"] = first_step_gradient_norm(opt, cfg["optimizer"]["beta1"])
         out["parity_losses"] += [float(step(*data.next())) for _ in range(cfg["parity_steps"] - 1)]
         out["parity_s"] = time.perf_counter() - t0
         del model, fwd, opt

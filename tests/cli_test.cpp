@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "bench/ladder/parity.h"
 #include "bench/runtime/device.h"
 #include "helpers.h"
 
@@ -237,6 +238,13 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   EXPECT_EQ(eager["parity"]["verdict"], "pass") << eager.dump();
   EXPECT_LT(eager["parity"]["max_abs_dev"].get<double>(), 1e-4) << eager.dump();  // the same weights and data
   EXPECT_EQ(eager["parity"]["losses"].size(), 2u);
+  // The first step's whole gradient, Python's read from torch.optim.AdamW's state as the C++ one from ours.
+  EXPECT_GT(eager["parity"]["grad_norm"].get<double>(), 0) << eager.dump();
+  EXPECT_NEAR(eager["parity"]["grad_norm_ratio"].get<double>(), 1.0, 1e-4) << eager.dump();
+  const auto& ri = eager["ratio_interval"];  // the ratio with where noise alone could put it
+  EXPECT_LE(ri["low"].get<double>(), ri["estimate"].get<double>()) << ri.dump();
+  EXPECT_LE(ri["estimate"].get<double>(), ri["high"].get<double>()) << ri.dump();
+  EXPECT_GT(ri["level"].get<double>(), 0.5) << ri.dump();
   EXPECT_NEAR(eager["ratio"].get<double>(), doc["rungs"][0]["median"]["tokens_per_sec"].get<double>() /
                                                 eager["result"]["tokens_per_sec"].get<double>(), 1e-9);
   // The eager gap's two sides: every ATen op name of one step, C++ (breakdown/, not rungs.json) and Python.
@@ -263,6 +271,7 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   EXPECT_EQ(compiled["config"]["compile"], true);
   EXPECT_EQ(compiled["config"]["model"]["padded_vocab"], 104);  // tiny's 97 padded as vocab_padding pads
   EXPECT_EQ(compiled["parity"]["verdict"], "pass") << compiled.dump();
+  EXPECT_NEAR(compiled["parity"]["grad_norm_ratio"].get<double>(), 1.0, kPrecisionGradTol) << compiled.dump();
 
   // An interpreter that cannot run the script: an error entry naming it, the ladder's rungs kept.
   auto bad = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "bad") + " --rung ref_torch_eager",

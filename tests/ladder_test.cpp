@@ -149,14 +149,22 @@ TEST(Reference, ComparedWithTheFastestRungOfTheSameStep) {
   rungs[7].plan.rung.spec.batch = 16;
   rungs[7].out.rep_tokens_per_sec = {500};
   auto ref = [](int64_t batch) {
+    const double step_s = batch * 4 / 100.0;  // 100 tok/s at T = 4, with some noise
     return nlohmann::json{{"name", "ref_torch_compile"}, {"status", "ok"},
-                          {"config", {{"batch", batch}, {"model", {{"tie_weights", false}}}}},
-                          {"result", {{"tokens_per_sec", 100.0}}}};
+                          {"config", {{"batch", batch}, {"model", {{"tie_weights", false}, {"context", 4}}}}},
+                          {"result", {{"tokens_per_sec", 100.0}, {"step_s", {step_s / 1.05, step_s, step_s / 0.95}}}}};
   };
   nlohmann::json at16 = ref(16), at8 = ref(8), at4 = ref(4);
   compare_reference(at16, rungs, {});
   EXPECT_EQ(at16["compared_with"], "13_top+fused_classifier");
   EXPECT_DOUBLE_EQ(at16["ratio"].get<double>(), 1.1);
+  // With it, how far noise could move it: 110 over 105, 100 and 95 tok/s; 3 and 3 repetitions cover 1 - 2/20.
+  const auto& ri = at16["ratio_interval"];
+  EXPECT_NEAR(ri["estimate"].get<double>(), 1.1, 1e-9);
+  EXPECT_NEAR(ri["low"].get<double>(), 110 / 105.0, 1e-9);
+  EXPECT_NEAR(ri["high"].get<double>(), 110 / 95.0, 1e-9);
+  EXPECT_NEAR(ri["level"].get<double>(), 0.9, 1e-12);
+  EXPECT_NE(reference_line(at16).find("(1.05-1.16x, 90%)"), std::string::npos) << reference_line(at16);
   compare_reference(at8, rungs, {});
   EXPECT_EQ(at8["compared_with"], "11_vocab_padding");
   compare_reference(at4, rungs, {});  // no rung ran at its batch

@@ -1,8 +1,11 @@
-// The spread of a rung's repetitions: median with a distribution-free confidence interval, and the
-// coefficient of variation, on fixed inputs.
+// The spread of a rung's repetitions: median with a distribution-free confidence interval, the ratio of two
+// rungs with one, and the coefficient of variation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
+#include <vector>
 
 #include "bench/measure/stats.h"
 
@@ -28,6 +31,56 @@ TEST(Stats, MedianIntervalFromOrderStatistics) {
   EXPECT_EQ(m.low, 1);
   EXPECT_EQ(m.high, 6);
   EXPECT_EQ(median_interval({}).n, 0);
+}
+
+TEST(Stats, RatioIntervalFromPairwiseRatios) {
+  // n = m = 5: P(U <= 2) = 4/252 under no difference (U = 0, 1: one ordering each; U = 2: two), P(U <= 3)
+  // = 7/252, so [D(3), D(23)] of the 25 sorted ratios covers 1 - 8/252 = 96.8% and [D(4), D(22)] only 94.4%.
+  const std::vector<double> b = {100, 101, 102, 103, 104};
+  std::vector<double> a;
+  for (double x : b) a.push_back(2 * x);
+  auto r = ratio_interval(a, b);
+  EXPECT_NEAR(r.level, 1 - 8.0 / 252, 1e-12);
+  EXPECT_NEAR(r.estimate, 2.0, 1e-12);  // the median pairwise ratio: 2x exactly, 200/100 ... 208/104
+  std::vector<double> ratios;
+  for (double x : a)
+    for (double y : b) ratios.push_back(x / y);
+  std::sort(ratios.begin(), ratios.end());
+  EXPECT_DOUBLE_EQ(r.low, ratios[2]);
+  EXPECT_DOUBLE_EQ(r.high, ratios[22]);
+  EXPECT_LT(r.low, 2.0);
+  EXPECT_GT(r.high, 2.0);
+  // The other way round: the reciprocal.
+  const auto back = ratio_interval(b, a);
+  EXPECT_NEAR(back.estimate, 0.5, 1e-12);
+  EXPECT_NEAR(back.low, 1 / r.high, 1e-12);
+  EXPECT_NEAR(back.high, 1 / r.low, 1e-12);
+  // Too few repetitions for 95%: every pairwise ratio, and what that covers (1 - 2/C(4, 2)).
+  r = ratio_interval({3, 4}, {1, 2});
+  EXPECT_DOUBLE_EQ(r.low, 1.5);
+  EXPECT_DOUBLE_EQ(r.high, 4.0);
+  EXPECT_NEAR(r.level, 1 - 2.0 / 6, 1e-12);
+  EXPECT_EQ(ratio_interval({}, {1}).n, 0);
+}
+
+// What the interval promises: over many pairs of noisy samples (9 repetitions each, lognormal noise of 10%),
+// it holds the true ratio at least as often as its level says.
+TEST(Stats, RatioIntervalCoversTheTrueRatio) {
+  std::mt19937 gen(7);
+  std::normal_distribution<double> noise(0.0, 0.1);
+  const double truth = 1.3;
+  int covered = 0, trials = 2000;
+  double level = 0;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<double> a, b;
+    for (int i = 0; i < 9; ++i) a.push_back(truth * 1000 * std::exp(noise(gen))), b.push_back(1000 * std::exp(noise(gen)));
+    const auto r = ratio_interval(a, b);
+    covered += r.low <= truth && truth <= r.high;
+    level = r.level;
+  }
+  EXPECT_GE(level, 0.95);
+  EXPECT_GT(double(covered) / trials, level - 0.015) << covered << " of " << trials;  // binomial sd ~0.005
+  EXPECT_LT(double(covered) / trials, 0.995);  // an interval, not the whole line
 }
 
 TEST(Stats, CoefficientOfVariation) {

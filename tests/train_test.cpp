@@ -11,6 +11,7 @@
 #include "bench/step/train_step.h"
 #include "helpers.h"
 #include "model/data.h"
+#include "model/gpt2.h"
 
 namespace gpt2 {
 namespace {
@@ -114,6 +115,27 @@ TEST(AdamW, FusedStepSkippedOnInfDoesNotCount) {
   b.step(one, none);
   EXPECT_EQ(a.state_tensors().back().item<float>(), 1.0f);
   EXPECT_TRUE(at::allclose(skipped[0], clean[0], 0, 0)) << "the step after a skipped one differs from a first step";
+}
+
+// The parity trajectory's first gradient norm is the whole gradient of the seed's weights on the first batch,
+// read back from AdamW's first moment, whichever form (loop, foreach, fused) took the step.
+TEST(TrainStep, TheTrajectoryReadsTheFirstStepsWholeGradient) {
+  StepSpec s = tiny_spec(4);
+  s.model.dropout = 0.0;
+  const at::Tensor tokens = corpus(97);
+  GPT2 m(s.model);
+  init_weights(*m, 5);
+  auto [x, y] = Loader(tokens, s.batch, s.model.context, 0, 1).next();
+  at::cross_entropy_loss(m->forward(x).view({-1, s.model.vocab_size}), y.view({-1})).backward();
+  double sq = 0;
+  for (const auto& p : m->parameters()) sq += p.grad().to(at::kDouble).square().sum().item<double>();
+  const double direct = std::sqrt(sq);
+  ASSERT_GT(direct, 0);
+  for (auto kind : {OptimizerKind::kAdamwLoop, OptimizerKind::kAdamwForeach, OptimizerKind::kAdamwFused}) {
+    s.optimizer.kind = kind;
+    const Trajectory t = loss_trajectory(s, cpu(), tokens, 5, 2);
+    EXPECT_NEAR(t.first_grad_norm / direct, 1.0, 1e-5) << to_string(kind);
+  }
 }
 
 // Autocast is a process-wide switch: a forward that throws must not leave it on.

@@ -123,7 +123,7 @@ TEST(Variants, ParityOnTheCpu) {
   StepSpec base = baseline_spec(m, 2, cpu());
   base.settings.max_batch = 4;
   const auto tokens = to_token_tensor(synthetic_corpus(m.vocab_size, 20000, 2));
-  const auto reference = loss_trajectory(base, cpu(), tokens, 1, 4).losses;
+  const Trajectory reference = loss_trajectory(base, cpu(), tokens, 1, 4);
   for (const auto& v : registry()) {
     if (!v->supports(cpu()).ok) continue;
     StepSpec s = base;
@@ -132,9 +132,10 @@ TEST(Variants, ParityOnTheCpu) {
     const Trajectory tr = loss_trajectory(s, cpu(), tokens, 1, 4);
     const ParityResult r = judge_parity(v->parity, tr, reference);
     EXPECT_EQ(r.verdict, "pass") << v->name << ": " << r.rule << ", max dev " << r.max_abs_dev << ", losses "
-                                 << at::tensor(tr.losses) << " baseline " << at::tensor(reference);
+                                 << at::tensor(tr.losses) << " baseline " << at::tensor(reference.losses);
     if (v->parity == ParityClass::kExact) {
       EXPECT_LT(r.max_abs_dev, 1e-4) << v->name;
+      EXPECT_NEAR(r.grad_norm_ratio, 1.0, 1e-4) << v->name;
     }
   }
 }
@@ -155,7 +156,7 @@ TEST(Variants, MaskOnTheFlyDropsTheMaskBuffers) {
 
 TEST(Parity, Verdicts) {
   auto judge = [](ParityClass c, std::vector<double> l, double after = 1.0) {
-    return judge_parity(c, Trajectory{std::move(l), after}, {5.0, 4.0});
+    return judge_parity(c, Trajectory{std::move(l), after}, Trajectory{{5.0, 4.0}});
   };
   EXPECT_EQ(judge(ParityClass::kExact, {5.0, 4.0005}).verdict, "pass");
   EXPECT_EQ(judge(ParityClass::kExact, {5.0, 4.1}).verdict, "fail");
@@ -167,6 +168,31 @@ TEST(Parity, Verdicts) {
   EXPECT_EQ(judge(ParityClass::kProblem, {5.0, 4.0}, NAN).verdict, "fail");
   EXPECT_EQ(judge_parity(ParityClass::kExact, Trajectory{}, {}).verdict, "n/a");
   EXPECT_NEAR(judge(ParityClass::kExact, {5.0, 4.1}).max_abs_dev, 0.1, 1e-12);
+}
+
+// AdamW takes the same step from a gradient scaled as a whole (a gradient summed over ranks instead of
+// averaged, a loss scale never undone): the losses cannot tell, the first step's gradient norm can.
+TEST(Parity, AWholeGradientScaledFailsWhereTheLossesPass) {
+  const Trajectory base{{5.0, 4.0}, 3.0, 2.0};
+  auto judge = [&](ParityClass c, double grad_norm) {
+    return judge_parity(c, Trajectory{{5.0, 4.0}, 3.0, grad_norm}, base);
+  };
+  for (ParityClass c : {ParityClass::kExact, ParityClass::kPrecision}) {
+    EXPECT_EQ(judge(c, 4.0).verdict, "fail") << to_string(c);  // x2, as 2 ranks summed
+    EXPECT_EQ(judge(c, 1.0).verdict, "fail") << to_string(c);
+    EXPECT_EQ(judge(c, 2.0).verdict, "pass") << to_string(c);
+    EXPECT_DOUBLE_EQ(judge(c, 4.0).grad_norm_ratio, 2.0);
+    EXPECT_NE(judge(c, 4.0).rule.find("gradient norm within"), std::string::npos) << judge(c, 4.0).rule;
+    EXPECT_EQ(judge(c, 0.0).verdict, "pass");  // not known (a step the fp16 scaler skipped): not compared
+    EXPECT_EQ(judge(c, 0.0).grad_norm_ratio, 0.0);
+    EXPECT_NE(judge(c, 0.0).rule.find("not compared"), std::string::npos);
+    EXPECT_EQ(judge(c, NAN).verdict, "fail");
+  }
+  EXPECT_EQ(judge(ParityClass::kExact, 2.0 * (1 + 5e-4)).verdict, "pass");
+  EXPECT_EQ(judge(ParityClass::kExact, 2.0 * 1.01).verdict, "fail");
+  EXPECT_EQ(judge(ParityClass::kPrecision, 2.0 * 1.05).verdict, "pass");  // bf16's gradient
+  EXPECT_EQ(judge(ParityClass::kProblem, 4.0).verdict, "pass");  // another batch: another gradient
+  EXPECT_EQ(judge_parity(ParityClass::kExact, Trajectory{{5.0, 4.1}, 3.0, 2.0}, base).verdict, "fail");
 }
 
 std::string resolve_error(const std::vector<std::string>& names) {

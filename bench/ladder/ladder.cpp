@@ -238,7 +238,7 @@ struct Ladder {
   const TokenData& data;
   MemoryMeter& meter;
   Dist* dist;  // nullptr: one process
-  std::vector<double> baseline_losses;
+  Trajectory baseline;  // the parity reference: the baseline's K losses and first gradient
   std::unique_ptr<TrainStep> live;  // the rung being timed, kept across its repetitions
   std::string abort_reason;         // set once the run cannot go on (a lost rank)
   std::string reference_error;      // why there is no parity reference (it ran out of memory)
@@ -403,11 +403,12 @@ struct Ladder {
     r.out.status = RungStatus::kOk;
     if (is_baseline) {
       r.out.parity.rule = "the reference";
-      r.out.parity.losses = baseline_losses;
+      r.out.parity.losses = baseline.losses;
+      r.out.parity.grad_norm = baseline.first_grad_norm;
       return;
     }
     // Data-parallel rungs run it whenever the profile asks (their ranks take it together).
-    if (baseline_losses.empty() && !(ranks(r.spec()) > 1 && prof.parity_steps > 0)) {
+    if (baseline.losses.empty() && !(ranks(r.spec()) > 1 && prof.parity_steps > 0)) {
       r.out.parity.rule = reference_error.empty() ? "no parity steps" : "no parity reference: " + reference_error;
       return;
     }
@@ -421,8 +422,8 @@ struct Ladder {
     try {
       // fit() set the steps: the profile's, or fewer at the budget's floor (one process only)
       const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(r.out.parity_steps), dist);
-      r.out.parity = baseline_losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline_losses);
-      if (baseline_losses.empty()) r.out.parity.rule = "no parity reference: " + reference_error;
+      r.out.parity = baseline.losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline);
+      if (baseline.losses.empty()) r.out.parity.rule = "no parity reference: " + reference_error;
     } catch (const c10::OutOfMemoryError& e) {
       r.out.parity = ParityResult{};
       r.out.parity.rule = "out of memory in the parity run at batch " + std::to_string(s.batch) + ": " +
@@ -752,8 +753,8 @@ void parity_reference(Ladder& ladder, const StepSpec& baseline) {
   if (prof.parity_steps <= 0) return;
   std::cerr << "gpt2bench: parity reference, " << prof.parity_steps << " baseline steps...\n";
   try {
-    ladder.baseline_losses =
-        loss_trajectory(baseline, ladder.dev, ladder.data.train, prof.seed, static_cast<int>(prof.parity_steps)).losses;
+    ladder.baseline =
+        loss_trajectory(baseline, ladder.dev, ladder.data.train, prof.seed, static_cast<int>(prof.parity_steps));
   } catch (const c10::OutOfMemoryError& e) {
     ladder.release();
     ladder.reference_error = "the baseline ran out of memory at batch " + std::to_string(baseline.batch) + " (" +
@@ -842,7 +843,7 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
     std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << project_python() << "\n";
     nlohmann::json ref = run_reference(name, reference_config(name, prof, ladder.dev, batch), ladder.data.train,
                                        o.out_dir, share);
-    compare_reference(ref, records, ladder.baseline_losses);
+    compare_reference(ref, records, ladder.baseline);
     std::cerr << reference_line(ref) << "\n";
     refs.push_back(ref);
     writer.set_references(refs);
@@ -867,7 +868,7 @@ int run_ladder(const LadderOptions& o) {
   if (dist && dist->rank() != 0) {  // the other ranks write nothing: they follow rank 0's data-parallel rungs
     meter->set_limit(prof.settings.cpu_memory_budget);
     Ladder follower{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, nullptr};
-    if (prof.parity_steps > 0) follower.baseline_losses.assign(prof.parity_steps, 0.0);  // only its length is used
+    if (prof.parity_steps > 0) follower.baseline.losses.assign(prof.parity_steps, 0.0);  // only its length is used
     return follower.follow(records);
   }
   const std::string build_id = git_sha() + " torch " + torch_version() + (build_has_cuda() ? " cuda" : " cpu");

@@ -1,16 +1,28 @@
 #include "bench/ladder/parity.h"
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace gpt2 {
 
-ParityResult judge_parity(ParityClass cls, const Trajectory& t, const std::vector<double>& base) {
+namespace {
+std::string percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g%%", 100 * x);
+  return buf;
+}
+}  // namespace
+
+ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory& baseline) {
   const std::vector<double>& losses = t.losses;
+  const std::vector<double>& base = baseline.losses;
   ParityResult r;
   r.losses = losses;
   r.baseline_losses = base;
-  bool finite = std::isfinite(t.first_batch_after);
+  r.grad_norm = t.first_grad_norm;
+  r.baseline_grad_norm = baseline.first_grad_norm;
+  bool finite = std::isfinite(t.first_batch_after) && std::isfinite(t.first_grad_norm);
   for (double l : losses) finite = finite && std::isfinite(l);
   for (size_t i = 0; i < losses.size() && i < base.size(); ++i)
     r.max_abs_dev = std::max(r.max_abs_dev, std::abs(losses[i] - base[i]));
@@ -23,21 +35,26 @@ ParityResult judge_parity(ParityClass cls, const Trajectory& t, const std::vecto
     r.rule = "loss must stay finite";
     return r;
   }
-  switch (cls) {
-    case ParityClass::kExact:
-      r.rule = "|loss - baseline| <= " + std::to_string(kExactTol) + " at every step (fp32, same math)";
-      r.verdict = r.max_abs_dev <= kExactTol ? "pass" : "fail";
-      break;
-    case ParityClass::kPrecision:
-      r.rule = "|loss - baseline| <= " + std::to_string(kPrecisionTol) + " at every step (reduced precision)";
-      r.verdict = r.max_abs_dev <= kPrecisionTol ? "pass" : "fail";
-      break;
-    case ParityClass::kProblem:
-      r.rule = "a different problem: loss finite, first batch's loss lower after the steps (" +
-               std::to_string(losses.front()) + " -> " + std::to_string(t.first_batch_after) + ")";
-      r.verdict = t.first_batch_after < losses.front() ? "pass" : "fail";
-      break;
+  if (cls == ParityClass::kProblem) {
+    r.rule = "a different problem: loss finite, first batch's loss lower after the steps (" +
+             std::to_string(losses.front()) + " -> " + std::to_string(t.first_batch_after) + ")";
+    r.verdict = t.first_batch_after < losses.front() ? "pass" : "fail";
+    return r;
   }
+  const bool exact = cls == ParityClass::kExact;
+  const double tol = exact ? kExactTol : kPrecisionTol, grad_tol = exact ? kExactGradTol : kPrecisionGradTol;
+  r.rule = "|loss - baseline| <= " + std::to_string(tol) + " at every step (" +
+           (exact ? "fp32, same math" : "reduced precision") + ")";
+  bool pass = r.max_abs_dev <= tol;
+  if (r.grad_norm > 0 && r.baseline_grad_norm > 0) {
+    r.grad_norm_ratio = r.grad_norm / r.baseline_grad_norm;
+    r.rule += "; first step's gradient norm within " + percent(grad_tol) + " of the baseline's (" +
+              std::to_string(r.grad_norm) + " vs " + std::to_string(r.baseline_grad_norm) + ")";
+    pass = pass && std::abs(r.grad_norm_ratio - 1) <= grad_tol;
+  } else {
+    r.rule += "; first step's gradient norm not compared (not known on one side: a step the gradient scaler skipped)";
+  }
+  r.verdict = pass ? "pass" : "fail";
   return r;
 }
 

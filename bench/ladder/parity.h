@@ -1,4 +1,4 @@
-// defines: judge_parity — the verdict on a rung's losses against the baseline's, by parity class
+// defines: judge_parity — the verdict on a rung's losses and first gradient against the baseline's, by parity class
 #pragma once
 #include <string>
 #include <vector>
@@ -10,18 +10,26 @@ namespace gpt2 {
 
 struct ParityResult {
   std::string verdict = "n/a";  // pass | fail | n/a
-  std::string rule;             // what was checked, with the tolerance
+  std::string rule;             // what was checked, with the tolerances
   double max_abs_dev = 0;
   std::vector<double> losses, baseline_losses;
+  double grad_norm = 0, baseline_grad_norm = 0;  // the first step's whole-gradient norms; 0: not known
+  double grad_norm_ratio = 0;                    // grad_norm / baseline_grad_norm; 0: not compared
 };
 
 // Tolerances on |loss - baseline loss| at every one of the K parity steps.
 constexpr double kExactTol = 1e-3;      // fp32, the same math in another order or layout
 constexpr double kPrecisionTol = 0.25;  // TF32/bf16/fp16 arithmetic, or a padded vocabulary (~2% of ln 50257)
+// Tolerances on |first-step gradient norm / the baseline's - 1| (same weights, same batch). AdamW is
+// blind to a gradient scaled as a whole, so the losses pass with one summed over ranks, or a loss
+// scale left in; this sees a factor of 2 in any class.
+constexpr double kExactGradTol = 1e-3;
+constexpr double kPrecisionGradTol = 0.1;
 
-// exact/precision: within the tolerance at every step; problem (e.g. another batch): finite, and
-// the first batch's loss lower after the K steps than at step 1 (it is trained on, so it falls
-// unless training is broken). Non-finite losses always fail; no losses is "n/a".
-ParityResult judge_parity(ParityClass cls, const Trajectory& t, const std::vector<double>& baseline);
+// exact/precision: the losses within the tolerance at every step, and the first step's gradient norm
+// within its tolerance where both are known; problem (e.g. another batch, so another gradient):
+// finite, and the first batch's loss lower after the K steps than at step 1 (it is trained on, so it
+// falls unless training is broken). Non-finite losses always fail; no losses is "n/a".
+ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory& baseline);
 
 }  // namespace gpt2

@@ -14,6 +14,7 @@
 
 #include "bench/ladder/parity.h"
 #include "bench/ladder/results.h"
+#include "bench/measure/stats.h"
 #include "common/files.h"
 #include "common/python.h"
 #include "config/profile.h"
@@ -129,8 +130,7 @@ nlohmann::json run_reference(const std::string& name, nlohmann::json config, con
   return entry;
 }
 
-void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs,
-                       const std::vector<double>& baseline_losses) {
+void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline) {
   if (ref["status"] != "ok") return;
   const auto& res = ref["result"];
   const int64_t batch = ref["config"]["batch"];
@@ -152,18 +152,28 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
     ref["cpp_parameters"] = parameter_count(with->spec().model);
     ref["cpp_tokens_per_sec"] = with->median_tokens_per_sec();
     ref["ratio"] = with->median_tokens_per_sec() / res["tokens_per_sec"].get<double>();  // C++ over Python
+    if (res.contains("step_s")) {  // how far the repetitions' noise alone could move it
+      const double tokens = double(batch) * ref["config"]["model"]["context"].get<double>();
+      std::vector<double> python;
+      for (const auto& s : res["step_s"]) python.push_back(tokens / s.get<double>());
+      const RatioInterval ri = ratio_interval(with->out.rep_tokens_per_sec, python);
+      ref["ratio_interval"] = {{"estimate", ri.estimate}, {"low", ri.low}, {"high", ri.high}, {"level", ri.level},
+                               {"method", "Hodges-Lehmann: the median of the repetitions' pairwise tok/s ratios, "
+                                          "with the Mann-Whitney distribution-free interval"}};
+    }
     const auto& b = with->out.breakdown;
     if (res.contains("breakdown") && res["breakdown"].contains("events_per_step") && b.is_object() &&
         b.contains("events_per_step"))  // the eager gap in one figure; name by name in the report
       ref["events_per_step"] = {{"what", res["breakdown"]["events"]}, {"cpp", b["events_per_step"]},
                                 {"python", res["breakdown"]["events_per_step"]}};
   }
-  if (res.contains("parity_losses") && !baseline_losses.empty()) {
-    Trajectory t{res["parity_losses"].get<std::vector<double>>(), 0};
+  if (res.contains("parity_losses") && !baseline.losses.empty()) {
+    Trajectory t{res["parity_losses"].get<std::vector<double>>(), 0, res.value("parity_grad_norm", 0.0)};
     const ParityResult p = judge_parity(ref["name"] == "ref_torch_eager" ? ParityClass::kExact : ParityClass::kPrecision,
-                                        t, baseline_losses);
+                                        t, baseline);
     ref["parity"] = {{"verdict", p.verdict}, {"rule", p.rule}, {"max_abs_dev", p.max_abs_dev},
-                     {"losses", p.losses}, {"baseline_losses", p.baseline_losses}};
+                     {"losses", p.losses}, {"baseline_losses", p.baseline_losses}, {"grad_norm", p.grad_norm},
+                     {"baseline_grad_norm", p.baseline_grad_norm}, {"grad_norm_ratio", p.grad_norm_ratio}};
   }
 }
 
@@ -185,6 +195,12 @@ std::string reference_line(const nlohmann::json& ref) {
     std::snprintf(buf, sizeof(buf), "; %s is %.2fx it", ref["compared_with"].get<std::string>().c_str(),
                   ref["ratio"].get<double>());
     o << buf;
+    if (ref.contains("ratio_interval")) {
+      const auto& ri = ref["ratio_interval"];
+      std::snprintf(buf, sizeof(buf), " (%.2f-%.2fx, %.0f%%)", ri["low"].get<double>(), ri["high"].get<double>(),
+                    100 * ri["level"].get<double>());
+      o << buf;
+    }
   }
   if (ref.contains("parity")) o << ", parity " << ref["parity"]["verdict"].get<std::string>();
   if (ref.contains("events_per_step")) {

@@ -23,6 +23,7 @@ namespace gpt2 {
 struct DeviceInfo;
 struct Profile;
 struct RungRecord;
+struct Trajectory;
 
 // The reference rungs there are, in the order they run.
 const std::vector<std::string>& reference_names();
@@ -40,9 +41,8 @@ nlohmann::json run_reference(const std::string& name, nlohmann::json config, con
                              const std::string& dir, double budget_s);
 
 // Sets `compared_with`, `ratio` (the C++ rung's tok/s over the reference's) and the parity of the
-// reference's first losses against the C++ baseline's (`baseline_losses`).
-void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs,
-                       const std::vector<double>& baseline_losses);
+// reference's first losses and first gradient norm against the C++ baseline's (`baseline`).
+void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline);
 
 // One console line (at most 160 characters).
 std::string reference_line(const nlohmann::json& ref);

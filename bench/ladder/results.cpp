@@ -110,7 +110,9 @@ nlohmann::json to_json(const RungRecord& r) {
                       {"datasheet", opt(r.plan.datasheet_peak)}, {"measured_matmul", r.plan.measured_peak}}},
       {"parity", {{"class", to_string(r.plan.rung.parity)}, {"verdict", r.out.parity.verdict}, {"rule", r.out.parity.rule},
                   {"max_abs_dev", r.out.parity.max_abs_dev}, {"losses", r.out.parity.losses},
-                  {"baseline_losses", r.out.parity.baseline_losses}}},
+                  {"baseline_losses", r.out.parity.baseline_losses}, {"grad_norm", r.out.parity.grad_norm},
+                  {"baseline_grad_norm", r.out.parity.baseline_grad_norm},
+                  {"grad_norm_ratio", r.out.parity.grad_norm_ratio}}},
   };
   if (!r.out.error.empty()) j["error"] = r.out.error;
   j["sdpa_backend_used"] = r.out.sdpa_backend_used;
@@ -158,6 +160,9 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   r.out.parity.max_abs_dev = p.at("max_abs_dev").get<double>();
   r.out.parity.losses = p.at("losses").get<std::vector<double>>();
   r.out.parity.baseline_losses = p.at("baseline_losses").get<std::vector<double>>();
+  r.out.parity.grad_norm = p.value("grad_norm", 0.0);
+  r.out.parity.baseline_grad_norm = p.value("baseline_grad_norm", 0.0);
+  r.out.parity.grad_norm_ratio = p.value("grad_norm_ratio", 0.0);
   r.out.sdpa_backend_used = j.value("sdpa_backend_used", "n/a");
   if (j.contains("sdpa_choice")) {
     r.out.sdpa_choice = sdpa_choice_from(j["sdpa_choice"]);
@@ -296,8 +301,12 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
       << std::setw(12) << gb(r.out.peak_alloc_bytes) << std::setw(12) << gb(r.out.peak_reserved_bytes) << std::setw(9) << mfu
       << "  " << (r.out.parity.verdict == "fail" ? "FAIL" : r.out.parity.verdict);
     if (r.out.parity.verdict != "n/a") {
-      char dev[48];
-      std::snprintf(dev, sizeof(dev), " (max dev %.2e)", r.out.parity.max_abs_dev);
+      char dev[64];
+      if (r.out.parity.grad_norm_ratio > 0)
+        std::snprintf(dev, sizeof(dev), " (max dev %.2e, |grad| %.3fx)", r.out.parity.max_abs_dev,
+                      r.out.parity.grad_norm_ratio);
+      else
+        std::snprintf(dev, sizeof(dev), " (max dev %.2e)", r.out.parity.max_abs_dev);
       s << dev;
     }
     if (r.throttled()) s << "  THROTTLED: " << r.out.clocks.value("throttled_why", "");

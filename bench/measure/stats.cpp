@@ -15,6 +15,26 @@ double binomial_below(int n, int k) {
   }
   return p * std::pow(0.5, n);
 }
+
+// The Mann-Whitney statistic's null distribution for samples of n and m: P(U = u), u = 0..n·m. The
+// largest of the n + m values is one of the n (U gains m) with probability n / (n + m), else one of the m.
+std::vector<double> mann_whitney_null(int n, int m) {
+  // row[j] holds the distribution for (i, j) as i goes 0..n
+  std::vector<std::vector<double>> row(static_cast<size_t>(m) + 1, std::vector<double>{1.0});
+  for (int i = 1; i <= n; ++i) {
+    std::vector<double> prev{1.0};  // (i, 0): U = 0
+    for (int j = 1; j <= m; ++j) {
+      std::vector<double> cur(static_cast<size_t>(i) * j + 1, 0.0);
+      const double pa = double(i) / (i + j);
+      for (size_t u = 0; u < row[j].size(); ++u) cur[u + j] += pa * row[j][u];  // (i-1, j), shifted by j
+      for (size_t u = 0; u < prev.size(); ++u) cur[u] += (1 - pa) * prev[u];    // (i, j-1)
+      row[j - 1] = std::move(prev);
+      prev = std::move(cur);
+    }
+    row[m] = std::move(prev);
+  }
+  return row[m];
+}
 }  // namespace
 
 double median(std::vector<double> v) {
@@ -37,6 +57,27 @@ MedianInterval median_interval(std::vector<double> v, double level) {
   m.high = v[n - k];
   m.level = 1 - 2 * binomial_below(m.n, k);
   return m;
+}
+
+RatioInterval ratio_interval(const std::vector<double>& a, const std::vector<double>& b, double level) {
+  RatioInterval r;
+  r.n = static_cast<int>(a.size());
+  r.m = static_cast<int>(b.size());
+  if (a.empty() || b.empty()) return r;
+  std::vector<double> logs;
+  for (double x : a)
+    for (double y : b) logs.push_back(std::log(x / y));
+  std::sort(logs.begin(), logs.end());
+  r.estimate = std::exp(median(logs));
+  const std::vector<double> p = mann_whitney_null(r.n, r.m);
+  const size_t nm = logs.size();
+  double below = p[0];  // P(U < k + 1) as k grows
+  size_t k = 1;
+  while (2 * (k + 1) <= nm && 1 - 2 * (below + p[k]) >= level) below += p[k++];
+  r.low = std::exp(logs[k - 1]);
+  r.high = std::exp(logs[nm - k]);
+  r.level = 1 - 2 * below;
+  return r;
 }
 
 double coefficient_of_variation(const std::vector<double>& v) {

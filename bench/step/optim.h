@@ -21,6 +21,10 @@ class AdamW {
   int64_t state_bytes() const;
   std::vector<at::Tensor> state_tensors() const;  // exp_avg, exp_avg_sq, device step counters
   const std::vector<at::Tensor>& params() const { return params_; }
+  // exp_avg, one a parameter. Right after the first step it is (1 - beta1) x the gradient that step
+  // took (unscaled, averaged over ranks), whatever form computed it; zero if the step was skipped.
+  const std::vector<at::Tensor>& first_moments() const { return exp_avg_; }
+  double beta1() const { return o_.beta1; }
 
  private:
   void step_loop(const std::vector<size_t>& live);

@@ -4,6 +4,8 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/Context.h>
 
+#include <cmath>
+
 #include "bench/runtime/nvtx.h"
 #include "bench/runtime/phase.h"
 #include "kernels/classifier.h"
@@ -204,6 +206,15 @@ TimedSteps time_steps(int64_t steps, const std::function<at::Tensor()>& step, St
   return t;
 }
 
+namespace {
+// After the first step: exp_avg = (1 - beta1) g, so |g| = |exp_avg| / (1 - beta1), summed in fp64.
+double first_step_gradient_norm(const AdamW& opt) {
+  double sq = 0;
+  for (const auto& m : opt.first_moments()) sq += m.to(at::kDouble).square().sum().item<double>();
+  return std::sqrt(sq) / (1.0 - opt.beta1());
+}
+}  // namespace
+
 Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps,
                            Dist* dist) {
   spec.model.dropout = 0.0;  // dropout masks depend on the kernels' RNG use, not on the math
@@ -218,6 +229,7 @@ Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tenso
       for (double l : dist->allgather({local})) sum += l;
       t.losses.push_back(sum / ranks(spec));
     }
+    if (i == 0) t.first_grad_norm = first_step_gradient_norm(ts.optimizer());
   }
   auto [x0, y0] = Loader(tokens, spec.batch, spec.model.context, dist_rank(spec, dist), ranks(spec)).next();
   t.first_batch_after = ts.eval_loss(x0, y0);

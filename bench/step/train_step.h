@@ -98,9 +98,15 @@ TimedSteps time_steps(int64_t steps, const std::function<at::Tensor()>& step, St
 // are the means over ranks, i.e. the global batch's. `first_batch_after` is
 // the first batch's loss measured again after the K steps: whether training lowers it is the
 // check for variants that change the problem, where per-step losses on new batches are noise.
+// `first_grad_norm` is the L2 norm of the whole gradient the optimizer took at the first step (same
+// weights, same batch in every rung), read from AdamW's first moment: AdamW's update does not change
+// when every gradient is scaled by one factor, so the losses alone cannot see a gradient summed over
+// ranks instead of averaged, or a loss scale never undone. 0: not known (the gradient scaler skipped
+// the step).
 struct Trajectory {
   std::vector<double> losses;
   double first_batch_after = 0;
+  double first_grad_norm = 0;
 };
 Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps,
                            Dist* dist = nullptr);

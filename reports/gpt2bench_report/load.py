@@ -28,6 +28,7 @@ class Rung:
     rep_tokens_per_sec: list[float] = field(default_factory=list)
     parity_verdict: str = "n/a"
     parity_dev: float = 0.0
+    parity_grad_ratio: float = 0.0  # the first step's gradient norm over the baseline's (0: not compared)
     batch: int = 0
     profile: dict | None = None
     scaling_efficiency: float | None = None
@@ -143,6 +144,7 @@ def load_run(path: str | Path) -> Run:
                     rep_tokens_per_sec=list(r.get("repetitions", {}).get("tokens_per_sec", [])),
                     parity_verdict=r.get("parity", {}).get("verdict", "n/a"),
                     parity_dev=r.get("parity", {}).get("max_abs_dev", 0.0),
+                    parity_grad_ratio=r.get("parity", {}).get("grad_norm_ratio", 0.0),
                     batch=r.get("spec", {}).get("batch", 0),
                     profile=r.get("breakdown", r.get("profile")),  # "profile" before 2026-11-23
                     scaling_efficiency=r.get("scaling_efficiency"),

@@ -23,6 +23,14 @@ def _first_line(text: str) -> str:
     return text.splitlines()[0] if text else ""
 
 
+def _parity(r) -> str:
+    """The verdict, the largest loss deviation and, where compared, the first step's gradient norm over the baseline's."""
+    if r.parity_verdict == "n/a":
+        return r.parity_verdict
+    grad = f", |grad| {r.parity_grad_ratio:.3f}x" if r.parity_grad_ratio else ""
+    return f"{r.parity_verdict} ({r.parity_dev:.1e}{grad})"
+
+
 def ladder_table(run: Run) -> list[list[str]]:
     """Rows of the per-run table: every rung, skipped and failed ones included, with why."""
     rows = [["rung", "status", "tok/s", "vs prev", "vs base", "step ms", "peak alloc GiB", "MFU", "parity", "noise",
@@ -46,7 +54,7 @@ def ladder_table(run: Run) -> list[list[str]]:
             f"{r.tokens_per_sec / base.tokens_per_sec:.2f}x" if base else "-",
             _fmt(r.step_ms, ".2f"), _fmt((r.peak_alloc_bytes or 0) / charts.GIB, ".3f"),
             "-" if r.mfu is None else f"{100 * r.mfu:.1f}%",
-            r.parity_verdict + (f" ({r.parity_dev:.1e})" if r.parity_verdict != "n/a" else ""), noise,
+            _parity(r), noise,
             interval, "-" if r.cv is None else f"{100 * r.cv:.1f}%",
         ])
         base = base or r
@@ -75,8 +83,10 @@ def run_notes(run: Run) -> list[str]:
                      "63.9 / 29.0 / 7.1).")
     if run.references:
         notes.append("reference rungs: the same step in Python PyTorch, same device, data and batch (README: Reference "
-                     "rungs); C++ / Python above 1 means the C++ rung is faster. First step: torch.compile's "
-                     "compilation where compiled.")
+                     "rungs); C++ / Python above 1 means the C++ rung is faster; its interval is where noise alone "
+                     "could put it (Hodges-Lehmann over the repetitions' pairwise tok/s ratios, Mann-Whitney "
+                     "distribution-free, at the coverage shown). First step: torch.compile's compilation where "
+                     "compiled.")
     bf16 = run.device.get("bf16_support", "")
     if run.device.get("type") == "cpu" and bf16.startswith("emulated"):
         notes.append("bf16 on this CPU is emulated (no AMX-BF16 or AVX512-BF16): bf16 matmuls run through "
@@ -108,15 +118,17 @@ def error_texts(run: Run) -> list[tuple[str, str]]:
 def reference_table(run: Run) -> list[list[str]]:
     """The Python reference rungs beside the C++ ones: never in the ladder's speed-ups."""
     rows = [["reference (Python)", "batch", "status", "tok/s", "compared with", "C++ tok/s", "C++ / Python",
-             "parity", "first step s", "torch"]]
+             "its interval", "parity", "first step s", "torch"]]
     for ref in run.references:
         res, cfg = ref.get("result", {}), ref.get("config", {})
         ok = ref.get("status") == "ok"
+        ri = ref.get("ratio_interval")
         rows.append([
             ref.get("name", "?"), str(cfg.get("batch", "")),
             ref.get("status", "?") if ok else "error: " + _first_line(ref.get("error", "")),
             _fmt(res.get("tokens_per_sec")) if ok else "-", ref.get("compared_with", "-"),
             _fmt(ref.get("cpp_tokens_per_sec")), _fmt(ref.get("ratio"), ".2f") + "x" if "ratio" in ref else "-",
+            f"{ri['low']:.2f}-{ri['high']:.2f}x ({100 * ri['level']:.0f}%)" if ri else "-",
             ref.get("parity", {}).get("verdict", "n/a"), _fmt(res.get("first_step_s"), ".1f") if ok else "-",
             res.get("torch_version", "-"),
         ])

@@ -33,6 +33,9 @@ def test_tables_hold_the_fixture_numbers_and_skipped_rungs():
         if r["status"] == "ok":
             assert rows[r["name"]][2] == format(r["median"]["tokens_per_sec"], ",.0f")
             assert rows[r["name"]][8].startswith(r["parity"]["verdict"])
+            if r["parity"]["grad_norm_ratio"]:  # the first step's gradient norm beside the losses' deviation
+                assert rows[r["name"]][8].endswith(f"|grad| {r['parity']['grad_norm_ratio']:.3f}x)")
+    assert rows["05_sdpa"][8].startswith("pass (") and "|grad| 1.000x" in rows["05_sdpa"][8]
     assert rows["02_tf32"][1] == "skipped"
     assert "tf32" in rows["02_tf32"][9] and "CUDA" in rows["02_tf32"][9]
     base = run.rungs[0].tokens_per_sec
@@ -328,6 +331,7 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
     doc["references"] = [
         {"name": "ref_torch_eager", "status": "ok", "config": {"batch": 4}, "compared_with": base["name"],
          "cpp_tokens_per_sec": 1200.0, "ratio": 1.2, "parity": {"verdict": "pass"},
+         "ratio_interval": {"estimate": 1.2, "low": 1.1, "high": 1.31, "level": 0.961},
          "result": {"tokens_per_sec": 1000.0, "first_step_s": 0.5, "torch_version": "2.13.0+cpu"}},
         {"name": "ref_torch_compile", "status": "error", "config": {"batch": 4},
          "error": "python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler: No working C++ compiler found"},
@@ -337,8 +341,8 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
     md = (write_report([run], tmp_path / "report") / "report.md").read_text()
     row = next(line for line in md.splitlines() if line.startswith("| ref_torch_eager"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells == ["ref_torch_eager", "4", "ok", "1,000", base["name"], "1,200", "1.20x", "pass", "0.5",
-                     "2.13.0+cpu"]
+    assert cells == ["ref_torch_eager", "4", "ok", "1,000", base["name"], "1,200", "1.20x", "1.10-1.31x (96%)", "pass",
+                     "0.5", "2.13.0+cpu"]
     assert "| ref_torch_compile | 4 | error: python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler" in md
     assert "blocks' weight matmuls 63.9%, LM head 29.0%, causal attention 7.1%" in md
 
