@@ -294,6 +294,12 @@ def run(cfg):
         out["parity_grad_norm"] = first_step_gradient_norm(opt, cfg["optimizer"]["beta1"])
         out["parity_losses"] += [float(step(*data.next())) for _ in range(cfg["parity_steps"] - 1)]
         out["parity_s"] = time.perf_counter() - t0
+        # The first batch's loss again, after the steps (the uncompiled module: the same weights, no recompilation
+        # for no_grad): at another batch than the C++ baseline's, whether training lowered it is the parity check.
+        with torch.no_grad():
+            x0, y0 = Batches(tokens, b, t, device).next()
+            logits = model(x0)
+            out["parity_first_batch_after"] = float(F.cross_entropy(logits.view(-1, logits.size(-1)), y0.view(-1)))
         del model, fwd, opt
 
     # 2. The timed model: built, compiled by its first step (timed apart), warmed up, then repetitions of

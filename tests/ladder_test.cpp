@@ -170,6 +170,23 @@ TEST(Reference, ComparedWithTheFastestRungOfTheSameStep) {
   compare_reference(at4, rungs, {});  // no rung ran at its batch
   EXPECT_FALSE(at4.contains("compared_with"));
   EXPECT_FALSE(at4.contains("ratio"));
+  // Parity: at the baseline's batch a reference is judged by its class (its gradient norm too); at another
+  // batch (batch_scaling's) it trains another problem, with another gradient: judged as such a rung is.
+  const Trajectory baseline{{5.0, 4.0}, 3.0, 2.0};
+  auto with_parity = [&](int64_t batch, double grad_norm, double first_batch_after) {
+    nlohmann::json j = ref(batch);
+    j["result"]["parity_losses"] = {5.0, 4.1};
+    j["result"]["parity_grad_norm"] = grad_norm;
+    j["result"]["parity_first_batch_after"] = first_batch_after;
+    compare_reference(j, rungs, baseline);
+    return j["parity"];
+  };
+  EXPECT_EQ(with_parity(8, 2.01, 3.0)["class"], "precision");
+  EXPECT_EQ(with_parity(8, 2.01, 3.0)["verdict"], "pass");
+  EXPECT_EQ(with_parity(8, 1.5, 3.0)["verdict"], "fail");  // the same batch, a gradient 25% smaller
+  EXPECT_EQ(with_parity(16, 1.5, 3.0)["class"], "problem");
+  EXPECT_EQ(with_parity(16, 1.5, 3.0)["verdict"], "pass");  // 16 rows average more noise away: a smaller gradient
+  EXPECT_EQ(with_parity(16, 1.5, 5.5)["verdict"], "fail");  // the first batch's loss did not fall
   EXPECT_TRUE(to_json(rungs[4])["anti_variant"].get<bool>());
   EXPECT_FALSE(to_json(rungs[3])["anti_variant"].get<bool>());
 }
@@ -181,6 +198,23 @@ TEST(RunStatus, PartialWhenAnyRungFailed) {
   EXPECT_EQ(run_status({rung("00_baseline", "oom", "x")}, false, false), "partial");
   EXPECT_EQ(run_status({rung("00_baseline", "ok")}, true, false), "interrupted");
   EXPECT_EQ(run_status({rung("00_baseline", "ok")}, false, true), "aborted");
+}
+
+// The parity cell says what was judged: the deviation and the gradient norm's ratio for the same problem, the
+// first batch's loss before and after for another one (its losses beside the baseline's mean nothing).
+TEST(SummaryTable, TheParityCellShowsWhatWasJudged) {
+  std::vector<RungRecord> rs = {rung("00_baseline", "ok"), rung("05_bf16_cast", "ok"), rung("12_batch_scaling", "ok")};
+  for (auto& r : rs) r.out.rep_tokens_per_sec = {100}, r.out.rep_step_ms = {10};
+  rs[1].out.parity = judge_parity(ParityClass::kPrecision, Trajectory{{5.05, 4.0}, 3.0, 2.1}, Trajectory{{5.0, 4.0}, 0, 2.0});
+  rs[2].out.parity = judge_parity(ParityClass::kProblem, Trajectory{{130.5, 40.0}, 12.25, 2.1}, Trajectory{{5.0, 4.0}, 0, 2.0});
+  const std::string table = summary_table(rs, false);
+  EXPECT_NE(table.find("pass (max dev 5.00e-02, |grad| 1.050x)"), std::string::npos) << table;
+  EXPECT_NE(table.find("pass (first batch's loss 130.500 -> 12.250)"), std::string::npos) << table;
+  // and it comes back on --resume
+  RungRecord back = rung("12_batch_scaling", "ok");
+  restore(back, to_json(rs[2]));
+  EXPECT_EQ(back.out.parity.judged_as, ParityClass::kProblem);
+  EXPECT_EQ(back.out.parity.first_batch_after, 12.25);
 }
 
 TEST(SummaryTable, AMultiLineErrorTakesOneLine) {

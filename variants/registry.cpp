@@ -1,6 +1,7 @@
 #include "variants/registry.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "common/enum_names.h"
 #include "variants/all.h"
@@ -12,6 +13,11 @@ NLOHMANN_JSON_SERIALIZE_ENUM(ParityClass, {{ParityClass::kExact, "exact"},
                                            {ParityClass::kProblem, "problem"}})
 
 std::string to_string(ParityClass v) { return enum_name(v); }
+ParityClass parity_class_from(const std::string& name) {
+  for (ParityClass c : {ParityClass::kExact, ParityClass::kPrecision, ParityClass::kProblem})
+    if (to_string(c) == name) return c;
+  throw std::invalid_argument("unknown parity class '" + name + "'");
+}
 
 std::string variants_markdown() {
   DeviceInfo cpu, gpu;

@@ -58,5 +58,6 @@ struct Variant {
 };
 
 std::string to_string(ParityClass c);
+ParityClass parity_class_from(const std::string& name);  // throws std::invalid_argument on an unknown name
 
 }  // namespace gpt2

@@ -22,6 +22,8 @@ ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory
   r.baseline_losses = base;
   r.grad_norm = t.first_grad_norm;
   r.baseline_grad_norm = baseline.first_grad_norm;
+  r.judged_as = cls;
+  r.first_batch_after = t.first_batch_after;
   bool finite = std::isfinite(t.first_batch_after) && std::isfinite(t.first_grad_norm);
   for (double l : losses) finite = finite && std::isfinite(l);
   for (size_t i = 0; i < losses.size() && i < base.size(); ++i)

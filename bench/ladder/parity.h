@@ -11,10 +11,12 @@ namespace gpt2 {
 struct ParityResult {
   std::string verdict = "n/a";  // pass | fail | n/a
   std::string rule;             // what was checked, with the tolerances
+  ParityClass judged_as = ParityClass::kExact;
   double max_abs_dev = 0;
   std::vector<double> losses, baseline_losses;
   double grad_norm = 0, baseline_grad_norm = 0;  // the first step's whole-gradient norms; 0: not known
   double grad_norm_ratio = 0;                    // grad_norm / baseline_grad_norm; 0: not compared
+  double first_batch_after = 0;                  // problem: the first batch's loss after the steps
 };
 
 // Tolerances on |loss - baseline loss| at every one of the K parity steps.

@@ -112,7 +112,8 @@ nlohmann::json to_json(const RungRecord& r) {
                   {"max_abs_dev", r.out.parity.max_abs_dev}, {"losses", r.out.parity.losses},
                   {"baseline_losses", r.out.parity.baseline_losses}, {"grad_norm", r.out.parity.grad_norm},
                   {"baseline_grad_norm", r.out.parity.baseline_grad_norm},
-                  {"grad_norm_ratio", r.out.parity.grad_norm_ratio}}},
+                  {"grad_norm_ratio", r.out.parity.grad_norm_ratio}, {"judged_as", to_string(r.out.parity.judged_as)},
+                  {"first_batch_after", r.out.parity.first_batch_after}}},
   };
   if (!r.out.error.empty()) j["error"] = r.out.error;
   j["sdpa_backend_used"] = r.out.sdpa_backend_used;
@@ -163,6 +164,8 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   r.out.parity.grad_norm = p.value("grad_norm", 0.0);
   r.out.parity.baseline_grad_norm = p.value("baseline_grad_norm", 0.0);
   r.out.parity.grad_norm_ratio = p.value("grad_norm_ratio", 0.0);
+  r.out.parity.judged_as = parity_class_from(p.value("judged_as", p.value("class", std::string("exact"))));
+  r.out.parity.first_batch_after = p.value("first_batch_after", 0.0);
   r.out.sdpa_backend_used = j.value("sdpa_backend_used", "n/a");
   if (j.contains("sdpa_choice")) {
     r.out.sdpa_choice = sdpa_choice_from(j["sdpa_choice"]);
@@ -302,7 +305,10 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
       << "  " << (r.out.parity.verdict == "fail" ? "FAIL" : r.out.parity.verdict);
     if (r.out.parity.verdict != "n/a") {
       char dev[64];
-      if (r.out.parity.grad_norm_ratio > 0)
+      if (r.out.parity.judged_as == ParityClass::kProblem && !r.out.parity.losses.empty())  // losses of another problem
+        std::snprintf(dev, sizeof(dev), " (first batch's loss %.3f -> %.3f)", r.out.parity.losses.front(),
+                      r.out.parity.first_batch_after);
+      else if (r.out.parity.grad_norm_ratio > 0)
         std::snprintf(dev, sizeof(dev), " (max dev %.2e, |grad| %.3fx)", r.out.parity.max_abs_dev,
                       r.out.parity.grad_norm_ratio);
       else
