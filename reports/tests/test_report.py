@@ -492,3 +492,20 @@ def test_run_to_run_spread_over_runs_of_one_device(tmp_path):
     assert [c.strip() for c in row.strip().strip("|").split("|")][:5] + [c.strip() for c in row.split("|")[7:10]] == \
         ["03_fused_adamw", "3", "4,000", "3,600-4,800", "30.0%", "4,000", "3,600", "4,800"]
     assert not any(r.startswith("| 02_tf32") for r in section.splitlines())  # skipped in every run
+
+
+REFERENCE_RUNS = sorted(p.parent for p in (ROOT / "reports" / "reference").glob("*/*/rungs.json"))
+
+
+@pytest.mark.parametrize("run_dir", REFERENCE_RUNS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_committed_reference_runs_load_and_report(run_dir, tmp_path):
+    # Runs from real machines, as the tool wrote them: still read by today's report, never synthetic, every
+    # reference rung with its ratio and interval in the table.
+    run = load_run(run_dir)
+    assert not run.synthetic
+    assert any(r.ok for r in run.rungs)
+    md = (write_report([run], tmp_path / "report") / "report.md").read_text()
+    for ref in run.references:
+        if "ratio" in ref:
+            ri = ref["ratio_interval"]
+            assert f"| {ref['ratio']:.2f}x | {ri['low']:.2f}-{ri['high']:.2f}x" in md
