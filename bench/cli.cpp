@@ -58,8 +58,8 @@ constexpr const char* kLadderHelp = R"(usage: gpt2bench ladder --profile FILE --
        gpt2bench ladder --resume DIR [--profile FILE]
 
 Runs the rungs of FILE's plan (rung 0 = baseline) on the device, each timed by Google Benchmark with
-the device timer (CUDA events / steady clock), warm-up steps excluded, and checks each rung's losses
-against the baseline's (parity).
+the device timer (CUDA events / steady clock), warm-up steps excluded, and checks each rung's losses and
+first-step gradient norm against the baseline's (parity).
 
   --profile FILE   YAML run profile (see profiles/)
   --out DIR        output directory; must not already hold results.json. Writes:
@@ -67,7 +67,8 @@ against the baseline's (parity).
                                        tokens_per_sec, step_ms, peak_alloc_bytes, peak_reserved_bytes,
                                        loss, flops_per_token, mfu; context: device, torch, git sha, profile
                      DIR/rungs.json    per rung: variants applied/skipped (with reasons), resolved
-                                       settings, peaks used for MFU, parity verdict, medians
+                                       settings, peaks used for MFU, parity verdict, medians; the
+                                       reference rungs with their ratio to a C++ rung and its interval
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
   --rung REGEX     run only the rungs whose name (05_bf16_cast) or benchmark name (gpt2-scaled/05_bf16_cast)
                    it finds (ECMAScript regex; a leading '-' negates it); one that matches no rung is refused

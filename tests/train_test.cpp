@@ -166,5 +166,29 @@ TEST(Memory, CountingCpuAllocatorSeesTensors) {
   EXPECT_GT(s.peak_reserved, 0);
 }
 
+// The counting wrapper keeps each size in a header before the data: the data stays 64-byte aligned, a
+// storage that grows is counted at its new size, an empty tensor costs nothing, and an allocation over the
+// budget is refused as a device's out of memory, counting nothing.
+TEST(Memory, CountingCpuAllocatorKeepsAlignmentAndExactCounts) {
+  auto meter = make_memory_meter(cpu());
+  const int64_t before = cpu_bytes_allocated();
+  {
+    auto a = at::empty({3}, at::kFloat), b = at::empty({1000}, at::kDouble), none = at::empty({0});
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data_ptr()) % 64, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data_ptr()) % 64, 0u);
+    EXPECT_EQ(cpu_bytes_allocated() - before, 3 * 4 + 1000 * 8);
+    a.resize_({5000});  // a new, larger storage; the old one freed
+    EXPECT_EQ(cpu_bytes_allocated() - before, 5000 * 4 + 1000 * 8);
+    a.fill_(1.0f);
+    EXPECT_EQ(a.sum().item<float>(), 5000.0f);
+    meter->set_limit(cpu_bytes_allocated() + 1024);
+    const int64_t held = cpu_bytes_allocated();
+    EXPECT_THROW(at::empty({4096}, at::kFloat), c10::OutOfMemoryError);
+    EXPECT_EQ(cpu_bytes_allocated(), held);
+    meter->set_limit(0);
+  }
+  EXPECT_EQ(cpu_bytes_allocated(), before);
+}
+
 }  // namespace
 }  // namespace gpt2

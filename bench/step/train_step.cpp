@@ -207,11 +207,13 @@ TimedSteps time_steps(int64_t steps, const std::function<at::Tensor()>& step, St
 }
 
 namespace {
-// After the first step: exp_avg = (1 - beta1) g, so |g| = |exp_avg| / (1 - beta1), summed in fp64.
+// After the first step: exp_avg = (1 - beta1) g, so |g| = |exp_avg| / (1 - beta1), summed in fp64 on the
+// device and read once.
 double first_step_gradient_norm(const AdamW& opt) {
-  double sq = 0;
-  for (const auto& m : opt.first_moments()) sq += m.to(at::kDouble).square().sum().item<double>();
-  return std::sqrt(sq) / (1.0 - opt.beta1());
+  std::vector<at::Tensor> sums;
+  for (const auto& m : opt.first_moments()) sums.push_back(m.to(at::kDouble).square().sum());
+  if (sums.empty()) return 0;
+  return std::sqrt(at::stack(sums).sum().item<double>()) / (1.0 - opt.beta1());
 }
 }  // namespace
 
