@@ -105,12 +105,14 @@ TEST(Cli, ATightTimeBudgetRunsEveryRungAtTheFloorAndSaysSo) {
 }
 
 // settings.sdpa_backend: fastest — the rung times each SDPA kernel on its attention, runs with the
-// fastest, and says so (the console, rungs.json's sdpa_choice, the spec as it ran).
+// fastest, and says so (the console, rungs.json's sdpa_choice, the spec as it ran). A later rung with the
+// same attention (fuse_qkv changes the projection, not the attention's inputs) takes that timing's choice.
 TEST(Cli, SdpaFastestTimesTheKernelsAndRunsTheRungWithTheChoice) {
   test::TempDir d;
   std::string body = kTinyProfile;
   body.replace(body.find("model: tiny"), 11, "model: {preset: tiny, dropout: 0.0}");
-  body.replace(body.find("variants: []"), 12, "variants: [sdpa]\nbreakdown_steps: 0\nsettings: {sdpa_backend: fastest}");
+  body.replace(body.find("variants: []"), 12,
+               "variants: [sdpa, fuse_qkv]\nbreakdown_steps: 0\nsettings: {sdpa_backend: fastest}");
   auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("SDPA kernels timed on this attention: flash "), std::string::npos) << r.output;
@@ -125,6 +127,38 @@ TEST(Cli, SdpaFastestTimesTheKernelsAndRunsTheRungWithTheChoice) {
   EXPECT_EQ(rung["sdpa_backend_used"], chosen);
   EXPECT_EQ(rung["sdpa_choice"]["tries"].size(), 4u);
   EXPECT_EQ(rung["parity"]["verdict"], "pass");
+  EXPECT_FALSE(rung["sdpa_choice"].contains("timed_for"));  // its own timing
+  const auto& next = doc["rungs"][2];
+  ASSERT_EQ(doc["rungs"].size(), 3u);
+  EXPECT_EQ(next["sdpa_choice"]["timed_for"], rung["name"]) << next.dump();
+  EXPECT_EQ(next["sdpa_choice"]["tries"], rung["sdpa_choice"]["tries"]);
+  EXPECT_EQ(next["spec"]["sdpa_backend"], chosen);
+  EXPECT_NE(r.output.find("    SDPA kernel: " + chosen + " (timed for " + rung["name"].get<std::string>() +
+                          " on the same attention, B=2 H="),
+            std::string::npos)
+      << r.output;
+  size_t timings = 0;
+  for (size_t at = 0; (at = r.output.find("SDPA kernels timed on this attention", at)) != std::string::npos; ++at) ++timings;
+  EXPECT_EQ(timings, 1u);
+}
+
+// --resume keeps the kept rungs' SDPA timings: a rung run later on the same attention takes their choice.
+TEST(Cli, SdpaTimingsOfKeptRungsStandAfterResume) {
+  test::TempDir d;
+  std::string body = kTinyProfile;
+  body.replace(body.find("model: tiny"), 11, "model: {preset: tiny, dropout: 0.0}");
+  body.replace(body.find("variants: []"), 12,
+               "variants: [sdpa, fuse_qkv]\nbreakdown_steps: 0\nsettings: {sdpa_backend: fastest}");
+  const auto profile = test::write_tiny_profile(d, body);
+  auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run") + " --rung 01_sdpa");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_gpt2bench("ladder --resume " + (d / "run"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("SDPA kernels timed on this attention"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("SDPA kernel: "), std::string::npos) << r.output;
+  const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  EXPECT_EQ(doc["rungs"][2]["sdpa_choice"]["timed_for"], "01_sdpa") << doc["rungs"][2].dump();
+  EXPECT_EQ(doc["rungs"][2]["sdpa_choice"]["chosen"], doc["rungs"][1]["sdpa_choice"]["chosen"]);
 }
 
 // The FLOP model in rungs.json, the independent count from the op shapes beside it (the manual

@@ -129,11 +129,24 @@ int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor
 
 // settings.sdpa_backend: fastest — time each SDPA kernel on the rung's attention (at its planned
 // batch, before any batch search, which then searches with the kernel chosen) and run the rung with
-// the fastest; the tries go into rungs.json. Nothing to do for a rung told its kernel or not on SDPA.
-void choose_sdpa(RungRecord& r, const DeviceInfo& dev) {
+// the fastest; the tries go into rungs.json. A rung whose attention an earlier rung of the run timed
+// (`timed`, by sdpa_attention_key) takes that choice: the same inputs, so the same kernel, whatever
+// the noise of a second timing says. Nothing to do for a rung told its kernel or not on SDPA.
+using SdpaTimings = std::map<std::string, SdpaChoice>;
+void choose_sdpa(RungRecord& r, const DeviceInfo& dev, SdpaTimings& timed) {
   const StepSpec s = r.spec();
   if (s.model.attention != AttentionImpl::kSdpa || s.sdpa_backend != SdpaBackend::kFastest) return;
+  const std::string key = sdpa_attention_key(s);
+  if (const auto it = timed.find(key); it != timed.end()) {
+    r.out.sdpa_choice = it->second;
+    r.out.sdpa_chosen = it->second.chosen;
+    std::cerr << "    SDPA kernel: " << to_string(it->second.chosen) << " (timed for " << it->second.timed_for
+              << " on the same attention, " << key << ")\n";
+    return;
+  }
   const SdpaChoice c = choose_sdpa_backend(s, dev);
+  timed[key] = c;
+  timed[key].timed_for = r.name();
   r.out.sdpa_chosen = c.chosen;
   r.out.sdpa_choice = c;
   std::ostringstream tries;
@@ -246,8 +259,17 @@ struct Ladder {
   TimeBudget budget{0};      // the run's time budget (bench/ladder/budget.h)
   int64_t rungs_to_run = 0;  // selected by --rung and not done already
   int64_t rungs_started = 0;
+  SdpaTimings sdpa_timed{};  // settings.sdpa_backend: fastest — one timing an attention (choose_sdpa)
 
   bool rank0() const { return !dist || dist->rank() == 0; }
+  // --resume: the kept rungs' SDPA timings (at their planned batch) stand for the rungs still to run.
+  void keep_sdpa_timings(const std::vector<RungRecord>& records) {
+    for (const auto& r : records)
+      if (r.out.sdpa_choice && r.out.status != RungStatus::kPending)
+        if (const auto [it, fresh] = sdpa_timed.emplace(sdpa_attention_key(r.plan.rung.spec), *r.out.sdpa_choice);
+            fresh && it->second.timed_for.empty())
+          it->second.timed_for = r.name();
+  }
   // Warm-up steps a rung takes: the profile's, and under a time budget at least one, whose time the
   // budget's fit is based on.
   int64_t warmup_steps() const { return std::max<int64_t>(prof.warmup_steps, budget.limited() ? 1 : 0); }
@@ -261,7 +283,7 @@ struct Ladder {
   void build(RungRecord& r, double seconds = INFINITY) {
     live.reset();
     const bool searched = r.plan.rung.spec.search_batch && r.out.batch == 0;  // a follower is told its batch
-    choose_sdpa(r, dev);  // a follower is told the kernel too
+    choose_sdpa(r, dev, sdpa_timed);  // a follower is told the kernel too
     if (searched) {
       const int64_t floor_steps = warmup_steps() + cost(0).floor_steps();
       r.out.batch = find_batch(r.spec(), dev, data.train, prof.seed, meter, r.out.batch_search,
@@ -893,6 +915,7 @@ int run_ladder(const LadderOptions& o) {
   meter->set_limit(prof.settings.cpu_memory_budget);
   Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, make_clock_sampler(dev), budget};
   ladder.rungs_to_run = check_rung_filter(o.rung_filter, records, prof);  // after --resume marked the done ones
+  ladder.keep_sdpa_timings(records);
   if (budget.limited())
     std::cerr << "gpt2bench: time budget " << format_duration(budget.total_s()) << " for " << ladder.rungs_to_run
               << " rung(s): each takes the timed steps that fit its share (at least 1 per repetition)\n";
@@ -952,8 +975,9 @@ int run_breakdown(const BreakdownOptions& o) {
   auto meter = make_memory_meter(dev);
   std::printf("%-28s %10s %10s %9s %9s %9s %9s %9s %9s\n", "rung", "events", "step ms", "data", "forward", "loss",
               "backward", "optim", "overhead");
+  SdpaTimings sdpa_timed;
   for (RungRecord* r : chosen) {
-    choose_sdpa(*r, dev);
+    choose_sdpa(*r, dev, sdpa_timed);
     if (r->plan.rung.spec.search_batch)
       r->out.batch = find_batch(r->spec(), dev, data.train, prof.seed, *meter, r->out.batch_search);
     const Breakdown p = breakdown_rung(r->spec(), dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),

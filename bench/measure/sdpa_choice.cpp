@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -107,6 +108,14 @@ SdpaChoice choose_sdpa_backend(const StepSpec& spec, const DeviceInfo& dev, int 
   return c;
 }
 
+std::string sdpa_attention_key(const StepSpec& spec) {
+  const auto& m = spec.model;
+  std::ostringstream o;
+  o << "B=" << spec.batch << " H=" << m.n_head << " T=" << m.context << " D=" << m.n_embd / m.n_head << " "
+    << c10::toString(attention_dtype(spec)) << " dropout=" << m.dropout;
+  return o.str();
+}
+
 void to_json(nlohmann::json& j, const SdpaChoice& c) {
   nlohmann::json tries = nlohmann::json::array();
   for (const auto& t : c.tries) {
@@ -121,6 +130,7 @@ void to_json(nlohmann::json& j, const SdpaChoice& c) {
        {"rule", "each kernel's median forward + backward on the rung's attention; PyTorch's own choice kept unless "
                 "another is faster by more than the margin"},
        {"tries", tries}};
+  if (!c.timed_for.empty()) j["timed_for"] = c.timed_for;
 }
 
 SdpaChoice sdpa_choice_from(const nlohmann::json& j) {
@@ -128,6 +138,7 @@ SdpaChoice sdpa_choice_from(const nlohmann::json& j) {
   c.chosen = sdpa_backend_from(j.at("chosen").get<std::string>());
   c.pytorch_choice = j.value("pytorch_choice", "");
   c.margin = j.value("margin", 0.0);
+  c.timed_for = j.value("timed_for", "");
   for (const auto& e : j.at("tries")) {
     SdpaTry t{sdpa_backend_from(e.at("backend").get<std::string>()), std::nullopt, e.value("why", "")};
     if (e.contains("ms")) t.ms = e["ms"].get<double>();

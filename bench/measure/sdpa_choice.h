@@ -23,6 +23,7 @@ struct SdpaChoice {
   std::string pytorch_choice;  // what ATen picks by itself for these inputs ("flash", "cudnn", ...)
   double margin = 0;           // the least gain over PyTorch's own choice that makes another kernel win
   std::vector<SdpaTry> tries;
+  std::string timed_for;       // the rung whose timing this is, where another rung with the same attention took it
 };
 void to_json(nlohmann::json& j, const SdpaChoice& c);
 SdpaChoice sdpa_choice_from(const nlohmann::json& j);
@@ -43,5 +44,10 @@ SdpaChoice pick_sdpa_backend(const std::string& pytorch_choice, double margin, i
 // timed in `rounds` rounds that take turns (so drift hits all alike), each round's time the mean of
 // `iters` forward + backward passes after one warm-up.
 SdpaChoice choose_sdpa_backend(const StepSpec& spec, const DeviceInfo& dev, int rounds = 5, int iters = 3);
+
+// What choose_sdpa_backend times, in words ("B=4 H=12 T=256 D=64 BFloat16 dropout=0"): rungs with the same
+// attention share one timing, so that the kernel does not change from rung to rung with the timing's noise
+// (on a 2-core CPU, flash's median moved 12% between rungs of one run and math won three of them).
+std::string sdpa_attention_key(const StepSpec& spec);
 
 }  // namespace gpt2

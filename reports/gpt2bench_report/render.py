@@ -94,13 +94,16 @@ def run_notes(run: Run) -> list[str]:
                      "20x the fp32 step time); on a GPU or an AMX CPU the same rungs are faster.")
     chosen = [r for r in run.rungs if r.sdpa_choice]
     if chosen:
-        def timed(c: dict) -> str:
-            return ", ".join(f"{t['backend']} {t['ms']:.3g}" for t in c.get("tries", []) if "ms" in t)
-        notes.append("SDPA kernel timed per rung on its own attention, forward + backward (settings.sdpa_backend: "
-                     "fastest; PyTorch's own choice kept unless another is faster by more than "
-                     f"{100 * chosen[0].sdpa_choice.get('margin', 0):.0f}%), in ms: "
-                     + "; ".join(f"{r.name} {r.sdpa_choice['chosen']} ({timed(r.sdpa_choice)}; PyTorch's own: "
-                                 f"{r.sdpa_choice.get('pytorch_choice', '?')})" for r in chosen) + ".")
+        def timed(r) -> str:
+            c = r.sdpa_choice
+            if c.get("timed_for"):  # an earlier rung's timing of the same attention
+                return f"{r.name} {c['chosen']} (as {c['timed_for']}: the same attention)"
+            tries = ", ".join(f"{t['backend']} {t['ms']:.3g}" for t in c.get("tries", []) if "ms" in t)
+            return f"{r.name} {c['chosen']} ({tries}; PyTorch's own: {c.get('pytorch_choice', '?')})"
+        notes.append("SDPA kernel timed on each attention the rungs run, forward + backward, once a run "
+                     "(settings.sdpa_backend: fastest; PyTorch's own choice kept unless another is faster by more "
+                     f"than {100 * chosen[0].sdpa_choice.get('margin', 0):.0f}%), in ms: "
+                     + "; ".join(timed(r) for r in chosen) + ".")
     for r in run.rungs:
         if r.throttled:
             notes.append(f"{r.name} was THROTTLED while timed: {r.clocks.get('throttled_why', '')} (NVML); "

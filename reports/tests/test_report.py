@@ -305,6 +305,7 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     ok[2]["sdpa_choice"] = {"chosen": "cudnn", "pytorch_choice": "flash", "margin": 0.01,
                             "tries": [{"backend": "flash", "ms": 1.25}, {"backend": "cudnn", "ms": 1.1},
                                       {"backend": "math", "why": "No available kernel. Aborting execution."}]}
+    ok[3]["sdpa_choice"] = dict(ok[2]["sdpa_choice"], timed_for=ok[2]["name"])  # the same attention, timed once
     (run_dir / "rungs.json").write_text(json.dumps(doc))
     run = load_run(run_dir)
     rows = {r[0]: r for r in ladder_table(run)[1:]}
@@ -318,6 +319,7 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     assert "bf16 on this CPU is emulated" in md
     assert f"{ok[1]['name']} was THROTTLED while timed: median SM clock 1410 MHz" in md
     assert f"{ok[2]['name']} cudnn (flash 1.25, cudnn 1.1; PyTorch's own: flash)" in md
+    assert f"{ok[3]['name']} cudnn (as {ok[2]['name']}: the same attention)" in md
     assert "faster by more than 1%" in md
 
 
