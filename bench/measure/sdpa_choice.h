@@ -43,7 +43,7 @@ SdpaChoice pick_sdpa_backend(const std::string& pytorch_choice, double margin, i
 // (the one its math runs in) and dropout, q/k/v laid out as the model makes them. Every kernel is
 // timed in `rounds` rounds that take turns (so drift hits all alike), each round's time the mean of
 // `iters` forward + backward passes after one warm-up.
-SdpaChoice choose_sdpa_backend(const StepSpec& spec, const DeviceInfo& dev, int rounds = 5, int iters = 3);
+SdpaChoice choose_sdpa_backend(const StepSpec& spec, const DeviceInfo& dev, int rounds = 9, int iters = 10);
 
 // What choose_sdpa_backend times, in words ("B=4 H=12 T=256 D=64 BFloat16 dropout=0"): rungs with the same
 // attention share one timing, so that the kernel does not change from rung to rung with the timing's noise
