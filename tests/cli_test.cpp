@@ -104,16 +104,21 @@ TEST(Cli, ATightTimeBudgetRunsEveryRungAtTheFloorAndSaysSo) {
   EXPECT_EQ(rungs["rungs"][0]["ran"]["budget"], "");
 }
 
+// Two SDPA rungs on one attention, the kernel timed (dropout 0: with dropout ATen's CPU has math alone).
+std::string sdpa_fastest_profile(const test::TempDir& d) {
+  std::string body = kTinyProfile;
+  body.replace(body.find("model: tiny"), 11, "model: {preset: tiny, dropout: 0.0}");
+  body.replace(body.find("variants: []"), 12,
+               "variants: [sdpa, fuse_qkv]\nbreakdown_steps: 0\nsettings: {sdpa_backend: fastest}");
+  return test::write_tiny_profile(d, body);
+}
+
 // settings.sdpa_backend: fastest — the rung times each SDPA kernel on its attention, runs with the
 // fastest, and says so (the console, rungs.json's sdpa_choice, the spec as it ran). A later rung with the
 // same attention (fuse_qkv changes the projection, not the attention's inputs) takes that timing's choice.
 TEST(Cli, SdpaFastestTimesTheKernelsAndRunsTheRungWithTheChoice) {
   test::TempDir d;
-  std::string body = kTinyProfile;
-  body.replace(body.find("model: tiny"), 11, "model: {preset: tiny, dropout: 0.0}");
-  body.replace(body.find("variants: []"), 12,
-               "variants: [sdpa, fuse_qkv]\nbreakdown_steps: 0\nsettings: {sdpa_backend: fastest}");
-  auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
+  auto r = test::run_gpt2bench("ladder --profile " + sdpa_fastest_profile(d) + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("SDPA kernels timed on this attention: flash "), std::string::npos) << r.output;
   const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
@@ -145,11 +150,7 @@ TEST(Cli, SdpaFastestTimesTheKernelsAndRunsTheRungWithTheChoice) {
 // --resume keeps the kept rungs' SDPA timings: a rung run later on the same attention takes their choice.
 TEST(Cli, SdpaTimingsOfKeptRungsStandAfterResume) {
   test::TempDir d;
-  std::string body = kTinyProfile;
-  body.replace(body.find("model: tiny"), 11, "model: {preset: tiny, dropout: 0.0}");
-  body.replace(body.find("variants: []"), 12,
-               "variants: [sdpa, fuse_qkv]\nbreakdown_steps: 0\nsettings: {sdpa_backend: fastest}");
-  const auto profile = test::write_tiny_profile(d, body);
+  const auto profile = sdpa_fastest_profile(d);
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run") + " --rung 01_sdpa");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_gpt2bench("ladder --resume " + (d / "run"));
