@@ -1,5 +1,7 @@
 #include "bench/ladder/parity.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -58,6 +60,28 @@ ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory
   }
   r.verdict = pass ? "pass" : "fail";
   return r;
+}
+
+nlohmann::json to_json(const ParityResult& p, ParityClass declared) {
+  return {{"class", to_string(declared)}, {"verdict", p.verdict}, {"rule", p.rule}, {"max_abs_dev", p.max_abs_dev},
+          {"losses", p.losses}, {"baseline_losses", p.baseline_losses}, {"grad_norm", p.grad_norm},
+          {"baseline_grad_norm", p.baseline_grad_norm}, {"grad_norm_ratio", p.grad_norm_ratio},
+          {"judged_as", to_string(p.judged_as)}, {"first_batch_after", p.first_batch_after}};
+}
+
+ParityResult parity_result_from(const nlohmann::json& j) {
+  ParityResult p;
+  p.verdict = j.at("verdict").get<std::string>();
+  p.rule = j.at("rule").get<std::string>();
+  p.max_abs_dev = j.at("max_abs_dev").get<double>();
+  p.losses = j.at("losses").get<std::vector<double>>();
+  p.baseline_losses = j.at("baseline_losses").get<std::vector<double>>();
+  p.grad_norm = j.value("grad_norm", 0.0);
+  p.baseline_grad_norm = j.value("baseline_grad_norm", 0.0);
+  p.grad_norm_ratio = j.value("grad_norm_ratio", 0.0);
+  p.judged_as = parity_class_from(j.value("judged_as", j.value("class", std::string("exact"))));
+  p.first_batch_after = j.value("first_batch_after", 0.0);
+  return p;
 }
 
 }  // namespace gpt2

@@ -1,5 +1,8 @@
-// defines: judge_parity — the verdict on a rung's losses and first gradient against the baseline's, by parity class
+// defines: judge_parity — the verdict on a rung's losses and first gradient against the baseline's, by parity class;
+//          ParityResult's JSON (a rung's and a reference rung's "parity" in rungs.json)
 #pragma once
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 #include <vector>
 
@@ -33,5 +36,10 @@ constexpr double kPrecisionGradTol = 0.1;
 // finite, and the first batch's loss lower after the K steps than at step 1 (it is trained on, so it
 // falls unless training is broken). Non-finite losses always fail; no losses is "n/a".
 ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory& baseline);
+
+// `class` is the class the rung declares (a reference's: the one it was judged as); `judged_as` the one
+// applied (a data-parallel rung without an equal global batch is judged as another problem).
+nlohmann::json to_json(const ParityResult& p, ParityClass declared);
+ParityResult parity_result_from(const nlohmann::json& j);  // --resume: what to_json wrote
 
 }  // namespace gpt2

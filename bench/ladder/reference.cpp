@@ -177,10 +177,7 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
     const ParityClass cls = !same_batch                       ? ParityClass::kProblem
                             : ref["name"] == "ref_torch_eager" ? ParityClass::kExact
                                                                : ParityClass::kPrecision;
-    const ParityResult p = judge_parity(cls, t, baseline);
-    ref["parity"] = {{"class", to_string(cls)}, {"verdict", p.verdict}, {"rule", p.rule}, {"max_abs_dev", p.max_abs_dev},
-                     {"losses", p.losses}, {"baseline_losses", p.baseline_losses}, {"grad_norm", p.grad_norm},
-                     {"baseline_grad_norm", p.baseline_grad_norm}, {"grad_norm_ratio", p.grad_norm_ratio}};
+    ref["parity"] = to_json(judge_parity(cls, t, baseline), cls);
   }
 }
 

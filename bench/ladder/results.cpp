@@ -108,12 +108,7 @@ nlohmann::json to_json(const RungRecord& r) {
       {"flops", flops_json(r)},
       {"peak_flops", {{"mfu", opt(r.plan.mfu_peak)}, {"mfu_basis", r.plan.mfu_basis},
                       {"datasheet", opt(r.plan.datasheet_peak)}, {"measured_matmul", r.plan.measured_peak}}},
-      {"parity", {{"class", to_string(r.plan.rung.parity)}, {"verdict", r.out.parity.verdict}, {"rule", r.out.parity.rule},
-                  {"max_abs_dev", r.out.parity.max_abs_dev}, {"losses", r.out.parity.losses},
-                  {"baseline_losses", r.out.parity.baseline_losses}, {"grad_norm", r.out.parity.grad_norm},
-                  {"baseline_grad_norm", r.out.parity.baseline_grad_norm},
-                  {"grad_norm_ratio", r.out.parity.grad_norm_ratio}, {"judged_as", to_string(r.out.parity.judged_as)},
-                  {"first_batch_after", r.out.parity.first_batch_after}}},
+      {"parity", to_json(r.out.parity, r.plan.rung.parity)},
   };
   if (!r.out.error.empty()) j["error"] = r.out.error;
   j["sdpa_backend_used"] = r.out.sdpa_backend_used;
@@ -155,17 +150,7 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   r.out.error = j.value("error", "");
   r.out.batch = j.at("spec").at("batch").get<int64_t>();
   if (j.contains("flops") && j["flops"].contains("counted_per_token")) r.out.counted_flops_per_token = j["flops"]["counted_per_token"].get<double>();
-  const auto& p = j.at("parity");
-  r.out.parity.verdict = p.at("verdict").get<std::string>();
-  r.out.parity.rule = p.at("rule").get<std::string>();
-  r.out.parity.max_abs_dev = p.at("max_abs_dev").get<double>();
-  r.out.parity.losses = p.at("losses").get<std::vector<double>>();
-  r.out.parity.baseline_losses = p.at("baseline_losses").get<std::vector<double>>();
-  r.out.parity.grad_norm = p.value("grad_norm", 0.0);
-  r.out.parity.baseline_grad_norm = p.value("baseline_grad_norm", 0.0);
-  r.out.parity.grad_norm_ratio = p.value("grad_norm_ratio", 0.0);
-  r.out.parity.judged_as = parity_class_from(p.value("judged_as", p.value("class", std::string("exact"))));
-  r.out.parity.first_batch_after = p.value("first_batch_after", 0.0);
+  r.out.parity = parity_result_from(j.at("parity"));
   r.out.sdpa_backend_used = j.value("sdpa_backend_used", "n/a");
   if (j.contains("sdpa_choice")) {
     r.out.sdpa_choice = sdpa_choice_from(j["sdpa_choice"]);
