@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
-# A lent GPU's runbook (README: Running on a lent GPU): one stage a device call, each within its 10-minute limit,
-# everything it writes under $OUT (logs, the tarred run directory, the machine's versions). From the checkout's
-# root, with the device kit copied in and carried (cp -r ../shared/device .device-kit; ignored via
-# .git/info/exclude):
+# A lent GPU's runbook (README: GPU runbook): one stage a device call, everything it writes under $OUT (logs,
+# the tarred run directory, the machine's versions), each stage finished before the call's 10-minute limit
+# whatever the build took. From the checkout's root, with the device kit copied in and carried
+# (cp -r ../shared/device .device-kit; ignored via .git/info/exclude):
 #   scripts/gpu_session.sh tests    build gpt2bench and its tests; our kernels' tests, then every _CUDA test
-#   scripts/gpu_session.sh ladder   gpu-124m whole (its references, extra rungs and breakdown passes) under an
-#                                   8-minute time budget; the run directory tarred into $OUT, ready for
-#                                   reports/reference/<device>/ exactly as written
-# The first call on a fresh machine builds (1.5-4 minutes); a warm one reuses the build.
+#   scripts/gpu_session.sh ladder   gpu-124m whole (its references, extra rungs and breakdown passes) under the
+#                                   time the call has left after the build, less a reserve; stopped cleanly
+#                                   (SIGTERM: the finished rungs kept) if it runs on towards the limit; the run
+#                                   directory tarred into $OUT, ready for reports/reference/<device>/ as written
+#   scripts/gpu_session.sh resume   the newest runs/*-gpu-124m finished (gpt2bench ladder --resume): the rungs
+#                                   and references not done, under the same deadline. On a machine that went
+#                                   cold, untar the last call's tarball in the checkout and carry runs/<name>.
+# ladder and resume pass further arguments to gpt2bench ladder (e.g. --rung '^1[2-9]'). A warm machine reuses
+# the build; a cold one builds first (1.5-4 minutes), and the ladder's budget is what is left.
+# The call's clock (tests of this script set them): GPU_SESSION_LIMIT_S, the call's limit (600);
+# GPU_SESSION_STOP_S, how long before it gpt2bench is stopped (40: the stop, the tar and the way back);
+# GPU_SESSION_RESERVE_S, how long before it the budget ends (100: a rung at its floor, a reference's compile).
 set -u
 stage=${1:-}
-case "$stage" in tests | ladder) ;; *)
-  echo "usage: OUT=DIR scripts/gpu_session.sh tests|ladder" >&2
+case "$stage" in tests | ladder | resume) shift ;; *)
+  echo "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume [gpt2bench ladder options]" >&2
   exit 2
   ;;
 esac
 [ -n "${OUT:-}" ] || { echo "gpu_session: set OUT to the folder that comes back" >&2; exit 2; }
 KIT=.device-kit
 [ -x "$KIT/build.sh" ] || { echo "gpu_session: copy ../shared/device to $KIT first (and carry it)" >&2; exit 2; }
+LIMIT_S=${GPU_SESSION_LIMIT_S:-600} STOP_S=${GPU_SESSION_STOP_S:-40} RESERVE_S=${GPU_SESSION_RESERVE_S:-100}
+SECONDS=0
+left_s() { echo $((LIMIT_S - SECONDS)); }
 mkdir -p "$OUT"
 {
   date -u +%FT%TZ
@@ -28,21 +39,59 @@ mkdir -p "$OUT"
 } >"$OUT/machine-$stage.txt"
 cat "$OUT/machine-$stage.txt"
 
+# The binaries run through the kit's build.sh (a no-op build, then its libraries' path: /tmp/deps).
+# run_until SECONDS CMD...: CMD, sent SIGTERM (its process group) after SECONDS, killed 10 s later; 124 when stopped
+run_until() {
+  local s=$1; shift
+  [ "$s" -gt 0 ] || { echo "gpu_session: no time left in this call for: $*" >&2; return 124; }
+  timeout -s TERM -k 10 "$s" "$@"
+}
+
 if [ "$stage" = tests ]; then
   TARGETS=gpt2bench_tests "$KIT/build.sh" true || exit 1
-  build-cuda/gpt2bench doctor >"$OUT/doctor.txt" 2>&1
+  echo "gpu_session: built in ${SECONDS}s; $(left_s)s of the call left"
+  "$KIT/build.sh" build-cuda/gpt2bench doctor >"$OUT/doctor.txt" 2>&1
   rc=0
-  build-cuda/gpt2bench_tests --gtest_filter='KernelsCuda.*' >"$OUT/kernels-cuda.log" 2>&1 || rc=1
-  build-cuda/gpt2bench_tests --gtest_filter='*_CUDA' >"$OUT/all-cuda.log" 2>&1 || rc=1
+  run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='KernelsCuda.*' \
+    >"$OUT/kernels-cuda.log" 2>&1 || rc=$?
+  run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='*_CUDA' \
+    >"$OUT/all-cuda.log" 2>&1 || rc=$?
   grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/kernels-cuda.log" "$OUT/all-cuda.log"
-  exit $rc
+  [ $rc -eq 124 ] && echo "gpu_session: stopped at the call's deadline; the logs under OUT end where the tests were"
+  [ $rc -eq 0 ] || exit 1
+  exit 0
 fi
 
-# ladder: gpu-124m as committed, its time budget set to fit one call
-run="runs/$(date -u +%Y%m%d-%H%M%S)-gpu-124m"
-profile="$OUT/gpu-124m-8min.yaml"
-{ cat profiles/gpu-124m.yaml; echo "budget_minutes: 8   # scripts/gpu_session.sh: one 10-minute device call"; } >"$profile"
-"$KIT/build.sh" build-cuda/gpt2bench ladder --profile "$profile" --out "$run" 2>&1 | tee "$OUT/ladder.log"
+# ladder / resume: the run directory, and gpu-124m with the budget that fits what the build left of the call
+if [ "$stage" = resume ]; then
+  run=$(ls -dt runs/*-gpu-124m 2>/dev/null | head -1)
+  [ -n "$run" ] && [ -f "$run/rungs.json" ] || {
+    echo "gpu_session: no runs/*-gpu-124m with a rungs.json to resume here (on a fresh machine: untar the last" \
+      "call's tarball in the checkout and carry runs/<name>)" >&2
+    exit 2
+  }
+  resume=(--resume "$run")
+else
+  run="runs/$(date -u +%Y%m%d-%H%M%S)-gpu-124m"
+  resume=(--out "$run")
+fi
+"$KIT/build.sh" true || exit 1
+budget_s=$(($(left_s) - RESERVE_S))
+[ "$budget_s" -ge 60 ] || {
+  echo "gpu_session: the build left $(left_s)s of this call: too little for a ladder; call again (warm: no build)" >&2
+  exit 1
+}
+budget_min=$(awk -v s="$budget_s" 'BEGIN { printf "%.1f", s / 60 }')
+profile="$OUT/gpu-124m-budget.yaml"
+{ cat profiles/gpu-124m.yaml; echo "budget_minutes: $budget_min   # scripts/gpu_session.sh: what the call had left"; } >"$profile"
+echo "gpu_session: built in ${SECONDS}s; $run under a ${budget_min}-minute budget, stopped by $((LIMIT_S - STOP_S))s"
+run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench ladder --profile "$profile" "${resume[@]}" "$@" 2>&1 |
+  tee "$OUT/$stage.log"
 rc=${PIPESTATUS[0]}
 [ -d "$run" ] && tar -czf "$OUT/$(basename "$run").tgz" "$run"
+case $rc in
+0) ;;
+124 | 130) echo "gpu_session: $run stopped before its end, the finished rungs kept; next call: OUT=... scripts/gpu_session.sh resume" ;;
+*) echo "gpu_session: gpt2bench ladder exited $rc (its log: $OUT/$stage.log)" ;;
+esac
 exit "$rc"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest GpuSession: scripts/gpu_session.sh's mechanics, with a fake device kit and fake binaries (no GPU here):
-# usage errors, a failing _CUDA test failing the stage with its line shown, and the ladder stage's profile
-# (gpu-124m plus an 8-minute budget) and tarred run directory under $OUT.
+# usage errors, a failing _CUDA test failing the stage with its line shown, the ladder stage's profile (gpu-124m
+# with the budget the call has left) and tarred run directory under $OUT, a ladder stopped before the call's
+# deadline with its run kept and tarred, a call the build left too little of, and the resume stage.
 set -u
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/gpu_session.sh"
 T=$(mktemp -d)
@@ -15,7 +16,7 @@ check() {  # check WHAT CONDITION...
 cd "$T" && mkdir -p checkout/.device-kit checkout/build-cuda checkout/profiles out && cd checkout
 out=$(OUT="$T/out" "$SCRIPT" 2>&1); rc=$?
 check "no stage: exit 2 with the usage" [ $rc -eq 2 ]
-check "no stage: usage shown" grep -q "usage: OUT=DIR scripts/gpu_session.sh tests|ladder" <<<"$out"
+check "no stage: usage shown" grep -q "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume" <<<"$out"
 out=$("$SCRIPT" tests 2>&1); rc=$?
 check "no OUT: exit 2" [ $rc -eq 2 ]
 check "no OUT: said" grep -q "set OUT" <<<"$out"
@@ -35,8 +36,16 @@ EOF
 cat >build-cuda/gpt2bench <<'EOF'
 #!/bin/bash
 [ "$1" = doctor ] && { echo "doctor: fake"; exit 0; }
-while [ $# -gt 0 ]; do case "$1" in --out) out=$2; shift ;; --profile) prof=$2; shift ;; esac; shift; done
-mkdir -p "$out" && cp "$prof" "$out/profile.yaml" && echo '{"rungs": []}' >"$out/rungs.json"
+args="$*"
+while [ $# -gt 0 ]; do case "$1" in --out | --resume) out=$2; shift ;; --profile) prof=$2; shift ;; esac; shift; done
+mkdir -p "$out" && cp "$prof" "$out/profile.yaml" && echo "$args" >>"$out/calls"
+if [ -n "${FAKE_HANG:-}" ]; then  # a ladder that would run past the call: stopped by SIGTERM, keeping its rungs
+  echo '{"status": "running"}' >"$out/rungs.json"
+  trap 'echo "{\"status\": \"interrupted\"}" >"$out/rungs.json"; exit 130' TERM
+  sleep 60 &
+  wait $!
+fi
+echo '{"status": "complete"}' >"$out/rungs.json"
 echo "ladder: done"
 EOF
 chmod +x .device-kit/build.sh build-cuda/gpt2bench_tests build-cuda/gpt2bench
@@ -51,11 +60,41 @@ check "tests: the machine's versions under OUT" [ -f "$T/out/machine-tests.txt" 
 out=$(OUT="$T/out" "$SCRIPT" ladder 2>&1); rc=$?
 check "ladder: exit 0" [ $rc -eq 0 ]
 check "ladder: its output logged" grep -q "ladder: done" "$T/out/ladder.log"
-check "ladder: gpu-124m with an 8-minute budget" grep -q "^budget_minutes: 8" "$T/out/gpu-124m-8min.yaml"
+check "ladder: gpu-124m with the budget a warm call leaves (600 s less 100, about 8.3 minutes)" \
+  grep -qE "^budget_minutes: 8\.[23] " "$T/out/gpu-124m-budget.yaml"
 tgz=$(ls "$T"/out/*-gpu-124m.tgz 2>/dev/null | head -1)
 check "ladder: the run directory tarred under OUT" [ -n "$tgz" ]
 [ -n "$tgz" ] && check "ladder: the tarball holds rungs.json and the profile as run" \
   bash -c "tar -tzf '$tgz' | grep -q 'rungs.json' && tar -xzOf '$tgz' --wildcards '*/profile.yaml' | grep -q 'name: gpu-124m'"
 
-[ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, the ladder's profile and tarball: ok"
+# a cold machine's build that leaves less than a minute of budget: no ladder started
+rm -rf runs "$T/out" && mkdir "$T/out"
+out=$(OUT="$T/out" GPU_SESSION_LIMIT_S=150 "$SCRIPT" ladder 2>&1); rc=$?
+check "little time left: exit 1" [ $rc -eq 1 ]
+check "little time left: said" grep -q "too little for a ladder" <<<"$out"
+check "little time left: no ladder started" [ ! -d runs ]
+
+# a ladder running on towards the call's limit: SIGTERM before it, the run kept and tarred, resume told
+out=$(OUT="$T/out" FAKE_HANG=1 GPU_SESSION_LIMIT_S=200 GPU_SESSION_STOP_S=197 "$SCRIPT" ladder --rung x 2>&1); rc=$?
+check "stopped: exit 124" [ $rc -eq 124 ]
+check "stopped: the next call named" grep -q "scripts/gpu_session.sh resume" <<<"$out"
+check "stopped: the arguments passed on" grep -q -- "--rung x" runs/*-gpu-124m/calls
+tgz=$(ls "$T"/out/*-gpu-124m.tgz 2>/dev/null | head -1)
+check "stopped: tarred" [ -n "$tgz" ]
+[ -n "$tgz" ] && check "stopped: the tarball holds the run as the ladder left it" \
+  bash -c "tar -xzOf '$tgz' --wildcards '*/rungs.json' | grep -q interrupted"
+
+# resume: the newest run finished by gpt2bench ladder --resume
+out=$(OUT="$T/out" "$SCRIPT" resume 2>&1); rc=$?
+check "resume: exit 0" [ $rc -eq 0 ]
+check "resume: gpt2bench ladder --resume on the run" grep -qE -- "--resume runs/[0-9-]+-gpu-124m" runs/*-gpu-124m/calls
+check "resume: its output logged" grep -q "ladder: done" "$T/out/resume.log"
+[ -n "$tgz" ] && check "resume: the run tarred again, finished" \
+  bash -c "tar -xzOf '$tgz' --wildcards '*/rungs.json' | grep -q complete"
+rm -rf runs
+out=$(OUT="$T/out" "$SCRIPT" resume 2>&1); rc=$?
+check "resume with no run: exit 2" [ $rc -eq 2 ]
+check "resume with no run: what to carry said" grep -q "carry runs/<name>" <<<"$out"
+
+[ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, the ladder's budget and tarball, the deadline, resume: ok"
 exit $fail

@@ -24,12 +24,15 @@ const std::string kBody =
 nlohmann::json load(const std::string& path) { return nlohmann::json::parse(test::read_text(path)); }
 
 // Starts gpt2bench; sends `sig` once a line containing `marker` appears (plus `delay`); returns the
-// exit status and the output.
-test::CommandResult run_and_signal(const std::string& args, const std::string& marker, int sig, double delay) {
+// exit status and the output. `group`: to its whole process group, its children too, as `timeout` and a
+// terminal's Ctrl-C do.
+test::CommandResult run_and_signal(const std::string& args, const std::string& marker, int sig, double delay,
+                                   bool group = false) {
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
   const pid_t pid = fork();
   if (pid == 0) {
+    if (group) setpgid(0, 0);
     dup2(fds[1], 1), dup2(fds[1], 2), close(fds[0]);
     execl("/bin/sh", "sh", "-c", (std::string("exec ") + GPT2BENCH_BINARY + " " + args).c_str(), nullptr);
     _exit(127);
@@ -42,7 +45,7 @@ test::CommandResult run_and_signal(const std::string& args, const std::string& m
     out.append(buf, n);
     if (!sent && out.find(marker) != std::string::npos) {
       std::this_thread::sleep_for(std::chrono::duration<double>(delay));
-      kill(pid, sig);
+      kill(group ? -pid : pid, sig);
       sent = true;
     }
   }
@@ -94,6 +97,32 @@ TEST(Reliability, SigintDuringRung2ThenResumeEqualsAnUninterruptedRun) {
     // No rung ran twice: exactly `repetitions` timed entries each.
     EXPECT_EQ(iterations_of(results, a["name"].get<std::string>()), 2) << a["name"];
   }
+}
+
+// A stop sent to the process group (scripts/gpu_session.sh's deadline, a terminal's Ctrl-C) ends the Python
+// reference in flight too: recorded as interrupted, not as its failure, and --resume runs it again.
+TEST(Reliability, AStopThatEndsAReferenceMarksItInterruptedAndResumeRunsIt) {
+  test::TempDir d;
+  std::string body = kBody;
+  body.replace(body.find("steps: 300"), 10, "steps: 2");
+  body.replace(body.find("variants: ["), 11, "references: [ref_torch_eager]\nvariants: [");
+  const auto profile = test::write_tiny_profile(d, body);
+  auto r = run_and_signal("ladder --profile " + profile + " --out " + (d / "run"), "[ref] ref_torch_eager", SIGTERM,
+                          0.3, /*group=*/true);
+  ASSERT_EQ(r.exit_code, 130) << r.output;
+  EXPECT_NE(r.output.find("ref_torch_eager not finished: interrupted (--resume runs it again)"), std::string::npos)
+      << r.output;
+  auto rungs = load(d / "run/rungs.json");
+  EXPECT_EQ(rungs["status"], "interrupted");
+  ASSERT_EQ(rungs["references"].size(), 1u);
+  EXPECT_EQ(rungs["references"][0]["status"], "interrupted");
+
+  r = test::run_gpt2bench("ladder --resume " + (d / "run"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("5 of 5 rungs already complete"), std::string::npos) << r.output;
+  rungs = load(d / "run/rungs.json");
+  EXPECT_EQ(rungs["status"], "complete");
+  EXPECT_EQ(rungs["references"][0]["status"], "ok");
 }
 
 TEST(Reliability, ResumeRefusesAnotherProfileOrNothingToResume) {

@@ -865,6 +865,8 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
     std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << project_python() << "\n";
     nlohmann::json ref = run_reference(name, reference_config(name, prof, ladder.dev, batch), ladder.data.train,
                                        o.out_dir, share);
+    if (g_signal && ref["status"] != "ok")  // the stop reached the Python process too: not its failure
+      ref["status"] = "interrupted", ref["error"] = "not finished: interrupted (--resume runs it again)";
     compare_reference(ref, records, ladder.baseline);
     std::cerr << reference_line(ref) << "\n";
     refs.push_back(ref);

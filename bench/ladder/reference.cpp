@@ -187,7 +187,7 @@ std::string reference_line(const nlohmann::json& ref) {
   if (ref["status"] != "ok") {
     std::string e = ref.value("error", "");
     if (e.size() > 120) e = "..." + e.substr(e.size() - 117);
-    o << "error: " << e;
+    o << (ref["status"] == "error" ? "error: " : "") << e;
     return o.str();
   }
   const auto& res = ref["result"];

@@ -118,6 +118,12 @@ def error_texts(run: Run) -> list[tuple[str, str]]:
     return [(name, text) for name, text in out if "\n" in text.strip()]
 
 
+def _failure(ref: dict) -> str:
+    """Why a reference has no result: "error: ..." for its own failure, else what stopped it."""
+    status, said = ref.get("status", "?"), _first_line(ref.get("error", ""))
+    return f"error: {said}" if status == "error" else said or status
+
+
 def reference_table(run: Run) -> list[list[str]]:
     """The Python reference rungs beside the C++ ones: never in the ladder's speed-ups."""
     rows = [["reference (Python)", "batch", "status", "tok/s", "compared with", "C++ tok/s", "C++ / Python",
@@ -128,7 +134,7 @@ def reference_table(run: Run) -> list[list[str]]:
         ri = ref.get("ratio_interval")
         rows.append([
             ref.get("name", "?"), str(cfg.get("batch", "")),
-            ref.get("status", "?") if ok else "error: " + _first_line(ref.get("error", "")),
+            ref.get("status", "?") if ok else _failure(ref),
             _fmt(res.get("tokens_per_sec")) if ok else "-", ref.get("compared_with", "-"),
             _fmt(ref.get("cpp_tokens_per_sec")), _fmt(ref.get("ratio"), ".2f") + "x" if "ratio" in ref else "-",
             f"{ri['low']:.2f}-{ri['high']:.2f}x ({100 * ri['level']:.0f}%)" if ri else "-",

@@ -337,6 +337,8 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
          "result": {"tokens_per_sec": 1000.0, "first_step_s": 0.5, "torch_version": "2.13.0+cpu"}},
         {"name": "ref_torch_compile", "status": "error", "config": {"batch": 4},
          "error": "python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler: No working C++ compiler found"},
+        {"name": "ref_torch_compile", "status": "interrupted", "config": {"batch": 16},
+         "error": "not finished: interrupted (--resume runs it again)"},
     ]
     (run_dir / "rungs.json").write_text(json.dumps(doc))
     run = load_run(run_dir)
@@ -346,6 +348,7 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
     assert cells == ["ref_torch_eager", "4", "ok", "1,000", base["name"], "1,200", "1.20x", "1.10-1.31x (96%)", "pass",
                      "0.5", "2.13.0+cpu"]
     assert "| ref_torch_compile | 4 | error: python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler" in md
+    assert "| ref_torch_compile | 16 | not finished: interrupted (--resume runs it again) | - |" in md  # not an error
     assert "blocks' weight matmuls 63.9%, LM head 29.0%, causal attention 7.1%" in md
 
 
