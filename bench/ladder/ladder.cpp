@@ -643,6 +643,7 @@ int64_t check_rung_filter(const std::string& filter, const std::vector<RungRecor
 struct Kept {
   std::vector<nlohmann::json> benchmarks;
   nlohmann::json context;
+  nlohmann::json references = nlohmann::json::array();  // the reference rungs that finished (status ok)
 };
 
 // --resume: the earlier run's finished rungs are kept (their rungs.json entries and Google
@@ -674,7 +675,10 @@ Kept resume_or_start(const LadderOptions& o, const Profile& prof, std::vector<Ru
           if (b["run_name"].get<std::string>().rfind(r.plan.benchmark_name + "/", 0) == 0) kept.benchmarks.push_back(b);
       }
   kept.context = old_results["context"];
-  std::cerr << "gpt2bench: resuming " << o.out_dir << ": " << n << " of " << records.size() << " rungs already complete\n";
+  for (const auto& ref : old.value("references", nlohmann::json::array()))
+    if (ref.value("status", "") == "ok") kept.references.push_back(ref);
+  std::cerr << "gpt2bench: resuming " << o.out_dir << ": " << n << " of " << records.size()
+            << " rungs already complete, " << kept.references.size() << " reference(s)\n";
   return kept;
 }
 
@@ -740,7 +744,9 @@ class RunWriter {
  public:
   RunWriter(const std::string& dir, nlohmann::json header, Kept kept)
       : rungs_path_(files::join(dir, "rungs.json")), results_path_(files::join(dir, "results.json")),
-        doc_(std::move(header)), kept_(std::move(kept)) {}
+        doc_(std::move(header)), kept_(std::move(kept)) {
+    doc_["references"] = kept_.references;
+  }
   void attach(const TeeReporter* reporter) { reporter_ = reporter; }
   const std::string& rungs_path() const { return rungs_path_; }
   const std::string& results_path() const { return results_path_; }
@@ -849,7 +855,7 @@ int conclude(const std::vector<RungRecord>& ran, const Ladder& ladder, const Run
 void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vector<RungRecord>& records,
                          RunWriter& writer) {
   const Profile& prof = ladder.prof;
-  nlohmann::json refs = nlohmann::json::array();
+  nlohmann::json refs = writer.references();            // --resume: those the earlier run finished, kept
   std::vector<std::pair<std::string, int64_t>> to_run;  // (reference, batch)
   for (const auto& n : selected_references(o.rung_filter, prof)) to_run.emplace_back(n, prof.batch);
   // batch_scaling's own rung is the first batch-searching one (extras on top of it search again)
@@ -859,6 +865,13 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
   if (compiled && searched != records.end() && searched->ok() && searched->spec().batch != prof.batch &&
       ranks(searched->spec()) == 1)
     to_run.emplace_back("ref_torch_compile", searched->spec().batch);
+  std::erase_if(to_run, [&](const auto& t) {
+    const bool kept = std::any_of(refs.begin(), refs.end(), [&](const nlohmann::json& r) {
+      return r["name"] == t.first && r["config"].value("batch", int64_t{0}) == t.second;
+    });
+    if (kept) std::cerr << "[ref] " << t.first << " at batch " << t.second << ": kept from the earlier run\n";
+    return kept;
+  });
   for (size_t i = 0; i < to_run.size() && !g_signal; ++i) {
     const auto& [name, batch] = to_run[i];
     const double share = ladder.budget.limited() ? ladder.budget.share_s(static_cast<int64_t>(to_run.size() - i)) : -1;
