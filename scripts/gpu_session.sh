@@ -4,6 +4,7 @@
 # whatever the build took. From the checkout's root, with the device kit copied in and carried
 # (cp -r ../shared/device .device-kit; ignored via .git/info/exclude):
 #   scripts/gpu_session.sh tests    build gpt2bench and its tests; our kernels' tests, then every _CUDA test
+#                                   (after a crash, each _CUDA test alone: which ones crash)
 #   scripts/gpu_session.sh ladder   gpu-124m whole (its references, extra rungs and breakdown passes) under the
 #                                   time the call has left after the build, less a reserve; stopped cleanly
 #                                   (SIGTERM: the finished rungs kept) if it runs on towards the limit; the run
@@ -54,9 +55,23 @@ if [ "$stage" = tests ]; then
   rc=0
   run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='KernelsCuda.*' \
     >"$OUT/kernels-cuda.log" 2>&1 || rc=$?
+  all=0
   run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='*_CUDA' \
-    >"$OUT/all-cuda.log" 2>&1 || rc=$?
+    >"$OUT/all-cuda.log" 2>&1 || all=$?
   grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/kernels-cuda.log" "$OUT/all-cuda.log"
+  [ $all -ne 0 ] && rc=$all
+  if [ $all -gt 128 ]; then  # a crash ends the process with the tests after it unrun: each test alone
+    echo "gpu_session: the _CUDA tests crashed (exit $all); each alone, into each-cuda.log:"
+    for t in $("$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_list_tests --gtest_filter='*_CUDA' |
+      awk '/^[^ ]/ { suite = $1 } /^  / { print suite $1 }'); do
+      one=0
+      run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter="$t" \
+        >>"$OUT/each-cuda.log" 2>&1 || one=$?
+      case $one in 0) said=passed ;; 1) said=FAILED ;; 124) said="stopped at the call's deadline" ;; *) said="CRASHED (exit $one)" ;; esac
+      echo "  $t: $said" | tee -a "$OUT/each-cuda.log"
+      [ $one -eq 124 ] && break
+    done
+  fi
   [ $rc -eq 124 ] && echo "gpu_session: stopped at the call's deadline; the logs under OUT end where the tests were"
   [ $rc -eq 0 ] || exit 1
   exit 0

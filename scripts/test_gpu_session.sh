@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ctest GpuSession: scripts/gpu_session.sh's mechanics, with a fake device kit and fake binaries (no GPU here):
-# usage errors, a failing _CUDA test failing the stage with its line shown, the ladder stage's profile (gpu-124m
-# with the budget the call has left) and tarred run directory under $OUT, a ladder stopped before the call's
-# deadline with its run kept and tarred, a call the build left too little of, and the resume stage.
+# usage errors, a failing _CUDA test failing the stage with its line shown, a crash followed by each test alone,
+# the ladder stage's profile (gpu-124m with the budget the call has left) and tarred run directory under $OUT, a
+# ladder stopped before the call's deadline with its run kept and tarred, a call the build left too little of,
+# and the resume stage.
 set -u
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/gpu_session.sh"
 T=$(mktemp -d)
@@ -29,8 +30,14 @@ check "no kit: said" grep -q "copy ../shared/device to .device-kit" <<<"$out"
 printf '#!/bin/bash\n[ "$#" -gt 0 ] && exec "$@"\n' >.device-kit/build.sh
 cat >build-cuda/gpt2bench_tests <<'EOF'
 #!/bin/bash
+case "$*" in
+*--gtest_list_tests*) printf 'CudaTest.\n  Fine_CUDA\n  Crashes_CUDA\nKernelsCuda.\n  Kernel_CUDA\n'; exit 0 ;;
+*=CudaTest.Crashes_CUDA) kill -SEGV $$ ;;
+*=CudaTest.Fine_CUDA | *=KernelsCuda.Kernel_CUDA) exit 0 ;;
+esac
 echo "[  PASSED  ] 3 tests."
 case "$*" in *KernelsCuda*) exit 0 ;; esac
+[ -n "${FAKE_CRASH:-}" ] && kill -SEGV $$
 echo "[  FAILED  ] CudaTest.Something_CUDA"; exit 1
 EOF
 cat >build-cuda/gpt2bench <<'EOF'
@@ -56,6 +63,12 @@ check "tests: a failing _CUDA test fails the stage" [ $rc -eq 1 ]
 check "tests: the failing test's line shown" grep -q "FAILED  \] CudaTest.Something_CUDA" <<<"$out"
 check "tests: logs under OUT" [ -s "$T/out/kernels-cuda.log" -a -s "$T/out/all-cuda.log" -a -s "$T/out/doctor.txt" ]
 check "tests: the machine's versions under OUT" [ -f "$T/out/machine-tests.txt" ]
+check "tests: no crash, no test run alone" [ ! -f "$T/out/each-cuda.log" ]
+out=$(OUT="$T/out" FAKE_CRASH=1 "$SCRIPT" tests 2>&1); rc=$?
+check "tests: a crash fails the stage" [ $rc -eq 1 ]
+check "tests: after a crash each test alone, the crashing one named" \
+  grep -qE "^  CudaTest.Crashes_CUDA: CRASHED \(exit 139\)" <<<"$out"
+check "tests: ... and the ones that pass" grep -q "^  KernelsCuda.Kernel_CUDA: passed" "$T/out/each-cuda.log"
 
 out=$(OUT="$T/out" "$SCRIPT" ladder 2>&1); rc=$?
 check "ladder: exit 0" [ $rc -eq 0 ]
@@ -96,5 +109,5 @@ out=$(OUT="$T/out" "$SCRIPT" resume 2>&1); rc=$?
 check "resume with no run: exit 2" [ $rc -eq 2 ]
 check "resume with no run: what to carry said" grep -q "carry runs/<name>" <<<"$out"
 
-[ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, the ladder's budget and tarball, the deadline, resume: ok"
+[ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, a crash, the ladder's budget and tarball, the deadline, resume: ok"
 exit $fail
