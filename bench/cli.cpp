@@ -21,6 +21,7 @@
 #include "bench/runtime/device.h"
 #include "bench/runtime/dist.h"
 #include "bench/ladder/ddp_check.h"
+#include "bench/ladder/kernel_bench.h"
 #include "bench/ladder/ladder.h"
 #include "bench/runtime/launcher.h"
 #include "config/profile.h"
@@ -47,6 +48,7 @@ commands:
   doctor         print what this build and this device support
   report         tables and charts (Markdown, HTML, PNG/SVG) from one or more run directories
   breakdown      the breakdown pass alone: where each rung's time, FLOPs and memory go ("profile": old name)
+  kernels        our fused kernels against the ops they replace, forward + backward, timed in turns
   ddp-check      train K data-parallel steps; each rank writes its losses and a parameter checksum
   help           this text; `gpt2bench <command> --help` for a command's options
 
@@ -90,6 +92,24 @@ losses, the mean loss over ranks per step, and checksums of the parameters after
 Equal checksums on every rank mean DDP kept the replicas identical; N ranks × batch B should give
 the mean losses of 1 rank × batch N·B. Fault injection for tests: GPT2BENCH_FAULT_RANK=R and
 GPT2BENCH_FAULT_STEP=S make rank R kill itself (SIGKILL) before step S.
+)";
+
+constexpr const char* kKernelsHelp = R"(usage: gpt2bench kernels --profile FILE [--out FILE.json] [--device D] [--rounds N]
+
+Times each of our fused ops (kernels/: fused_residual_norm, fused_gelu_backward, fused_classifier) against
+what the step runs in its place, one forward + backward each on the same inputs, at the profile model's
+shapes (batch x context tokens, its width, its vocabulary padded as vocab_padding does) in the dtype of the
+ladder's top rung (bf16_cast where the device has bf16). The sides take turns for N rounds (default 15), each
+round as many passes as make about 5 ms, timed by the device's timer (CUDA events / steady clock), after two
+warm-up passes each. Prints each side's median and "ours Nx": the Hodges-Lehmann ratio of the other side's
+times over ours (> 1: ours is faster), with its distribution-free interval. The kernel-level answer to
+"does our kernel beat what it replaces"; the ladder's top+<variant> rungs answer it for the whole step.
+On a CPU our ops run their ATen references (no CUDA kernels there): the figures say nothing of a GPU.
+
+  --profile FILE   YAML run profile (model, batch, seed, device)
+  --out FILE       also write the timings as JSON (every round's time, the medians, the intervals)
+  --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
+  --rounds N       rounds of turns (default 15)
 )";
 
 constexpr const char* kBreakdownHelp = R"(usage: gpt2bench breakdown --profile FILE --out DIR [--rung NAME] [--device D]
@@ -244,6 +264,13 @@ int cmd_breakdown(int argc, char** argv) {
   return run_breakdown({need(f, "profile", kBreakdownHelp), need(f, "out", kBreakdownHelp), get(f, "device"), get(f, "rung")});
 }
 
+int cmd_kernels(int argc, char** argv) {
+  auto f = parse_flags(argc, argv, 2, {"profile", "out", "device", "rounds"}, kKernelsHelp);
+  KernelBenchOptions o{need(f, "profile", kKernelsHelp), get(f, "device"), get(f, "out")};
+  o.rounds = positive_int(get(f, "rounds", "15"), "--rounds");
+  return run_kernel_bench(o);
+}
+
 int cmd_report(int argc, char** argv) {
   std::vector<std::string> args, prices;
   std::string out;
@@ -392,6 +419,7 @@ int cli_main(int argc, char** argv) {
       return cmd_breakdown(argc, argv);
     }
     if (cmd == "report") return cmd_report(argc, argv);
+    if (cmd == "kernels") return cmd_kernels(argc, argv);
     if (cmd == "list-variants") return cmd_list_variants(argc, argv);
     if (cmd == "doctor") return cmd_doctor(argc, argv);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {

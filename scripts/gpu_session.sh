@@ -3,7 +3,8 @@
 # the tarred run directory, the machine's versions), each stage finished before the call's 10-minute limit
 # whatever the build took. From the checkout's root, with the device kit copied in and carried
 # (cp -r ../shared/device .device-kit; ignored via .git/info/exclude):
-#   scripts/gpu_session.sh tests    build gpt2bench and its tests; our kernels' tests, then every _CUDA test
+#   scripts/gpu_session.sh tests    build gpt2bench and its tests; our kernels' tests and timings (gpt2bench
+#                                   kernels: kernels.json), then every _CUDA test
 #                                   (after a crash, each _CUDA test alone: which ones crash)
 #   scripts/gpu_session.sh ladder   gpu-124m whole (its references, extra rungs and breakdown passes) under the
 #                                   time the call has left after the build, less a reserve; stopped cleanly
@@ -55,6 +56,10 @@ if [ "$stage" = tests ]; then
   rc=0
   run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='KernelsCuda.*' \
     >"$OUT/kernels-cuda.log" 2>&1 || rc=$?
+  # our kernels against what they replace, op by op, at gpu-124m's shapes (seconds)
+  run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml \
+    --out "$OUT/kernels.json" >"$OUT/kernels.log" 2>&1 || rc=$?
+  cat "$OUT/kernels.log"
   all=0
   run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='*_CUDA' \
     >"$OUT/all-cuda.log" 2>&1 || all=$?

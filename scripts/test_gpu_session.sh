@@ -43,6 +43,7 @@ EOF
 cat >build-cuda/gpt2bench <<'EOF'
 #!/bin/bash
 [ "$1" = doctor ] && { echo "doctor: fake"; exit 0; }
+[ "$1" = kernels ] && { echo '{"cases": []}' >"${@: -1}"; echo "kernels: fake timings"; exit 0; }
 args="$*"
 while [ $# -gt 0 ]; do case "$1" in --out | --resume) out=$2; shift ;; --profile) prof=$2; shift ;; esac; shift; done
 mkdir -p "$out" && cp "$prof" "$out/profile.yaml" && echo "$args" >>"$out/calls"
@@ -64,6 +65,8 @@ check "tests: the failing test's line shown" grep -q "FAILED  \] CudaTest.Someth
 check "tests: logs under OUT" [ -s "$T/out/kernels-cuda.log" -a -s "$T/out/all-cuda.log" -a -s "$T/out/doctor.txt" ]
 check "tests: the machine's versions under OUT" [ -f "$T/out/machine-tests.txt" ]
 check "tests: no crash, no test run alone" [ ! -f "$T/out/each-cuda.log" ]
+check "tests: the kernels' timings under OUT, and shown" [ -s "$T/out/kernels.json" ]
+check "tests: ... and shown" grep -q "kernels: fake timings" <<<"$out"
 out=$(OUT="$T/out" FAKE_CRASH=1 "$SCRIPT" tests 2>&1); rc=$?
 check "tests: a crash fails the stage" [ $rc -eq 1 ]
 check "tests: after a crash each test alone, the crashing one named" \

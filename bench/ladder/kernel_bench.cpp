@@ -1,0 +1,197 @@
+#include "bench/ladder/kernel_bench.h"
+
+#include <ATen/ATen.h>
+#include <torch/version.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "bench/runtime/device.h"
+#include "common/files.h"
+#include "config/profile.h"
+#include "kernels/classifier.h"
+#include "kernels/residual_norm.h"
+#include "model/layers.h"
+#include "variants/registry.h"
+
+namespace gpt2 {
+
+KernelCase time_in_turns(std::string variant, std::string shape, const std::vector<Pass>& passes, int rounds,
+                         double round_ms, const RoundTimer& timer) {
+  KernelCase c{std::move(variant), std::move(shape), 1, {}, {}};
+  double slowest = 0;
+  for (const auto& [name, pass] : passes) {
+    (void)timer(pass, 1);
+    slowest = std::max(slowest, timer(pass, 1));
+    c.sides.push_back({name, {}, 0});
+  }
+  c.iters = static_cast<int>(std::clamp(std::round(round_ms / std::max(slowest, 1e-6)), 1.0, 1000.0));
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < passes.size(); ++i) c.sides[i].ms.push_back(timer(passes[i].second, c.iters));
+  for (auto& s : c.sides) s.median_ms = median(s.ms);
+  for (size_t i = 1; i < c.sides.size(); ++i) c.speedup.push_back(ratio_interval(c.sides[i].ms, c.sides[0].ms));
+  return c;
+}
+
+namespace {
+
+// The top rung's context for these ops (its dtype, native layers, padded vocabulary) plus `extra`.
+StepSpec spec_with(const StepSpec& base, const DeviceInfo& dev, std::vector<std::string> extra) {
+  std::vector<std::string> v = {"bf16_cast", "native_layers", "vocab_padding"};
+  v.insert(v.end(), extra.begin(), extra.end());
+  return resolve("kernels", v, base, dev).spec;
+}
+
+std::vector<at::Tensor> grads(const std::vector<at::Tensor>& outs, const std::vector<at::Tensor>& ins,
+                              const std::vector<at::Tensor>& grad_outs) {
+  return torch::autograd::grad(outs, ins, grad_outs);
+}
+
+at::Tensor input(at::IntArrayRef shape, const at::TensorOptions& opts) {
+  return at::randn(shape, opts).requires_grad_();
+}
+
+// The residual add and the LayerNorm after it (a block has two), rows of the stream.
+KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
+  const StepSpec s = spec_with(base, dev, {});
+  const int64_t N = s.batch * s.model.context, C = s.model.n_embd;
+  const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
+  const at::Tensor x = input({N, C}, opts), r = input({N, C}, opts), g = input({C}, opts), b = input({C}, opts);
+  const at::Tensor gs = at::randn({N, C}, opts), gh = at::randn({N, C}, opts);
+  const double eps = LayerNormImpl::kEps;
+  auto ours = [&] {
+    auto [sum, h] = kernels::add_layer_norm(x, r, g, b, eps);
+    (void)grads({sum, h}, {x, r, g, b}, {gs, gh});
+  };
+  auto aten = [&] {
+    const at::Tensor sum = x + r;
+    (void)grads({sum, at::layer_norm(sum, {C}, g, b, eps)}, {x, r, g, b}, {gs, gh});
+  };
+  std::ostringstream shape;
+  shape << "N=" << N << " C=" << C << " " << c10::toString(opts.dtype().toScalarType());
+  return time_in_turns("fused_residual_norm", shape.str(),
+                       {{"ours: add_layer_norm (kernels/residual_norm)", ours}, {"ATen: x + r, then layer_norm", aten}},
+                       rounds, 5.0, timer);
+}
+
+// The MLP as the model builds it: Linear + GELU(tanh), then the second Linear.
+KernelCase gelu_backward_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
+  const std::vector<std::pair<std::string, std::string>> sides = {
+      {"ours: the pre-activation kept, GELU' and the bias gradient in one pass", "fused_gelu_backward"},
+      {"the top rung's: fuse_bias_gelu's GEMM epilogue, the pre-activation recomputed", "fuse_bias_gelu"},
+      {"ATen: linear, then gelu(tanh)", ""}};
+  const StepSpec s = spec_with(base, dev, {});
+  const int64_t B = s.batch, T = s.model.context, C = s.model.n_embd;
+  const auto dtype = compute_dtype(math_mode(s));
+  const auto opts = at::device(torch_device(dev)).dtype(dtype);
+  const at::Tensor x = input({B, T, C}, opts), gy = at::randn({B, T, C}, opts);
+  std::vector<FeedForward> mlps;
+  std::vector<Pass> passes;
+  mlps.reserve(sides.size());
+  for (const auto& [name, variant] : sides) {
+    mlps.emplace_back(spec_with(base, dev, variant.empty() ? std::vector<std::string>{} : std::vector{variant}).model);
+    mlps.back()->to(torch_device(dev), dtype);
+    FeedForward mlp = mlps.back();
+    passes.emplace_back(name, [mlp, &x, &gy]() mutable {
+      std::vector<at::Tensor> ins = mlp->parameters();
+      ins.push_back(x);
+      (void)grads({mlp->forward(x)}, ins, {gy});
+    });
+  }
+  std::ostringstream shape;
+  shape << "B=" << B << " T=" << T << " C=" << C << " F=" << 4 * C << " " << c10::toString(dtype);
+  return time_in_turns("fused_gelu_backward", shape.str(), passes, rounds, 5.0, timer);
+}
+
+// The LM head and the loss: logits, cross-entropy, their gradients.
+KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
+  const StepSpec s = spec_with(base, dev, {}), fused = spec_with(base, dev, {"fused_classifier"});
+  const int64_t N = s.batch * s.model.context, C = s.model.n_embd, V = s.model.padded_vocab();
+  const int64_t chunk = fused.model.classifier_chunk;
+  const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
+  const at::Tensor h = input({N, C}, opts), w = input({V, C}, opts);
+  const at::Tensor t = at::randint(s.model.vocab_size, {N}, at::device(torch_device(dev)).dtype(at::kLong));
+  auto ours = [&] { (void)grads({kernels::linear_cross_entropy(h, w, t, chunk)}, {h, w}, {}); };
+  auto aten = [&] { (void)grads({at::cross_entropy_loss(at::linear(h, w), t)}, {h, w}, {}); };
+  std::ostringstream shape;
+  shape << "N=" << N << " C=" << C << " V=" << V << " chunk=" << chunk << " "
+        << c10::toString(opts.dtype().toScalarType());
+  return time_in_turns("fused_classifier", shape.str(),
+                       {{"ours: linear_cross_entropy (kernels/classifier), chunk by chunk", ours},
+                        {"ATen: linear, then cross_entropy", aten}},
+                       rounds, 5.0, timer);
+}
+
+nlohmann::json case_json(const KernelCase& c) {
+  nlohmann::json sides = nlohmann::json::array(), speedups = nlohmann::json::array();
+  for (const auto& s : c.sides) sides.push_back({{"name", s.name}, {"median_ms", s.median_ms}, {"ms", s.ms}});
+  for (size_t i = 0; i < c.speedup.size(); ++i) {
+    const auto& r = c.speedup[i];
+    speedups.push_back({{"over", c.sides[i + 1].name}, {"estimate", r.estimate}, {"low", r.low}, {"high", r.high},
+                        {"level", r.level}});
+  }
+  return {{"variant", c.variant}, {"shape", c.shape}, {"iters", c.iters}, {"sides", sides}, {"speedup", speedups}};
+}
+
+void print_case(const KernelCase& c) {
+  std::printf("%s  (%s; forward + backward, %zu rounds of %d passes)\n", c.variant.c_str(), c.shape.c_str(),
+              c.sides.empty() ? size_t{0} : c.sides[0].ms.size(), c.iters);
+  for (size_t i = 0; i < c.sides.size(); ++i) {
+    std::printf("  %-80s %9.3f ms", c.sides[i].name.c_str(), c.sides[i].median_ms);
+    if (i > 0) {
+      const auto& r = c.speedup[i - 1];
+      std::printf("   ours %.2fx (%.2f-%.2fx, %.0f%%)", r.estimate, r.low, r.high, 100 * r.level);
+    }
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+int run_kernel_bench(const KernelBenchOptions& o) {
+  const Profile prof = load_profile(o.profile_path);
+  const DeviceInfo dev = detect_device(o.device.empty() ? prof.device : o.device);
+  StepSpec base = baseline_spec(prof.model, prof.batch, dev);
+  base.settings = prof.settings;
+  at::manual_seed(prof.seed);
+  auto timer = make_step_timer(dev);
+  const RoundTimer round = [&](const std::function<void()>& pass, int iters) {
+    timer->mark();
+    for (int i = 0; i < iters; ++i) pass();
+    timer->mark();
+    return 1e3 * timer->intervals().at(0) / iters;
+  };
+  std::cerr << "gpt2bench kernels: our kernels against what they replace, profile '" << prof.name << "' on "
+            << dev.name << (dev.cuda() ? " (cuda)" : " (cpu: our kernels' ATen references, not the CUDA kernels)")
+            << "\n";
+  nlohmann::json cases = nlohmann::json::array();
+  for (auto* make : {&residual_norm_case, &gelu_backward_case, &classifier_case}) {
+    const KernelCase c = make(base, dev, o.rounds, round);
+    print_case(c);
+    std::fflush(stdout);  // each case as it ends, in order with the progress on stderr
+    cases.push_back(case_json(c));
+    empty_cache(dev);
+  }
+  std::printf("(ours Nx: what it replaces takes N times as long, with its interval; > 1: ours is faster)\n");
+  if (!o.out.empty()) {
+    nlohmann::json dev_json;
+    to_json(dev_json, dev);
+    const nlohmann::json doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"batch", prof.batch}}},
+                                {"device", dev_json},
+                                {"torch", TORCH_VERSION},
+                                {"rounds", o.rounds},
+                                {"rule", "each side one forward + backward on the same inputs; rounds in turns; "
+                                         "speedup: the Hodges-Lehmann ratio of a side's round times over ours"},
+                                {"cases", cases}};
+    files::write_file_atomic(o.out, doc.dump(2) + "\n");
+    std::cout << "results: " << o.out << "\n";
+  }
+  return 0;
+}
+
+}  // namespace gpt2

@@ -1,0 +1,48 @@
+// defines: KernelCase, time_in_turns, KernelBenchOptions, run_kernel_bench — `gpt2bench kernels`: each of our
+//          fused ops (kernels/) against what the step runs in its place, forward + backward on the profile
+//          model's shapes in the top rung's dtype, timed in turns on the device. A kernel is kept only if it
+//          beats what it replaces (issue 15): the ladder's top+<variant> rungs say it for the whole step,
+//          this says it for the op alone, where a step's noise cannot hide a difference of a few percent.
+#pragma once
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/measure/stats.h"
+
+namespace gpt2 {
+
+struct TimedSide {
+  std::string name;        // what this side runs, in words
+  std::vector<double> ms;  // each round's mean pass, milliseconds
+  double median_ms = 0;
+};
+
+struct KernelCase {
+  std::string variant;                 // the variant that switches ours in
+  std::string shape;                   // what it runs on, in words
+  int iters = 0;                       // passes a round
+  std::vector<TimedSide> sides;        // ours first, then what it replaces
+  std::vector<RatioInterval> speedup;  // for each side after the first: its time over ours (> 1: ours is faster)
+};
+
+// The milliseconds of one pass, the mean of `iters` passes in a row between two marks of the device's timer.
+using RoundTimer = std::function<double(const std::function<void()>& pass, int iters)>;
+using Pass = std::pair<std::string, std::function<void()>>;  // (name, one forward + backward)
+
+// Each pass is warmed up twice (the first run allocates and picks its kernels); a round then takes `iters`
+// passes, iters such that the slowest side's round takes about `round_ms` (1 to 1000), and the sides take
+// turns for `rounds` rounds, so that drift (clocks, heat, a neighbour) hits them alike.
+KernelCase time_in_turns(std::string variant, std::string shape, const std::vector<Pass>& passes, int rounds,
+                         double round_ms, const RoundTimer& timer);
+
+struct KernelBenchOptions {
+  std::string profile_path;
+  std::string device;  // overrides the profile's when set
+  std::string out;     // the JSON file to write ("" = none)
+  int rounds = 15;
+};
+int run_kernel_bench(const KernelBenchOptions& o);
+
+}  // namespace gpt2

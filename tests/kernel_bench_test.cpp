@@ -1,0 +1,93 @@
+// gpt2bench kernels: the timing's schedule on a fake timer (warm-up, passes a round, turns, the ratio), and the
+// command end to end on the tiny model (every case, its sides, its JSON, bad input refused by name).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/ladder/kernel_bench.h"
+#include "helpers.h"
+
+namespace gpt2 {
+namespace {
+
+TEST(KernelBench, SidesWarmUpTwiceThenTakeTurnsWithTheSamePassesARound) {
+  std::string ran;  // which pass ran, in order
+  auto side = [&](char id) { return [&ran, id] { ran += id; }; };
+  // A fake device: ours (a) takes 0.5 ms a pass, the other (b) 1 ms; a round's time is the mean pass.
+  std::vector<std::pair<char, int>> rounds;  // (side, passes) per round the timer timed
+  const RoundTimer timer = [&](const std::function<void()>& pass, int iters) {
+    const size_t before = ran.size();
+    for (int i = 0; i < iters; ++i) pass();
+    const char id = ran.at(before);
+    EXPECT_EQ(ran.size() - before, static_cast<size_t>(iters));
+    rounds.emplace_back(id, iters);
+    return id == 'a' ? 0.5 : 1.0;
+  };
+  const KernelCase c = time_in_turns("v", "N=1", {{"ours", side('a')}, {"theirs", side('b')}}, 4, 5.0, timer);
+  // warm-up: each side twice, one pass; then 5 ms / the slowest side's 1 ms = 5 passes a round, in turns
+  const std::vector<std::pair<char, int>> want = {{'a', 1}, {'a', 1}, {'b', 1}, {'b', 1}, {'a', 5}, {'b', 5},
+                                                  {'a', 5}, {'b', 5}, {'a', 5}, {'b', 5}, {'a', 5}, {'b', 5}};
+  EXPECT_EQ(rounds, want);
+  EXPECT_EQ(c.iters, 5);
+  ASSERT_EQ(c.sides.size(), 2u);
+  EXPECT_EQ(c.sides[0].ms, std::vector<double>(4, 0.5));
+  EXPECT_DOUBLE_EQ(c.sides[0].median_ms, 0.5);
+  EXPECT_DOUBLE_EQ(c.sides[1].median_ms, 1.0);
+  ASSERT_EQ(c.speedup.size(), 1u);  // theirs over ours: ours twice as fast
+  EXPECT_DOUBLE_EQ(c.speedup[0].estimate, 2.0);
+  EXPECT_EQ(c.speedup[0].n, 4);
+}
+
+TEST(KernelBench, PassesARoundStayWithinOneAndAThousand) {
+  auto timed = [](double ms) {
+    const RoundTimer t = [ms](const std::function<void()>& pass, int iters) {
+      for (int i = 0; i < iters; ++i) pass();
+      return ms;
+    };
+    return time_in_turns("v", "", {{"ours", [] {}}}, 1, 5.0, t).iters;
+  };
+  EXPECT_EQ(timed(50.0), 1);     // a pass longer than a round: one
+  EXPECT_EQ(timed(1e-6), 1000);  // a pass too short to time alone: at most a thousand
+  EXPECT_EQ(timed(0.5), 10);
+}
+
+TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
+  test::TempDir d;
+  const auto profile = test::write_tiny_profile(d, "name: k\nmodel: tiny\ndata: synthetic\ndevice: cpu\nbatch: 2\n");
+  auto r = test::run_gpt2bench("kernels --profile " + profile + " --rounds 3 --out " + (d / "kernels.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("fused_residual_norm  (N=32 C=32 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("   ours "), std::string::npos) << r.output;
+  const auto doc = nlohmann::json::parse(test::read_text(d / "kernels.json"));
+  EXPECT_EQ(doc["rounds"], 3);
+  EXPECT_EQ(doc["device"]["type"], "cpu");
+  const std::vector<std::pair<std::string, size_t>> want = {
+      {"fused_residual_norm", 2}, {"fused_gelu_backward", 3}, {"fused_classifier", 2}};
+  ASSERT_EQ(doc["cases"].size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const auto& c = doc["cases"][i];
+    EXPECT_EQ(c["variant"], want[i].first);
+    ASSERT_EQ(c["sides"].size(), want[i].second) << c["variant"];
+    EXPECT_EQ(c["speedup"].size(), want[i].second - 1) << c["variant"];
+    for (const auto& s : c["sides"]) {
+      ASSERT_EQ(s["ms"].size(), 3u);
+      for (double ms : s["ms"]) EXPECT_GT(ms, 0) << s["name"];
+    }
+    for (const auto& x : c["speedup"]) {
+      EXPECT_LE(x["low"].get<double>(), x["estimate"].get<double>());
+      EXPECT_LE(x["estimate"].get<double>(), x["high"].get<double>());
+    }
+  }
+  // the classifier at the padded vocabulary (97 -> 128), the fused_classifier variant's chunk
+  EXPECT_NE(doc["cases"][2]["shape"].get<std::string>().find("V=128 chunk=1024"), std::string::npos);
+
+  r = test::run_gpt2bench("kernels --profile " + profile + " --rounds 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--rounds takes a whole number >= 1, got '0'"), std::string::npos) << r.output;
+  r = test::run_gpt2bench("kernels --rounds 3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("missing --profile"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace gpt2
