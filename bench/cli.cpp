@@ -101,8 +101,8 @@ what the step runs in its place, one forward + backward each on the same inputs,
 shapes (batch x context tokens, its width, its vocabulary padded as vocab_padding does) in the dtype of the
 ladder's top rung (bf16_cast where the device has bf16). The sides take turns for N rounds (default 15), each
 round as many passes as make about 5 ms, timed by the device's timer (CUDA events / steady clock), after two
-warm-up passes each. Prints each side's median and "ours Nx": the Hodges-Lehmann ratio of the other side's
-times over ours (> 1: ours is faster), with its distribution-free interval. The kernel-level answer to
+warm-up passes each. Prints each side's median and "ours Nx": the other side's median over ours (> 1: ours is
+faster), with the distribution-free (Hodges-Lehmann) interval of that ratio. The kernel-level answer to
 "does our kernel beat what it replaces"; the ladder's top+<variant> rungs answer it for the whole step.
 On a CPU our ops run their ATen references (no CUDA kernels there): the figures say nothing of a GPU.
 

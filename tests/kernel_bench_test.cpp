@@ -73,9 +73,13 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
       ASSERT_EQ(s["ms"].size(), 3u);
       for (double ms : s["ms"]) EXPECT_GT(ms, 0) << s["name"];
     }
-    for (const auto& x : c["speedup"]) {
+    for (size_t k = 0; k < c["speedup"].size(); ++k) {
+      const auto& x = c["speedup"][k];
       EXPECT_LE(x["low"].get<double>(), x["estimate"].get<double>());
       EXPECT_LE(x["estimate"].get<double>(), x["high"].get<double>());
+      EXPECT_EQ(x["over"], c["sides"][k + 1]["name"]);  // the medians' ratio, the other side over ours
+      EXPECT_DOUBLE_EQ(x["ratio"].get<double>(),
+                       c["sides"][k + 1]["median_ms"].get<double>() / c["sides"][0]["median_ms"].get<double>());
     }
   }
   // the classifier at the padded vocabulary (97 -> 128), the fused_classifier variant's chunk

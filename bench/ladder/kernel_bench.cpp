@@ -132,8 +132,8 @@ nlohmann::json case_json(const KernelCase& c) {
   for (const auto& s : c.sides) sides.push_back({{"name", s.name}, {"median_ms", s.median_ms}, {"ms", s.ms}});
   for (size_t i = 0; i < c.speedup.size(); ++i) {
     const auto& r = c.speedup[i];
-    speedups.push_back({{"over", c.sides[i + 1].name}, {"estimate", r.estimate}, {"low", r.low}, {"high", r.high},
-                        {"level", r.level}});
+    speedups.push_back({{"over", c.sides[i + 1].name}, {"ratio", c.sides[i + 1].median_ms / c.sides[0].median_ms},
+                        {"estimate", r.estimate}, {"low", r.low}, {"high", r.high}, {"level", r.level}});
   }
   return {{"variant", c.variant}, {"shape", c.shape}, {"iters", c.iters}, {"sides", sides}, {"speedup", speedups}};
 }
@@ -145,7 +145,8 @@ void print_case(const KernelCase& c) {
     std::printf("  %-80s %9.3f ms", c.sides[i].name.c_str(), c.sides[i].median_ms);
     if (i > 0) {
       const auto& r = c.speedup[i - 1];
-      std::printf("   ours %.2fx (%.2f-%.2fx, %.0f%%)", r.estimate, r.low, r.high, 100 * r.level);
+      std::printf("   ours %.2fx (%.2f-%.2fx, %.0f%%)", c.sides[i].median_ms / c.sides[0].median_ms, r.low, r.high,
+                  100 * r.level);
     }
     std::printf("\n");
   }
@@ -177,7 +178,8 @@ int run_kernel_bench(const KernelBenchOptions& o) {
     cases.push_back(case_json(c));
     empty_cache(dev);
   }
-  std::printf("(ours Nx: what it replaces takes N times as long, with its interval; > 1: ours is faster)\n");
+  std::printf("(ours Nx: the median time of what it replaces over ours, > 1: ours is faster; in brackets the\n"
+              " Hodges-Lehmann interval of that ratio from every pair of rounds)\n");
   if (!o.out.empty()) {
     nlohmann::json dev_json;
     to_json(dev_json, dev);
@@ -186,7 +188,8 @@ int run_kernel_bench(const KernelBenchOptions& o) {
                                 {"torch", TORCH_VERSION},
                                 {"rounds", o.rounds},
                                 {"rule", "each side one forward + backward on the same inputs; rounds in turns; "
-                                         "speedup: the Hodges-Lehmann ratio of a side's round times over ours"},
+                                         "speedup: ratio = a side's median round time over ours; estimate, low, "
+                                         "high: the Hodges-Lehmann ratio and interval over every pair of rounds"},
                                 {"cases", cases}};
     files::write_file_atomic(o.out, doc.dump(2) + "\n");
     std::cout << "results: " << o.out << "\n";

@@ -24,7 +24,8 @@ struct KernelCase {
   std::string shape;                   // what it runs on, in words
   int iters = 0;                       // passes a round
   std::vector<TimedSide> sides;        // ours first, then what it replaces
-  std::vector<RatioInterval> speedup;  // for each side after the first: its time over ours (> 1: ours is faster)
+  std::vector<RatioInterval> speedup;  // for each side after the first: its round times over ours, Hodges-Lehmann
+                                       // (> 1: ours is faster); the console and "ratio" take the medians' ratio
 };
 
 // The milliseconds of one pass, the mean of `iters` passes in a row between two marks of the device's timer.
