@@ -105,6 +105,8 @@ warm-up passes each. Prints each side's median and "ours Nx": the other side's m
 faster), with the distribution-free (Hodges-Lehmann) interval of that ratio. The kernel-level answer to
 "does our kernel beat what it replaces"; the ladder's top+<variant> rungs answer it for the whole step.
 On a CPU our ops run their ATen references (no CUDA kernels there): the figures say nothing of a GPU.
+A case that fails (out of memory, a kernel's error) is printed and recorded, the others still run, and the
+command exits 1. GPT2BENCH_FAULT_KERNEL=<variant> (tests) makes that case fail so.
 
   --profile FILE   YAML run profile (model, batch, seed, device)
   --out FILE       also write the timings as JSON (every round's time, the medians, the intervals)

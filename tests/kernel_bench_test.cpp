@@ -85,6 +85,16 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   // the classifier at the padded vocabulary (97 -> 128), the fused_classifier variant's chunk
   EXPECT_NE(doc["cases"][2]["shape"].get<std::string>().find("V=128 chunk=1024"), std::string::npos);
 
+  // A case that fails (out of memory, a kernel's error) is said and recorded; the others still run; exit 1.
+  r = test::run_gpt2bench("kernels --profile " + profile + " --rounds 2 --out " + (d / "failed.json"),
+                          "GPT2BENCH_FAULT_KERNEL=fused_gelu_backward");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("fused_gelu_backward  error: injected fault"), std::string::npos) << r.output;
+  const auto failed = nlohmann::json::parse(test::read_text(d / "failed.json"));
+  ASSERT_EQ(failed["cases"].size(), 3u);
+  EXPECT_EQ(failed["cases"][1]["error"], "injected fault (GPT2BENCH_FAULT_KERNEL)");
+  EXPECT_EQ(failed["cases"][2]["sides"].size(), 2u);  // the classifier ran after it
+
   r = test::run_gpt2bench("kernels --profile " + profile + " --rounds 0");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--rounds takes a whole number >= 1, got '0'"), std::string::npos) << r.output;

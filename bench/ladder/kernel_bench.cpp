@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "bench/runtime/device.h"
+#include "bench/runtime/graph_capture.h"  // first_line
 #include "common/files.h"
 #include "config/profile.h"
 #include "kernels/classifier.h"
@@ -127,6 +129,11 @@ KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int roun
                        rounds, 5.0, timer);
 }
 
+using MakeCase = KernelCase (*)(const StepSpec&, const DeviceInfo&, int, const RoundTimer&);
+const std::pair<const char*, MakeCase> kCases[] = {{"fused_residual_norm", &residual_norm_case},
+                                                   {"fused_gelu_backward", &gelu_backward_case},
+                                                   {"fused_classifier", &classifier_case}};
+
 nlohmann::json case_json(const KernelCase& c) {
   nlohmann::json sides = nlohmann::json::array(), speedups = nlohmann::json::array();
   for (const auto& s : c.sides) sides.push_back({{"name", s.name}, {"median_ms", s.median_ms}, {"ms", s.ms}});
@@ -171,11 +178,22 @@ int run_kernel_bench(const KernelBenchOptions& o) {
             << dev.name << (dev.cuda() ? " (cuda)" : " (cpu: our kernels' ATen references, not the CUDA kernels)")
             << "\n";
   nlohmann::json cases = nlohmann::json::array();
-  for (auto* make : {&residual_norm_case, &gelu_backward_case, &classifier_case}) {
-    const KernelCase c = make(base, dev, o.rounds, round);
-    print_case(c);
+  const char* fault = std::getenv("GPT2BENCH_FAULT_KERNEL");  // tests: that case fails as a kernel would
+  int failed = 0;
+  for (const auto& [variant, make] : kCases) {
+    try {
+      if (fault && std::string(variant) == fault) throw std::runtime_error("injected fault (GPT2BENCH_FAULT_KERNEL)");
+      const KernelCase c = make(base, dev, o.rounds, round);
+      print_case(c);
+      cases.push_back(case_json(c));
+    } catch (const std::exception& e) {  // out of memory, a kernel's error: said, and the other cases go on
+      const auto* ce = dynamic_cast<const c10::Error*>(&e);
+      const std::string what = first_line(ce ? ce->what_without_backtrace() : e.what());
+      std::printf("%s  error: %s\n", variant, what.c_str());
+      cases.push_back({{"variant", variant}, {"error", what}});
+      ++failed;
+    }
     std::fflush(stdout);  // each case as it ends, in order with the progress on stderr
-    cases.push_back(case_json(c));
     empty_cache(dev);
   }
   std::printf("(ours Nx: the median time of what it replaces over ours, > 1: ours is faster; in brackets the\n"
@@ -194,7 +212,7 @@ int run_kernel_bench(const KernelBenchOptions& o) {
     files::write_file_atomic(o.out, doc.dump(2) + "\n");
     std::cout << "results: " << o.out << "\n";
   }
-  return 0;
+  return failed ? 1 : 0;
 }
 
 }  // namespace gpt2
