@@ -1,10 +1,8 @@
 #include "bench/ladder/ladder.h"
 
 #include <benchmark/benchmark.h>
-#include <torch/version.h>
 
 #include <ATen/ATen.h>
-
 
 #include <algorithm>
 #include <atomic>
@@ -14,7 +12,6 @@
 #include <cstdlib>
 #include <functional>
 #include <sstream>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -37,44 +34,13 @@
 #include "config/profile.h"
 #include "bench/measure/breakdown.h"
 #include "bench/ladder/results.h"
+#include "bench/ladder/run_dir.h"
 #include "bench/step/train_step.h"
 #include "common/files.h"
 
 namespace gpt2 {
 
 namespace {
-
-std::string torch_version() { return TORCH_VERSION; }
-
-nlohmann::json read_json_file(const std::string& path, const std::string& what_if_missing) {
-  std::ifstream f(path);
-  if (!f) throw std::runtime_error(path + ": " + what_if_missing + " (no such file)");
-  try {
-    return nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path + ": not valid JSON (" + e.what() + ")");
-  }
-}
-
-// The source tree's commit at run time ("-dirty" with uncommitted changes); the configure-time
-// sha where the tree is not a git checkout any more.
-std::string git_sha() {
-  auto run = [](const std::string& cmd) {
-    std::string out;
-    if (FILE* p = popen(cmd.c_str(), "r")) {
-      char buf[128];
-      while (fgets(buf, sizeof(buf), p)) out += buf;
-      if (pclose(p) != 0) return std::string();
-    }
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-    return out;
-  };
-  const std::string dir = GPT2BENCH_SOURCE_DIR;
-  std::string sha = run("git -C '" + dir + "' rev-parse --short=12 HEAD 2>/dev/null");
-  if (sha.empty()) return GPT2BENCH_GIT_SHA;
-  if (!run("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null").empty()) sha += "-dirty";
-  return sha;
-}
 
 // batch_scaling: the largest power-of-two batch that fits, trying upwards from the profile's (as a
 // power of two) to settings.max_batch. "Fits" means no out-of-memory error over two steps of the
@@ -211,25 +177,6 @@ std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
       }
   }
   return records;
-}
-
-
-// What must match for --resume: the resolved rungs and the measurement settings, and the build.
-std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& records) {
-  nlohmann::json j = {{"seed", prof.seed}, {"batch", prof.batch}, {"warmup_steps", prof.warmup_steps},
-                      {"steps", prof.steps}, {"repetitions", prof.repetitions}, {"parity_steps", prof.parity_steps},
-                      {"breakdown_steps", prof.breakdown_steps},
-                      {"data", prof.data.synthetic ? "synthetic" : prof.data.train_glob + "|" + prof.data.val_glob}};
-  for (const auto& r : records) j["rungs"].push_back({r.plan.rung.name, r.plan.rung.spec});
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (char c : j.dump()) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
-bool complete(RungStatus s) {
-  return s == RungStatus::kOk || s == RungStatus::kSkipped || s == RungStatus::kDiverged || s == RungStatus::kOom;
 }
 
 std::atomic<int> g_signal{0};
@@ -639,49 +586,6 @@ int64_t check_rung_filter(const std::string& filter, const std::vector<RungRecor
   return selected;
 }
 
-// What an earlier run in DIR leaves to this one: its complete rungs' Google Benchmark results.
-struct Kept {
-  std::vector<nlohmann::json> benchmarks;
-  nlohmann::json context;
-  nlohmann::json references = nlohmann::json::array();  // the reference rungs that finished (status ok)
-};
-
-// --resume: the earlier run's finished rungs are kept (their rungs.json entries and Google
-// Benchmark results), provided the profile resolves to the same rungs and the build is the same.
-// Without it, DIR must not hold a run already.
-Kept resume_or_start(const LadderOptions& o, const Profile& prof, std::vector<RungRecord>& records,
-                     const std::string& build_id) {
-  Kept kept;
-  if (!o.resume) {
-    if (files::exists(files::join(o.out_dir, "results.json")))
-      throw std::runtime_error(o.out_dir + " already holds results.json; choose another --out, or --resume it");
-    return kept;
-  }
-  const auto old = read_json_file(files::join(o.out_dir, "rungs.json"), "nothing to resume");
-  const auto old_results = read_json_file(files::join(o.out_dir, "results.json"), "nothing to resume");
-  if (old.value("fingerprint", "") != fingerprint(prof, records))
-    throw std::runtime_error("cannot resume " + o.out_dir + ": it was run with another profile or settings (" +
-                             old["profile"].value("path", "?") + "); start a new --out");
-  if (old.value("build_id", "") != build_id)
-    throw std::runtime_error("cannot resume " + o.out_dir + ": it was run by another build (" +
-                             old.value("build_id", "?") + ", this is " + build_id + "); start a new --out");
-  size_t n = 0;
-  for (auto& r : records)
-    for (const auto& j : old["rungs"])
-      if (j["name"] == r.plan.rung.name && complete(rung_status_from(j["status"].get<std::string>()))) {
-        restore(r, j);
-        ++n;
-        for (const auto& b : old_results["benchmarks"])
-          if (b["run_name"].get<std::string>().rfind(r.plan.benchmark_name + "/", 0) == 0) kept.benchmarks.push_back(b);
-      }
-  kept.context = old_results["context"];
-  for (const auto& ref : old.value("references", nlohmann::json::array()))
-    if (ref.value("status", "") == "ok") kept.references.push_back(ref);
-  std::cerr << "gpt2bench: resuming " << o.out_dir << ": " << n << " of " << records.size()
-            << " rungs already complete, " << kept.references.size() << " reference(s)\n";
-  return kept;
-}
-
 // The peaks: the matmul rate measured here per precision the run uses (on the CPU in every
 // precision: the best of them is the CPU's MFU peak), and the MFU's one denominator.
 void measure_peaks(const DeviceInfo& dev, std::vector<RungRecord>& records) {
@@ -738,41 +642,6 @@ nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std:
   doc["build_id"] = build_id;
   return doc;
 }
-
-// The one writer of DIR/rungs.json and DIR/results.json, both rewritten atomically on every flush.
-class RunWriter {
- public:
-  RunWriter(const std::string& dir, nlohmann::json header, Kept kept)
-      : rungs_path_(files::join(dir, "rungs.json")), results_path_(files::join(dir, "results.json")),
-        doc_(std::move(header)), kept_(std::move(kept)) {
-    doc_["references"] = kept_.references;
-  }
-  void attach(const TeeReporter* reporter) { reporter_ = reporter; }
-  const std::string& rungs_path() const { return rungs_path_; }
-  const std::string& results_path() const { return results_path_; }
-  void set_references(const nlohmann::json& refs) { doc_["references"] = refs; }
-  nlohmann::json references() const { return doc_.value("references", nlohmann::json::array()); }
-  void flush(const std::vector<RungRecord>& records, const std::string& status) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& r : records) list.push_back(to_json(r));
-    doc_["rungs"] = list;
-    doc_["status"] = status;
-    files::write_file_atomic(rungs_path_, doc_.dump(2) + "\n");
-    if (!reporter_ && kept_.benchmarks.empty()) return;
-    nlohmann::json results = reporter_ ? nlohmann::json::parse(reporter_->json_so_far())
-                                       : nlohmann::json{{"context", kept_.context}, {"benchmarks", nlohmann::json::array()}};
-    nlohmann::json all = kept_.benchmarks;
-    for (const auto& b : results["benchmarks"]) all.push_back(b);
-    results["benchmarks"] = all;
-    files::write_file_atomic(results_path_, results.dump(2) + "\n");
-  }
-
- private:
-  std::string rungs_path_, results_path_;
-  nlohmann::json doc_;
-  Kept kept_;
-  const TeeReporter* reporter_ = nullptr;
-};
 
 // The parity reference: the baseline's losses over K steps from the seed's weights and data. Out of
 // memory (the fp32 baseline at batch 32 on an 80 GB GPU) leaves the rungs to run without parity.
@@ -908,8 +777,8 @@ int run_ladder(const LadderOptions& o) {
     if (prof.parity_steps > 0) follower.baseline.losses.assign(prof.parity_steps, 0.0);  // only its length is used
     return follower.follow(records);
   }
-  const std::string build_id = git_sha() + " torch " + torch_version() + (build_has_cuda() ? " cuda" : " cpu");
-  Kept kept = resume_or_start(o, prof, records, build_id);
+  const std::string build_id = gpt2::build_id();
+  Kept kept = resume_or_start(o.resume, o.out_dir, prof, records, build_id);
   files::create_dirs(o.out_dir);
   // From here on Ctrl-C / SIGTERM stop the ladder cleanly: the rung in flight stops at its next
   // step, the rest are not started, and the finished rungs' results stay valid on disk.

@@ -1,0 +1,121 @@
+#include "bench/ladder/run_dir.h"
+
+#include <torch/version.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+#include "bench/runtime/device.h"  // build_has_cuda
+#include "common/files.h"
+
+namespace gpt2 {
+namespace {
+
+nlohmann::json read_json_file(const std::string& path, const std::string& what_if_missing) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error(path + ": " + what_if_missing + " (no such file)");
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+bool complete(RungStatus s) {
+  return s == RungStatus::kOk || s == RungStatus::kSkipped || s == RungStatus::kDiverged || s == RungStatus::kOom;
+}
+
+}  // namespace
+
+std::string torch_version() { return TORCH_VERSION; }
+
+std::string git_sha() {
+  auto run = [](const std::string& cmd) {
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[128];
+      while (fgets(buf, sizeof(buf), p)) out += buf;
+      if (pclose(p) != 0) return std::string();
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+  };
+  const std::string dir = GPT2BENCH_SOURCE_DIR;
+  std::string sha = run("git -C '" + dir + "' rev-parse --short=12 HEAD 2>/dev/null");
+  if (sha.empty()) return GPT2BENCH_GIT_SHA;
+  if (!run("git -C '" + dir + "' status --porcelain --untracked-files=no 2>/dev/null").empty()) sha += "-dirty";
+  return sha;
+}
+
+std::string build_id() { return git_sha() + " torch " + torch_version() + (build_has_cuda() ? " cuda" : " cpu"); }
+
+std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& records) {
+  nlohmann::json j = {{"seed", prof.seed}, {"batch", prof.batch}, {"warmup_steps", prof.warmup_steps},
+                      {"steps", prof.steps}, {"repetitions", prof.repetitions}, {"parity_steps", prof.parity_steps},
+                      {"breakdown_steps", prof.breakdown_steps},
+                      {"data", prof.data.synthetic ? "synthetic" : prof.data.train_glob + "|" + prof.data.val_glob}};
+  for (const auto& r : records) j["rungs"].push_back({r.plan.rung.name, r.plan.rung.spec});
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : j.dump()) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& prof, std::vector<RungRecord>& records,
+                     const std::string& build_id) {
+  Kept kept;
+  if (!resume) {
+    if (files::exists(files::join(out_dir, "results.json")))
+      throw std::runtime_error(out_dir + " already holds results.json; choose another --out, or --resume it");
+    return kept;
+  }
+  const auto old = read_json_file(files::join(out_dir, "rungs.json"), "nothing to resume");
+  const auto old_results = read_json_file(files::join(out_dir, "results.json"), "nothing to resume");
+  if (old.value("fingerprint", "") != fingerprint(prof, records))
+    throw std::runtime_error("cannot resume " + out_dir + ": it was run with another profile or settings (" +
+                             old["profile"].value("path", "?") + "); start a new --out");
+  if (old.value("build_id", "") != build_id)
+    throw std::runtime_error("cannot resume " + out_dir + ": it was run by another build (" +
+                             old.value("build_id", "?") + ", this is " + build_id + "); start a new --out");
+  size_t n = 0;
+  for (auto& r : records)
+    for (const auto& j : old["rungs"])
+      if (j["name"] == r.plan.rung.name && complete(rung_status_from(j["status"].get<std::string>()))) {
+        restore(r, j);
+        ++n;
+        for (const auto& b : old_results["benchmarks"])
+          if (b["run_name"].get<std::string>().rfind(r.plan.benchmark_name + "/", 0) == 0) kept.benchmarks.push_back(b);
+      }
+  kept.context = old_results["context"];
+  for (const auto& ref : old.value("references", nlohmann::json::array()))
+    if (ref.value("status", "") == "ok") kept.references.push_back(ref);
+  std::cerr << "gpt2bench: resuming " << out_dir << ": " << n << " of " << records.size()
+            << " rungs already complete, " << kept.references.size() << " reference(s)\n";
+  return kept;
+}
+
+RunWriter::RunWriter(const std::string& dir, nlohmann::json header, Kept kept)
+    : rungs_path_(files::join(dir, "rungs.json")), results_path_(files::join(dir, "results.json")),
+      doc_(std::move(header)), kept_(std::move(kept)) {
+  doc_["references"] = kept_.references;
+}
+
+void RunWriter::flush(const std::vector<RungRecord>& records, const std::string& status) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : records) list.push_back(to_json(r));
+  doc_["rungs"] = list;
+  doc_["status"] = status;
+  files::write_file_atomic(rungs_path_, doc_.dump(2) + "\n");
+  if (!reporter_ && kept_.benchmarks.empty()) return;
+  nlohmann::json results = reporter_ ? nlohmann::json::parse(reporter_->json_so_far())
+                                     : nlohmann::json{{"context", kept_.context}, {"benchmarks", nlohmann::json::array()}};
+  nlohmann::json all = kept_.benchmarks;
+  for (const auto& b : results["benchmarks"]) all.push_back(b);
+  results["benchmarks"] = all;
+  files::write_file_atomic(results_path_, results.dump(2) + "\n");
+}
+
+}  // namespace gpt2

@@ -1,0 +1,56 @@
+// defines: the run directory's files and what --resume reads back — build_id, git_sha, torch_version (what
+//          made a run), fingerprint (what must match to resume it), Kept and resume_or_start (an earlier
+//          run's finished rungs and references), RunWriter (the one writer of rungs.json and results.json).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "bench/ladder/results.h"
+#include "config/profile.h"
+
+namespace gpt2 {
+
+std::string torch_version();  // libtorch's, as built against
+// The source tree's commit at run time ("-dirty" with uncommitted changes); the configure-time sha where
+// the tree is not a git checkout any more.
+std::string git_sha();
+// What a run was made by: the commit, torch, CPU or CUDA build. --resume refuses another.
+std::string build_id();
+
+// What must match for --resume: the resolved rungs and the measurement settings (not the time budget).
+std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& records);
+
+// What an earlier run in DIR leaves to this one: its complete rungs' Google Benchmark results.
+struct Kept {
+  std::vector<nlohmann::json> benchmarks;
+  nlohmann::json context;
+  nlohmann::json references = nlohmann::json::array();  // the reference rungs that finished (status ok)
+};
+
+// --resume: the earlier run's finished rungs are kept (their rungs.json entries, restored into `records`,
+// and Google Benchmark results) and its finished references, provided the profile resolves to the same
+// rungs and the build is the same. Without it, DIR must not hold a run already.
+Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& prof, std::vector<RungRecord>& records,
+                     const std::string& build_id);
+
+// The one writer of DIR/rungs.json and DIR/results.json, both rewritten atomically on every flush.
+class RunWriter {
+ public:
+  RunWriter(const std::string& dir, nlohmann::json header, Kept kept);
+  void attach(const TeeReporter* reporter) { reporter_ = reporter; }
+  const std::string& rungs_path() const { return rungs_path_; }
+  const std::string& results_path() const { return results_path_; }
+  void set_references(const nlohmann::json& refs) { doc_["references"] = refs; }
+  nlohmann::json references() const { return doc_.value("references", nlohmann::json::array()); }
+  void flush(const std::vector<RungRecord>& records, const std::string& status);
+
+ private:
+  std::string rungs_path_, results_path_;
+  nlohmann::json doc_;
+  Kept kept_;
+  const TeeReporter* reporter_ = nullptr;
+};
+
+}  // namespace gpt2
