@@ -10,45 +10,12 @@
 // c10::BFloat16, whichever converts to and from float.
 #pragma once
 #include <cstdint>
-#include <cstring>
 
-#if defined(__CUDACC__)
-#define GPT2_LANE_FN __host__ __device__ __forceinline__
-#define GPT2_UNROLL _Pragma("unroll")
-#else
-#define GPT2_LANE_FN inline
-#define GPT2_UNROLL  // GCC does not know nvcc's pragma (and unrolls what -O3 finds worth it)
-#endif
+#include "kernels/packs.h"  // Pack, load, store, GPT2_LANE_FN, GPT2_UNROLL
 
 namespace gpt2::kernels::lanes {
 
 constexpr int kLanes = 32;
-
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Pack {
-  T v[kVec];
-};
-
-// One pack's load and store: a single vector instruction on the GPU; through memcpy on the host, where reading
-// T objects as a Pack would break C++'s aliasing rules.
-template <typename T, int kVec>
-GPT2_LANE_FN Pack<T, kVec> load(const T* row, int64_t p) {
-#if defined(__CUDA_ARCH__)
-  return reinterpret_cast<const Pack<T, kVec>*>(row)[p];
-#else
-  Pack<T, kVec> out;
-  std::memcpy(&out, row + p * kVec, sizeof(out));
-  return out;
-#endif
-}
-template <typename T, int kVec>
-GPT2_LANE_FN void store(T* row, int64_t p, const Pack<T, kVec>& v) {
-#if defined(__CUDA_ARCH__)
-  reinterpret_cast<Pack<T, kVec>*>(row)[p] = v;
-#else
-  std::memcpy(row + p * kVec, &v, sizeof(v));
-#endif
-}
 
 // Where element j of a row's C sums sits in a warp's accumulator (gamma's and beta's gradients): element k of
 // pack p at k·(C / kVec) + p, so the 32 lanes, on packs p..p+31, touch 32 consecutive floats (no shared-memory

@@ -23,6 +23,7 @@
 #include "kernels/classifier.h"
 #include "kernels/residual_norm.h"
 #include "kernels/residual_norm_lanes.h"
+#include "kernels/bias_gelu_columns.h"
 #include "model/data.h"
 
 namespace gpt2 {
@@ -310,6 +311,40 @@ TEST(Kernels, AddLayerNormLaneSweepsMatchTheReference) {
   expect_lane_sweeps_match_the_reference<c10::BFloat16, 1>(at::kBFloat16, 5, 100);
 }
 
+// The fused bias-GELU backward's CUDA kernel body (kernels/bias_gelu_columns.h), run here for every (slab, pack)
+// of its grid one after another: which thread reads which columns, packed or not, where its slab's sums go, and
+// the math, against the ATen reference. Partial sums start as NaN: one never written shows in the bias gradient.
+template <typename T, int kVec>
+void expect_column_sweeps_match_the_reference(at::ScalarType dtype, int64_t rows, int64_t cols) {
+  ASSERT_EQ(cols % kVec, 0);
+  const at::Tensor pre = (at::randn({rows, cols}) * 2).to(dtype), grad = at::randn({rows, cols}).to(dtype);
+  auto [want_pre, want_bias] = kernels::bias_gelu_backward_reference(grad, pre);
+  at::Tensor d_pre = at::empty_like(pre);
+  const int64_t slab = 32, slabs = (rows + slab - 1) / slab;
+  std::vector<float> partial(slabs * cols, std::nanf(""));
+  for (int64_t s = 0; s < slabs; ++s)
+    for (int64_t p = 0; p < cols / kVec; ++p)
+      kernels::columns::slab<T, kVec>(grad.data_ptr<T>(), pre.data_ptr<T>(), d_pre.data_ptr<T>(),
+                                      partial.data() + s * cols, cols, s * slab, std::min(rows, (s + 1) * slab), p);
+  at::Tensor d_bias = at::zeros({cols});
+  for (int64_t s = 0; s < slabs; ++s) d_bias += at::from_blob(partial.data() + s * cols, {cols});
+  const double tol = dtype == at::kFloat ? 1e-5 : 1e-2;
+  const std::string what = std::string(c10::toString(dtype)) + " kVec " + std::to_string(kVec) + " " +
+                           std::to_string(rows) + "x" + std::to_string(cols);
+  EXPECT_TRUE(at::allclose(d_pre.to(at::kFloat), want_pre.to(at::kFloat), tol, tol)) << what;
+  EXPECT_TRUE(at::allclose(d_bias, want_bias.to(at::kFloat), tol, tol * std::sqrt(double(rows)))) << what;
+}
+
+TEST(Kernels, BiasGeluColumnSweepsMatchTheReference) {
+  at::manual_seed(12);
+  // GPT-2's 4C = 3072 (384 packs of 8 bf16), 40 floats (10 packs of 4), rows over one 32-row slab and a short last
+  // slab; one element a thread where the columns are not a whole number of packs
+  expect_column_sweeps_match_the_reference<c10::BFloat16, 8>(at::kBFloat16, 70, 3072);
+  expect_column_sweeps_match_the_reference<float, 4>(at::kFloat, 70, 40);
+  expect_column_sweeps_match_the_reference<float, 1>(at::kFloat, 5, 7);
+  expect_column_sweeps_match_the_reference<c10::BFloat16, 1>(at::kBFloat16, 33, 300);
+}
+
 TEST(Kernels, TrainingWithTheFusedResidualNormHasTheBaselinesLosses) {
   expect_baseline_losses([](ModelOptions& m) { m.fused_residual_norm = true; });
   expect_baseline_losses([](ModelOptions& m) { m.fused_residual_norm = true, m.layers = LayerImpl::kNative; });
@@ -365,8 +400,10 @@ TEST_F(KernelsCuda, ChunkedClassifierOnTheGpuMatchesTheUnfusedOne_CUDA) {
 TEST_F(KernelsCuda, BiasGeluBackwardKernelMatchesTheReference_CUDA) {
   at::manual_seed(8);
   for (auto dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
-    // rows not a multiple of the 64-row slab, columns not of the 256-thread block; and GPT-2's 4C = 3072
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1000, 300}, {8192, 3072}, {1, 7}}) {
+    // rows not a multiple of the 32-row slab; columns one a thread (300 bf16/fp16: not whole 16-byte packs; 7),
+    // packed with a last block of one thread (1032 bf16/fp16: 129 packs of 8, 128 threads a block), and GPT-2's
+    // 4C = 3072
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1000, 300}, {33, 1032}, {8192, 3072}, {1, 7}}) {
       const at::Tensor pre = (at::randn({rows, cols}, on_gpu()) * 2).to(dtype);
       const at::Tensor grad = at::randn({rows, cols}, on_gpu()).to(dtype);
       auto [d_pre, d_bias] = kernels::bias_gelu_backward_cuda(grad, pre);

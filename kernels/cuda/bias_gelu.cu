@@ -1,6 +1,9 @@
-// The fused bias-GELU backward: each thread owns one column of a slab of rows, writes d(pre) = grad · GELU'(pre)
-// for it and sums what it wrote in fp32; the slabs' column sums are then added (one small reduction over
-// rows / 64 partial rows). The unfused backward writes d(pre) and reads it all again for the bias gradient.
+// The fused bias-GELU backward: each thread owns kVec adjacent columns (16 bytes: 8 bf16, 4 fp32, where the rows
+// allow; else one) of a 32-row slab, writes d(pre) = grad · GELU'(pre) for them and sums what it wrote in fp32
+// (kernels/bias_gelu_columns.h, the body the CPU tests run too); the slabs' column sums are then added (one small
+// reduction over rows / 32 partial rows). The unfused backward writes d(pre) and reads it all again for the bias
+// gradient. 16-byte loads, as the other kernels here and ATen's vectorized elementwise kernels make: a pass
+// bound by memory needs many bytes in flight, and 2-byte loads make eight times the requests for them.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -10,40 +13,31 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
-#include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 #include "kernels/bias_gelu.h"
+#include "kernels/bias_gelu_columns.h"
 
 namespace gpt2::kernels {
 namespace {
 
-constexpr int kColumns = 256;     // threads a block, one column each
-constexpr int64_t kRowSlab = 64;  // rows a block walks down
+constexpr int kThreads = 128;     // threads a block, kVec columns each
+constexpr int64_t kRowSlab = 32;  // rows a block walks down
 
-__device__ __forceinline__ float gelu_tanh_grad(float x) {
-  constexpr float kBeta = 0.7978845608028654f;  // sqrt(2 / pi)
-  constexpr float kKappa = 0.044715f;
-  const float t = tanhf(kBeta * (x + kKappa * x * x * x));
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kBeta * (1.0f + 3.0f * kKappa * x * x);
+template <typename T, int kVec>
+__global__ void __launch_bounds__(kThreads)
+    bias_gelu_backward_kernel(const T* __restrict__ grad, const T* __restrict__ pre, T* __restrict__ d_pre,
+                              float* __restrict__ partial, int64_t rows, int64_t cols) {
+  const int64_t p = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (p >= cols / kVec) return;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kRowSlab;
+  const int64_t r1 = r0 + kRowSlab < rows ? r0 + kRowSlab : rows;
+  columns::slab<T, kVec>(grad, pre, d_pre, partial + blockIdx.y * cols, cols, r0, r1, p);
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kColumns)
-    bias_gelu_backward_kernel(const T* __restrict__ grad, const T* __restrict__ pre, T* __restrict__ d_pre,
-                              float* __restrict__ partial, int64_t rows, int64_t cols) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
-  if (j >= cols) return;
-  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * kRowSlab;
-  const int64_t r1 = r0 + kRowSlab < rows ? r0 + kRowSlab : rows;
-  float sum = 0.0f;
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t i = r * cols + j;
-    const T d = static_cast<T>(static_cast<float>(grad[i]) * gelu_tanh_grad(static_cast<float>(pre[i])));
-    d_pre[i] = d;
-    sum += static_cast<float>(d);  // the bias gradient sums what was written, as the unfused one does
-  }
-  partial[blockIdx.y * cols + j] = sum;
-}
+constexpr int kPack = 16 / sizeof(T);
 
 }  // namespace
 
@@ -55,11 +49,22 @@ std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor& grad
   const int64_t slabs = (rows + kRowSlab - 1) / kRowSlab;
   at::Tensor partial = at::empty({slabs, cols}, pre.options().dtype(at::kFloat));
   if (rows == 0 || cols == 0) return {d_pre, at::sum(partial, 0).to(pre.scalar_type())};
-  const dim3 grid(static_cast<unsigned>((cols + kColumns - 1) / kColumns), static_cast<unsigned>(slabs));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, pre.scalar_type(), "bias_gelu_backward_cuda", [&] {
-    bias_gelu_backward_kernel<scalar_t><<<grid, kColumns, 0, at::cuda::getCurrentCUDAStream()>>>(
-        grad.data_ptr<scalar_t>(), pre.data_ptr<scalar_t>(), d_pre.data_ptr<scalar_t>(), partial.data_ptr<float>(),
-        rows, cols);
+    const scalar_t *pg = grad.data_ptr<scalar_t>(), *pp = pre.data_ptr<scalar_t>();
+    scalar_t* pd = d_pre.data_ptr<scalar_t>();
+    auto launch = [&](auto vec) {
+      constexpr int kVec = decltype(vec)::value;
+      const dim3 grid(static_cast<unsigned>((cols / kVec + kThreads - 1) / kThreads), static_cast<unsigned>(slabs));
+      bias_gelu_backward_kernel<scalar_t, kVec><<<grid, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+          pg, pp, pd, partial.data_ptr<float>(), rows, cols);
+    };
+    constexpr int kVec = kPack<scalar_t>;
+    const bool packed = cols % kVec == 0 && reinterpret_cast<uintptr_t>(pg) % 16 == 0 &&
+                        reinterpret_cast<uintptr_t>(pp) % 16 == 0 && reinterpret_cast<uintptr_t>(pd) % 16 == 0;
+    if (packed)
+      launch(std::integral_constant<int, kVec>{});
+    else
+      launch(std::integral_constant<int, 1>{});
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {d_pre, at::sum(partial, 0).to(pre.scalar_type())};

@@ -1,0 +1,46 @@
+// defines: Pack, load, store, GPT2_LANE_FN, GPT2_UNROLL — what our CUDA kernels' per-thread bodies are written
+//          with so that they are plain C++ on the host too, where the CPU tests run them: kVec elements of T
+//          moved as one (16 bytes for kVec = 16 / sizeof(T), a single vector instruction on the GPU; one
+//          element for kVec = 1). No libtorch here: T is float, c10::Half or c10::BFloat16.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define GPT2_LANE_FN __host__ __device__ __forceinline__
+#define GPT2_UNROLL _Pragma("unroll")
+#else
+#define GPT2_LANE_FN inline
+#define GPT2_UNROLL  // GCC does not know nvcc's pragma (and unrolls what -O3 finds worth it)
+#endif
+
+namespace gpt2::kernels {
+
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) Pack {
+  T v[kVec];
+};
+
+// Pack p of a row (elements p·kVec .. p·kVec + kVec - 1); the row must be aligned to the pack. A single vector
+// load or store on the GPU; through memcpy on the host, where reading T objects as a Pack would break C++'s
+// aliasing rules.
+template <typename T, int kVec>
+GPT2_LANE_FN Pack<T, kVec> load(const T* row, int64_t p) {
+#if defined(__CUDA_ARCH__)
+  return reinterpret_cast<const Pack<T, kVec>*>(row)[p];
+#else
+  Pack<T, kVec> out;
+  std::memcpy(&out, row + p * kVec, sizeof(out));
+  return out;
+#endif
+}
+template <typename T, int kVec>
+GPT2_LANE_FN void store(T* row, int64_t p, const Pack<T, kVec>& v) {
+#if defined(__CUDA_ARCH__)
+  reinterpret_cast<Pack<T, kVec>*>(row)[p] = v;
+#else
+  std::memcpy(row + p * kVec, &v, sizeof(v));
+#endif
+}
+
+}  // namespace gpt2::kernels
