@@ -36,7 +36,8 @@ TEST(Profile, ReadsEveryKey) {
   Profile p = load_profile(test::write_tiny_profile(
       d, "name: t\nmodel: {preset: tiny, context: 8, dropout: 0.0, tie_weights: true}\n"
          "data: {synthetic_tokens: 5000}\ndevice: cpu\nbatch: 2\nwarmup_steps: 1\nsteps: 3\n"
-         "repetitions: 2\nparity_steps: 4\nseed: 9\nplan: ladder\nvariants: []\n"));
+         "repetitions: 2\nparity_steps: 4\nseed: 9\nplan: ladder\nvariants: []\n"
+         "settings: {classifier_chunk: 4096}\n"));
   EXPECT_EQ(p.model.preset, "tiny");
   EXPECT_EQ(p.model.context, 8);
   EXPECT_TRUE(p.model.tie_weights);
@@ -50,6 +51,7 @@ TEST(Profile, ReadsEveryKey) {
   ASSERT_TRUE(p.variants.has_value());
   EXPECT_TRUE(p.variants->empty());
   EXPECT_EQ(expand_plan(p).size(), 1u);  // [] = the baseline alone
+  EXPECT_EQ(p.settings.classifier_chunk, 4096);
 }
 
 TEST(Profile, TheOldBreakdownKeyNameStillReads) {
@@ -75,6 +77,8 @@ TEST(Profile, WrongTypeAndRange) {
   EXPECT_NE(e.find("key 'plan' in profile: expected one of: ladder, add_one, leave_one_out, recipes"), std::string::npos) << e;
   e = load_error("model: tiny\nvariants: [warp_drive]\n");
   EXPECT_NE(e.find("unknown variant 'warp_drive'"), std::string::npos) << e;
+  e = load_error("model: tiny\nsettings: {classifier_chunk: 0}\n");
+  EXPECT_NE(e.find("key 'classifier_chunk' in settings: expected an integer in [1, 16777216], got 0"), std::string::npos) << e;
   e = load_error("model: {preset: tiny, contxt: 8}\n");
   EXPECT_NE(e.find(":1: unknown key 'contxt' in model"), std::string::npos) << e;
   e = load_error("model: tiny\ndata: {train: 'a_*.bin'}\n");

@@ -48,7 +48,8 @@ const std::map<std::string, std::function<bool(const StepSpec&)>>& expected_edit
       {"fp16_autocast", [](const StepSpec& s) { return s.precision == Precision::kFp16Autocast; }},
       {"weight_tying", [](const StepSpec& s) { return s.model.tie_weights; }},
       {"sync_every_step", [](const StepSpec& s) { return s.sync_every_step; }},
-      {"fused_classifier", [](const StepSpec& s) { return s.model.classifier_chunk > 0; }},
+      // the profile's chunk (settings.classifier_chunk; base_124m leaves it at 1,024)
+      {"fused_classifier", [](const StepSpec& s) { return s.model.classifier_chunk == s.settings.classifier_chunk; }},
       {"fused_gelu_backward", [](const StepSpec& s) { return s.model.fused_gelu_backward; }},
       {"fused_residual_norm", [](const StepSpec& s) { return s.model.fused_residual_norm; }},
   };
@@ -78,6 +79,13 @@ TEST(Variants, EachEditsItsStepSpecField) {
     EXPECT_TRUE(edited(s)) << v->name;
     EXPECT_FALSE(s == base) << v->name << " changed nothing";
   }
+}
+
+TEST(Variants, TheFusedClassifiersChunkIsTheProfiles) {
+  StepSpec s = base_124m();
+  s.settings.classifier_chunk = 4096;
+  find_variant("fused_classifier")->apply(s);
+  EXPECT_EQ(s.model.classifier_chunk, 4096);
 }
 
 TEST(Variants, SupportOnCpuAndFakedGpus) {

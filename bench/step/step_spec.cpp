@@ -76,7 +76,8 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
        {"dist", {{"world_size", s.dist.world_size}, {"backend", s.dist.backend}}},
        {"settings",
         {{"sdpa_backend", to_string(s.settings.sdpa_backend)}, {"vocab_multiple", s.settings.vocab_multiple},
-         {"max_batch", s.settings.max_batch}, {"cpu_memory_budget", s.settings.cpu_memory_budget}}}};
+         {"max_batch", s.settings.max_batch}, {"cpu_memory_budget", s.settings.cpu_memory_budget},
+         {"classifier_chunk", s.settings.classifier_chunk}}}};
 }
 
 
