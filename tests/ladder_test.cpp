@@ -191,6 +191,27 @@ TEST(Reference, ComparedWithTheFastestRungOfTheSameStep) {
   EXPECT_FALSE(to_json(rungs[3])["anti_variant"].get<bool>());
 }
 
+// The reference runs after the rungs (their number also sets the rungs' budget shares): each selected one at the
+// profile's batch, ref_torch_compile again at batch_scaling's other batch, those a resumed run keeps left out.
+TEST(Reference, TheRunsAfterTheRungs) {
+  using Runs = std::vector<std::pair<std::string, int64_t>>;
+  const std::vector<std::string> both = {"ref_torch_eager", "ref_torch_compile"};
+  const nlohmann::json none = nlohmann::json::array();
+  EXPECT_EQ(references_to_run(both, 8, std::nullopt, none), (Runs{{"ref_torch_eager", 8}, {"ref_torch_compile", 8}}));
+  EXPECT_EQ(references_to_run(both, 8, 32, none),
+            (Runs{{"ref_torch_eager", 8}, {"ref_torch_compile", 8}, {"ref_torch_compile", 32}}));
+  EXPECT_EQ(references_to_run(both, 8, 8, none), (Runs{{"ref_torch_eager", 8}, {"ref_torch_compile", 8}}));
+  EXPECT_EQ(references_to_run(both, 8, 0, none).size(), 3u);  // batch_scaling still to run: one more, batch unknown
+  EXPECT_EQ(references_to_run({"ref_torch_eager"}, 8, 32, none), (Runs{{"ref_torch_eager", 8}}));
+  auto kept = [](const std::string& name, int64_t batch) {
+    return nlohmann::json{{"name", name}, {"status", "ok"}, {"config", {{"batch", batch}}}};
+  };
+  const nlohmann::json eager8 = {kept("ref_torch_eager", 8)}, compile32 = {kept("ref_torch_compile", 32)};
+  EXPECT_EQ(references_to_run(both, 8, 32, eager8), (Runs{{"ref_torch_compile", 8}, {"ref_torch_compile", 32}}));
+  EXPECT_EQ(references_to_run(both, 8, 32, compile32), (Runs{{"ref_torch_eager", 8}, {"ref_torch_compile", 8}}));
+  EXPECT_EQ(references_to_run(both, 8, 0, compile32), (Runs{{"ref_torch_eager", 8}, {"ref_torch_compile", 8}}));
+}
+
 TEST(RunStatus, PartialWhenAnyRungFailed) {
   EXPECT_EQ(run_status({rung("00_baseline", "ok"), rung("01_x", "skipped"), rung("02_y", "diverged")}, false, false),
             "complete");

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <thread>
@@ -719,28 +720,29 @@ int conclude(const std::vector<RungRecord>& ran, const Ladder& ladder, const Run
   return errored || !ladder.abort_reason.empty() ? 1 : 0;
 }
 
+// batch_scaling's batch, for ref_torch_compile's second run: its one-process rung's once it ran, 0 while that
+// rung is still to run, none without one (or where it failed, or runs data-parallel).
+std::optional<int64_t> searched_batch(const std::vector<RungRecord>& records) {
+  const auto it = std::find_if(records.begin(), records.end(),
+                               [](const RungRecord& r) { return r.plan.rung.spec.search_batch; });
+  if (it == records.end() || ranks(it->spec()) != 1) return std::nullopt;
+  if (it->ok()) return it->spec().batch;
+  return it->out.status == RungStatus::kPending ? std::optional<int64_t>(0) : std::nullopt;
+}
+
 // The profile's reference rungs the --rung filter selects, after the ladder, each with its share of
 // the time budget; ref_torch_compile again at the batch batch_scaling settled on.
 void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vector<RungRecord>& records,
                          RunWriter& writer) {
   const Profile& prof = ladder.prof;
-  nlohmann::json refs = writer.references();            // --resume: those the earlier run finished, kept
-  std::vector<std::pair<std::string, int64_t>> to_run;  // (reference, batch)
-  for (const auto& n : selected_references(o.rung_filter, prof)) to_run.emplace_back(n, prof.batch);
-  // batch_scaling's own rung is the first batch-searching one (extras on top of it search again)
-  const auto searched = std::find_if(records.begin(), records.end(),
-                                     [](const RungRecord& r) { return r.plan.rung.spec.search_batch; });
-  const bool compiled = std::any_of(to_run.begin(), to_run.end(), [](const auto& t) { return t.first == "ref_torch_compile"; });
-  if (compiled && searched != records.end() && searched->ok() && searched->spec().batch != prof.batch &&
-      ranks(searched->spec()) == 1)
-    to_run.emplace_back("ref_torch_compile", searched->spec().batch);
-  std::erase_if(to_run, [&](const auto& t) {
-    const bool kept = std::any_of(refs.begin(), refs.end(), [&](const nlohmann::json& r) {
-      return r["name"] == t.first && r["config"].value("batch", int64_t{0}) == t.second;
-    });
-    if (kept) std::cerr << "[ref] " << t.first << " at batch " << t.second << ": kept from the earlier run\n";
-    return kept;
-  });
+  nlohmann::json refs = writer.references();  // --resume: those the earlier run finished, kept
+  const auto selected = selected_references(o.rung_filter, prof);
+  auto sb = searched_batch(records);
+  if (sb == 0) sb.reset();  // batch_scaling's rung still pending after the ladder: --rung left it out
+  const auto to_run = references_to_run(selected, prof.batch, sb, refs);
+  for (const auto& t : references_to_run(selected, prof.batch, sb, nlohmann::json::array()))
+    if (std::find(to_run.begin(), to_run.end(), t) == to_run.end())
+      std::cerr << "[ref] " << t.first << " at batch " << t.second << ": kept from the earlier run\n";
   for (size_t i = 0; i < to_run.size() && !g_signal; ++i) {
     const auto& [name, batch] = to_run[i];
     const double share = ladder.budget.limited() ? ladder.budget.share_s(static_cast<int64_t>(to_run.size() - i)) : -1;
@@ -798,7 +800,12 @@ int run_ladder(const LadderOptions& o) {
   // budget, wherever it is (batch search, build, warm-up, timed steps, breakdown, parity).
   meter->set_limit(prof.settings.cpu_memory_budget);
   Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, make_clock_sampler(dev), budget};
-  ladder.rungs_to_run = check_rung_filter(o.rung_filter, records, prof);  // after --resume marked the done ones
+  // the rungs --resume did not keep, and the reference runs to make after them: each takes its share of the budget
+  ladder.rungs_to_run = std::count_if(records.begin(), records.end(),
+                                      [&](const RungRecord& r) { return rung_selected(o.rung_filter, r); }) +
+                        static_cast<int64_t>(references_to_run(selected_references(o.rung_filter, prof), prof.batch,
+                                                               searched_batch(records), writer.references())
+                                                 .size());
   ladder.keep_sdpa_timings(records);
   if (budget.limited())
     std::cerr << "gpt2bench: time budget " << format_duration(budget.total_s()) << " for " << ladder.rungs_to_run

@@ -131,6 +131,23 @@ nlohmann::json run_reference(const std::string& name, nlohmann::json config, con
   return entry;
 }
 
+std::vector<std::pair<std::string, int64_t>> references_to_run(const std::vector<std::string>& selected, int64_t batch,
+                                                               std::optional<int64_t> searched_batch,
+                                                               const nlohmann::json& kept) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const auto& n : selected) out.emplace_back(n, batch);
+  if (std::find(selected.begin(), selected.end(), "ref_torch_compile") != selected.end() && searched_batch &&
+      *searched_batch != batch)
+    out.emplace_back("ref_torch_compile", *searched_batch);
+  std::erase_if(out, [&](const auto& t) {
+    return std::any_of(kept.begin(), kept.end(), [&](const nlohmann::json& r) {
+      const int64_t b = r.at("config").value("batch", int64_t{0});
+      return r.at("name") == t.first && (t.second == 0 ? b != batch : b == t.second);  // 0: batch_scaling's, unknown
+    });
+  });
+  return out;
+}
+
 void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline) {
   if (ref["status"] != "ok") return;
   const auto& res = ref["result"];

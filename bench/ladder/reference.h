@@ -11,7 +11,9 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace at {
@@ -35,10 +37,18 @@ nlohmann::json reference_config(const std::string& name, const Profile& prof, co
 // Runs one reference: writes DIR/reference/<name>.config.json and the tokens it needs (int64, from
 // the start of `train_tokens`), runs the script with `budget_s` (< 0: none; 0: spent, the floor) for its compilation,
 // warm-up and timed steps, its output in DIR/reference/<name>.log. Returns the entry rungs.json
-// keeps: name, status (ok | error), error, config, and the script's result. Never throws for a
-// failing script: its last line of output is the error.
+// keeps: name, status (ok | error; the ladder marks one its own stop ended `interrupted`), error, config,
+// and the script's result. Never throws for a failing script: its last line of output is the error.
 nlohmann::json run_reference(const std::string& name, nlohmann::json config, const at::Tensor& train_tokens,
                              const std::string& dir, double budget_s);
+
+// The reference runs a ladder makes after its rungs, as (name, batch), in order: each of `selected` at the
+// profile's `batch`, then ref_torch_compile again at batch_scaling's batch where that rung runs on one process
+// at another batch (`searched_batch`: none without such a rung; 0 while it is still to run, then counted as one
+// more run) — less those `kept` (rungs.json entries) from an earlier run of the same plan, which --resume keeps.
+std::vector<std::pair<std::string, int64_t>> references_to_run(const std::vector<std::string>& selected, int64_t batch,
+                                                               std::optional<int64_t> searched_batch,
+                                                               const nlohmann::json& kept);
 
 // Sets `compared_with`, `ratio` (the C++ rung's tok/s over the reference's) and the parity of the
 // reference's first losses and first gradient norm against the C++ baseline's (`baseline`).
