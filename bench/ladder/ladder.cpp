@@ -730,6 +730,17 @@ std::optional<int64_t> searched_batch(const std::vector<RungRecord>& records) {
   return it->out.status == RungStatus::kPending ? std::optional<int64_t>(0) : std::nullopt;
 }
 
+// What the time budget is shared among: the rungs to run (not those --resume keeps) and the reference runs to
+// make after them.
+int64_t runs_to_make(const std::string& filter, const Profile& prof, const std::vector<RungRecord>& records,
+                     const nlohmann::json& kept_references) {
+  const auto rungs = std::count_if(records.begin(), records.end(),
+                                   [&](const RungRecord& r) { return rung_selected(filter, r); });
+  return rungs + static_cast<int64_t>(references_to_run(selected_references(filter, prof), prof.batch,
+                                                        searched_batch(records), kept_references)
+                                          .size());
+}
+
 // The profile's reference rungs the --rung filter selects, after the ladder, each with its share of
 // the time budget; ref_torch_compile again at the batch batch_scaling settled on.
 void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vector<RungRecord>& records,
@@ -800,12 +811,7 @@ int run_ladder(const LadderOptions& o) {
   // budget, wherever it is (batch search, build, warm-up, timed steps, breakdown, parity).
   meter->set_limit(prof.settings.cpu_memory_budget);
   Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, make_clock_sampler(dev), budget};
-  // the rungs --resume did not keep, and the reference runs to make after them: each takes its share of the budget
-  ladder.rungs_to_run = std::count_if(records.begin(), records.end(),
-                                      [&](const RungRecord& r) { return rung_selected(o.rung_filter, r); }) +
-                        static_cast<int64_t>(references_to_run(selected_references(o.rung_filter, prof), prof.batch,
-                                                               searched_batch(records), writer.references())
-                                                 .size());
+  ladder.rungs_to_run = runs_to_make(o.rung_filter, prof, records, writer.references());
   ladder.keep_sdpa_timings(records);
   if (budget.limited())
     std::cerr << "gpt2bench: time budget " << format_duration(budget.total_s()) << " for " << ladder.rungs_to_run
