@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "bench/runtime/device.h"
-#include "bench/runtime/graph_capture.h"  // first_line
+#include "common/errors.h"
 #include "common/files.h"
 #include "config/profile.h"
 #include "kernels/classifier.h"
@@ -49,11 +49,6 @@ StepSpec spec_with(const StepSpec& base, const DeviceInfo& dev, std::vector<std:
   return resolve("kernels", v, base, dev).spec;
 }
 
-std::vector<at::Tensor> grads(const std::vector<at::Tensor>& outs, const std::vector<at::Tensor>& ins,
-                              const std::vector<at::Tensor>& grad_outs) {
-  return torch::autograd::grad(outs, ins, grad_outs);
-}
-
 at::Tensor input(at::IntArrayRef shape, const at::TensorOptions& opts) {
   return at::randn(shape, opts).requires_grad_();
 }
@@ -68,11 +63,11 @@ KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int r
   const double eps = LayerNormImpl::kEps;
   auto ours = [&] {
     auto [sum, h] = kernels::add_layer_norm(x, r, g, b, eps);
-    (void)grads({sum, h}, {x, r, g, b}, {gs, gh});
+    (void)torch::autograd::grad({sum, h}, {x, r, g, b}, {gs, gh});
   };
   auto aten = [&] {
     const at::Tensor sum = x + r;
-    (void)grads({sum, at::layer_norm(sum, {C}, g, b, eps)}, {x, r, g, b}, {gs, gh});
+    (void)torch::autograd::grad({sum, at::layer_norm(sum, {C}, g, b, eps)}, {x, r, g, b}, {gs, gh});
   };
   std::ostringstream shape;
   shape << "N=" << N << " C=" << C << " " << c10::toString(opts.dtype().toScalarType());
@@ -102,7 +97,7 @@ KernelCase gelu_backward_case(const StepSpec& base, const DeviceInfo& dev, int r
     passes.emplace_back(name, [mlp, &x, &gy]() mutable {
       std::vector<at::Tensor> ins = mlp->parameters();
       ins.push_back(x);
-      (void)grads({mlp->forward(x)}, ins, {gy});
+      (void)torch::autograd::grad({mlp->forward(x)}, ins, {gy});
     });
   }
   std::ostringstream shape;
@@ -118,8 +113,8 @@ KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int roun
   const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
   const at::Tensor h = input({N, C}, opts), w = input({V, C}, opts);
   const at::Tensor t = at::randint(s.model.vocab_size, {N}, at::device(torch_device(dev)).dtype(at::kLong));
-  auto ours = [&] { (void)grads({kernels::linear_cross_entropy(h, w, t, chunk)}, {h, w}, {}); };
-  auto aten = [&] { (void)grads({at::cross_entropy_loss(at::linear(h, w), t)}, {h, w}, {}); };
+  auto ours = [&] { (void)torch::autograd::grad({kernels::linear_cross_entropy(h, w, t, chunk)}, {h, w}, {}); };
+  auto aten = [&] { (void)torch::autograd::grad({at::cross_entropy_loss(at::linear(h, w), t)}, {h, w}, {}); };
   std::ostringstream shape;
   shape << "N=" << N << " C=" << C << " V=" << V << " chunk=" << chunk << " "
         << c10::toString(opts.dtype().toScalarType());
@@ -139,7 +134,7 @@ nlohmann::json case_json(const KernelCase& c) {
   for (const auto& s : c.sides) sides.push_back({{"name", s.name}, {"median_ms", s.median_ms}, {"ms", s.ms}});
   for (size_t i = 0; i < c.speedup.size(); ++i) {
     const auto& r = c.speedup[i];
-    speedups.push_back({{"over", c.sides[i + 1].name}, {"ratio", c.sides[i + 1].median_ms / c.sides[0].median_ms},
+    speedups.push_back({{"over", c.sides[i + 1].name}, {"ratio", c.ratio(i + 1)},
                         {"estimate", r.estimate}, {"low", r.low}, {"high", r.high}, {"level", r.level}});
   }
   return {{"variant", c.variant}, {"shape", c.shape}, {"iters", c.iters}, {"sides", sides}, {"speedup", speedups}};
@@ -152,8 +147,7 @@ void print_case(const KernelCase& c) {
     std::printf("  %-80s %9.3f ms", c.sides[i].name.c_str(), c.sides[i].median_ms);
     if (i > 0) {
       const auto& r = c.speedup[i - 1];
-      std::printf("   ours %.2fx (%.2f-%.2fx, %.0f%%)", c.sides[i].median_ms / c.sides[0].median_ms, r.low, r.high,
-                  100 * r.level);
+      std::printf("   ours %.2fx (%.2f-%.2fx, %.0f%%)", c.ratio(i), r.low, r.high, 100 * r.level);
     }
     std::printf("\n");
   }
@@ -187,8 +181,7 @@ int run_kernel_bench(const KernelBenchOptions& o) {
       print_case(c);
       cases.push_back(case_json(c));
     } catch (const std::exception& e) {  // out of memory, a kernel's error: said, and the other cases go on
-      const auto* ce = dynamic_cast<const c10::Error*>(&e);
-      const std::string what = first_line(ce ? ce->what_without_backtrace() : e.what());
+      const std::string what = first_line(error_text(e));
       std::printf("%s  error: %s\n", variant, what.c_str());
       cases.push_back({{"variant", variant}, {"error", what}});
       ++failed;

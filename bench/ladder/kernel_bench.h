@@ -25,7 +25,9 @@ struct KernelCase {
   int iters = 0;                       // passes a round
   std::vector<TimedSide> sides;        // ours first, then what it replaces
   std::vector<RatioInterval> speedup;  // for each side after the first: its round times over ours, Hodges-Lehmann
-                                       // (> 1: ours is faster); the console and "ratio" take the medians' ratio
+                                       // (> 1: ours is faster); the console and "ratio" take ratio(i)
+  // side i's median over ours (> 1: ours is faster)
+  double ratio(size_t i) const { return sides[i].median_ms / sides[0].median_ms; }
 };
 
 // The milliseconds of one pass, the mean of `iters` passes in a row between two marks of the device's timer.

@@ -37,6 +37,7 @@
 #include "bench/ladder/results.h"
 #include "bench/ladder/run_dir.h"
 #include "bench/step/train_step.h"
+#include "common/errors.h"
 #include "common/files.h"
 
 namespace gpt2 {
@@ -184,11 +185,6 @@ std::atomic<int> g_signal{0};
 extern "C" void on_signal(int sig) { g_signal = sig; }
 
 nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
-
-std::string error_text(const std::exception& e) {
-  const auto* c = dynamic_cast<const c10::Error*>(&e);
-  return c ? c->what_without_backtrace() : e.what();
-}
 
 // Everything the rungs share, and the steps each rung takes. A data-parallel rung takes exactly
 // the same steps on every rank, in the same order (their collectives pair up): rank 0 under

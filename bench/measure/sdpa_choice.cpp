@@ -12,8 +12,8 @@
 
 #include "bench/measure/stats.h"
 #include "bench/runtime/device.h"
-#include "bench/runtime/graph_capture.h"  // first_line
 #include "bench/step/train_step.h"
+#include "common/errors.h"
 
 namespace gpt2 {
 namespace {
@@ -50,8 +50,7 @@ SdpaChoice pick_sdpa_backend(const std::string& pytorch_choice, double margin, i
       (void)trial(b);
       runs.back() = true;
     } catch (const std::exception& e) {
-      const auto* ce = dynamic_cast<const c10::Error*>(&e);
-      t.why = first_line(ce ? ce->what_without_backtrace() : e.what());
+      t.why = first_line(error_text(e));
       for (const auto& w : warnings.texts) t.why += "; " + w;
     }
     c.tries.push_back(t);

@@ -1,4 +1,4 @@
-// defines: CaptureSteps, capture_with, first_line — the protocol of one CUDA-graph capture, apart
+// defines: CaptureSteps, capture_with — the protocol of one CUDA-graph capture, apart
 //          from CUDA so that it is tested on the CPU with a fake (tests/graph_capture_test.cpp).
 //
 // What the H100 showed: a capture that starts with cached allocator blocks can fail with "CUDA
@@ -13,6 +13,8 @@
 #include <string>
 #include <utility>
 
+#include "common/errors.h"  // first_line
+
 namespace gpt2 {
 
 struct CaptureSteps {
@@ -24,8 +26,6 @@ struct CaptureSteps {
   // device's sticky error. Never throws.
   virtual void abandon() noexcept = 0;
 };
-
-inline std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 // Captures `body` (returns what it returns). On failure: abandon(), then an out-of-memory error
 // goes up as it is (the rung is "oom", batch_scaling backs off), any other as a runtime_error

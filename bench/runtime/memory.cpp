@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <fstream>
-#include <mutex>
 #include <string>
 
 #include "bench/runtime/backend.h"
