@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 
 #if defined(__CUDACC__)
 #define GPT2_LANE_FN __host__ __device__ __forceinline__
@@ -20,6 +21,19 @@ template <typename T, int kVec>
 struct alignas(sizeof(T) * kVec) Pack {
   T v[kVec];
 };
+
+template <typename T>
+constexpr int kPack = 16 / sizeof(T);  // elements of T in 16 bytes: the kVec of a full pack
+
+// Whether rows of n elements of T can be read in 16-byte packs: n holds whole packs and every pointer (a row
+// start; the other rows then are too) is 16-byte aligned. Else a kernel takes one element at a time.
+template <typename T>
+bool packable(int64_t n, std::initializer_list<const void*> ptrs) {
+  if (n % kPack<T> != 0) return false;
+  for (const void* p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
 
 // Pack p of a row (elements p·kVec .. p·kVec + kVec - 1); the row must be aligned to the pack. A single vector
 // load or store on the GPU; through memcpy on the host, where reading T objects as a Pack would break C++'s

@@ -36,9 +36,6 @@ __global__ void __launch_bounds__(kThreads)
   columns::slab<T, kVec>(grad, pre, d_pre, partial + blockIdx.y * cols, cols, r0, r1, p);
 }
 
-template <typename T>
-constexpr int kPack = 16 / sizeof(T);
-
 }  // namespace
 
 std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor& grad, const at::Tensor& pre) {
@@ -58,11 +55,8 @@ std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor& grad
       bias_gelu_backward_kernel<scalar_t, kVec><<<grid, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
           pg, pp, pd, partial.data_ptr<float>(), rows, cols);
     };
-    constexpr int kVec = kPack<scalar_t>;
-    const bool packed = cols % kVec == 0 && reinterpret_cast<uintptr_t>(pg) % 16 == 0 &&
-                        reinterpret_cast<uintptr_t>(pp) % 16 == 0 && reinterpret_cast<uintptr_t>(pd) % 16 == 0;
-    if (packed)
-      launch(std::integral_constant<int, kVec>{});
+    if (packable<scalar_t>(cols, {pg, pp, pd}))
+      launch(std::integral_constant<int, kPack<scalar_t>>{});
     else
       launch(std::integral_constant<int, 1>{});
   });

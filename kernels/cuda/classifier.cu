@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "kernels/classifier.h"
+#include "kernels/packs.h"  // Pack, load, store
 
 namespace gpt2::kernels {
 namespace {
@@ -39,12 +40,6 @@ __device__ __forceinline__ MaxSum warp_reduce(MaxSum v) {
   return v;
 }
 
-// kVec elements of T loaded and stored as one (16 bytes for kVec = 16 / sizeof(T)).
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Pack {
-  T v[kVec];
-};
-
 template <typename T, int kVec>
 __global__ void __launch_bounds__(kThreads)
     softmax_xent_backward_kernel(T* __restrict__ logits, const int64_t* __restrict__ targets,
@@ -52,14 +47,13 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ MaxSum warps[kWarps];
   __shared__ MaxSum row_total;
   const int64_t row = blockIdx.x;
-  T* x = logits + row * V;
-  Pack<T, kVec>* xp = reinterpret_cast<Pack<T, kVec>*>(x);  // V is a multiple of kVec: the row is whole packs
+  T* x = logits + row * V;  // V is a multiple of kVec: the row is whole packs
   const int64_t packs = V / kVec;
   const int64_t t = targets[row];
   CUDA_KERNEL_ASSERT(t >= 0 && t < V);
   MaxSum v{-INFINITY, 0.0f};
   for (int64_t p = threadIdx.x; p < packs; p += kThreads) {
-    const Pack<T, kVec> pk = xp[p];
+    const Pack<T, kVec> pk = load<T, kVec>(x, p);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const float xj = static_cast<float>(pk.v[k]);
@@ -85,23 +79,21 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const float m = row_total.m, inv_sum = 1.0f / row_total.s;
   for (int64_t p = threadIdx.x; p < packs; p += kThreads) {
-    Pack<T, kVec> pk = xp[p];
+    Pack<T, kVec> pk = load<T, kVec>(x, p);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const float prob = expf(static_cast<float>(pk.v[k]) - m) * inv_sum;
       pk.v[k] = static_cast<T>((prob - (p * kVec + k == t ? 1.0f : 0.0f)) * scale);
     }
-    xp[p] = pk;
+    store<T, kVec>(x, p, pk);
   }
 }
 
 template <typename T>
 void launch(T* logits, const int64_t* targets, float* losses, int64_t n, int64_t V, float scale) {
-  constexpr int kPack = 16 / sizeof(T);
-  const bool packed = V % kPack == 0 && reinterpret_cast<uintptr_t>(logits) % 16 == 0;
   const auto stream = at::cuda::getCurrentCUDAStream();
-  if (packed)
-    softmax_xent_backward_kernel<T, kPack><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(logits, targets, losses, V, scale);
+  if (packable<T>(V, {logits}))
+    softmax_xent_backward_kernel<T, kPack<T>><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(logits, targets, losses, V, scale);
   else
     softmax_xent_backward_kernel<T, 1><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(logits, targets, losses, V, scale);
 }

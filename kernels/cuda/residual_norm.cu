@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <type_traits>
@@ -83,17 +82,6 @@ __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __
     for (int k = 0; k < kWarpsPerBlock; ++k) v += acc[k * 2 * C + at];
     out[j] = v;
   }
-}
-
-// 16-byte packs when C holds whole packs and every row pointer is 16-byte aligned; else one element a lane.
-template <typename T>
-constexpr int kPack = 16 / sizeof(T);
-template <typename T>
-bool packable(int64_t C, std::initializer_list<const void*> ptrs) {
-  if (C % kPack<T> != 0) return false;
-  for (const void* p : ptrs)
-    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
-  return true;
 }
 
 // Blocks of the backward kernel the whole GPU holds at once (CUDA's occupancy: its threads, registers and this
