@@ -24,33 +24,43 @@ void check_args(const at::Tensor& logits, const at::Tensor& targets) {
               ", logits on ", logits.device());
 }
 
-// dw (fp32) += zᵀ·h, accumulated in fp32 whatever z's and h's (one) dtype: on CUDA by cuBLAS writing fp32 from
-// bf16/fp16 inputs (addmm's out_dtype), elsewhere through a temporary.
-void accumulate_dw(at::Tensor& dw, const at::Tensor& z, const at::Tensor& h) {
-  if (z.scalar_type() == at::kFloat)
-    dw.addmm_(z.t(), h);
+// dw = zᵀ·h for the first chunk (beta 0: dw's memory is neither cleared first nor read), dw += zᵀ·h after it.
+// A dw in fp32 from bf16/fp16 z and h is written by cuBLAS itself on CUDA (addmm's out_dtype), elsewhere
+// through a temporary.
+void dw_from_chunk(at::Tensor& dw, const at::Tensor& z, const at::Tensor& h, bool first) {
+  const double beta = first ? 0.0 : 1.0;
+  if (z.scalar_type() == dw.scalar_type())
+    at::addmm_out(dw, dw, z.t(), h, beta, 1.0);
   else if (dw.is_cuda())
-    at::addmm_out(dw, dw, z.t(), h, at::kFloat);
+    at::addmm_out(dw, dw, z.t(), h, at::kFloat, beta, 1.0);
+  else if (first)
+    dw.copy_(at::mm(z.t(), h));
   else
     dw.add_(at::mm(z.t(), h));
 }
 
-// (mean loss, dloss/dh, dloss/dw), chunk_tokens rows at a time; the gradients only when asked for.
+// (mean loss, dloss/dh, dloss/dw), chunk_tokens rows at a time; the gradients only when asked for. Over several
+// chunks dw is summed in fp32 and rounded once at the end; in one chunk it is one GEMM in w's dtype (cuBLAS sums
+// in fp32 and rounds once as well), without the fp32 copy's 4 bytes a weight written, read and converted.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> chunked(const at::Tensor& h, const at::Tensor& w,
                                                        const at::Tensor& targets, int64_t chunk_tokens, bool grads) {
   const int64_t n_rows = h.size(0);
   const double scale = 1.0 / static_cast<double>(n_rows);
+  const bool one_chunk = n_rows <= chunk_tokens;
   at::Tensor loss = at::zeros({}, h.options().dtype(at::kFloat));
   at::Tensor dh = grads ? at::empty_like(h) : at::Tensor();
-  at::Tensor dw = grads ? at::zeros(w.sizes(), w.options().dtype(at::kFloat)) : at::Tensor();
+  at::Tensor dw;
+  if (grads)
+    dw = n_rows == 0 ? at::zeros_like(w) : at::empty(w.sizes(), w.options().dtype(one_chunk ? w.scalar_type() : at::kFloat));
   for (int64_t i = 0; i < n_rows; i += chunk_tokens) {
     const int64_t n = std::min(chunk_tokens, n_rows - i);
     const at::Tensor hc = h.narrow(0, i, n);
-    at::Tensor z = at::matmul(hc, w.t()).contiguous();  // (n, V): the only logits there are, this chunk's
+    at::Tensor z = at::mm(hc, w.t());  // (n, V): the only logits there are, this chunk's
     loss.add_(softmax_xent_backward_(z, targets.narrow(0, i, n), scale).sum());
     if (!grads) continue;
-    dh.narrow(0, i, n).copy_(at::matmul(z, w));
-    accumulate_dw(dw, z, hc);
+    at::Tensor dh_rows = dh.narrow(0, i, n);  // whole rows of a contiguous tensor: written in place by the GEMM
+    at::mm_out(dh_rows, z, w);
+    dw_from_chunk(dw, z, hc, /*first=*/i == 0);
   }
   return {loss.mul_(scale), dh, grads ? dw.to(w.scalar_type()) : dw};
 }

@@ -84,6 +84,26 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   }
   // the classifier at the padded vocabulary (97 -> 128), the fused_classifier variant's chunk
   EXPECT_NE(doc["cases"][2]["shape"].get<std::string>().find("V=128 chunk=1024"), std::string::npos);
+  EXPECT_FALSE(doc["cases"][2].contains("note"));  // 1,024 covers the 32 tokens: one chunk, nothing to compare
+
+  // A chunk smaller than the tokens: ours at it, at twice it ... up to all tokens, then ATen; the fastest named.
+  test::TempDir d2;
+  const auto chunked = test::write_tiny_profile(
+      d2, "name: k\nmodel: tiny\ndata: synthetic\ndevice: cpu\nbatch: 2\nsettings: {classifier_chunk: 12}\n");
+  r = test::run_gpt2bench("kernels --profile " + chunked + " --rounds 2 --out " + (d2 / "chunks.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto cls = nlohmann::json::parse(test::read_text(d2 / "chunks.json"))["cases"][2];
+  ASSERT_EQ(cls["sides"].size(), 4u) << cls;  // 12, 24, 32 tokens a chunk; ATen
+  EXPECT_EQ(cls["sides"][0]["name"], "ours: linear_cross_entropy (kernels/classifier), chunk=12 (settings.classifier_chunk)");
+  EXPECT_EQ(cls["sides"][1]["name"], "ours: linear_cross_entropy (kernels/classifier), chunk=24");
+  EXPECT_EQ(cls["sides"][2]["name"], "ours: linear_cross_entropy (kernels/classifier), chunk=32, all tokens");
+  EXPECT_EQ(cls["sides"][3]["name"], "ATen: linear, then cross_entropy");
+  size_t fastest = 0;
+  for (size_t i = 1; i < 3; ++i)
+    if (cls["sides"][i]["median_ms"].get<double>() < cls["sides"][fastest]["median_ms"].get<double>()) fastest = i;
+  const char* tokens[] = {"12", "24", "32"};
+  EXPECT_EQ(cls["note"], std::string("fastest chunk: ") + tokens[fastest] + " tokens (settings.classifier_chunk: 12)");
+  EXPECT_NE(r.output.find("  fastest chunk: "), std::string::npos) << r.output;
 
   // A case that fails (out of memory, a kernel's error) is said and recorded; the others still run; exit 1.
   r = test::run_gpt2bench("kernels --profile " + profile + " --rounds 2 --out " + (d / "failed.json"),

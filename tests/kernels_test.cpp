@@ -106,15 +106,17 @@ TEST(Kernels, ChunkedClassifierInBf16IsWithinBf16OfFp32) {
   at::manual_seed(2);
   const at::Tensor h = at::randn({24, 32}), w = at::randn({64, 32}) * 0.2, t = targets_for(24, 64);
   const Unfused want = unfused(h, w, t);
-  at::Tensor hb = h.to(at::kBFloat16).requires_grad_(), wb = w.to(at::kBFloat16).requires_grad_();
-  at::Tensor loss = linear_cross_entropy(hb, wb, t, 10);
-  EXPECT_EQ(loss.scalar_type(), at::kFloat);
-  loss.backward();
-  EXPECT_EQ(hb.grad().scalar_type(), at::kBFloat16);
-  EXPECT_EQ(wb.grad().scalar_type(), at::kBFloat16);
-  EXPECT_NEAR(loss.item<double>(), want.loss.item<double>(), 2e-2);
-  EXPECT_TRUE(at::allclose(hb.grad().to(at::kFloat), want.dh, 3e-2, 2e-3));
-  EXPECT_TRUE(at::allclose(wb.grad().to(at::kFloat), want.dw, 3e-2, 2e-3));
+  for (int64_t chunk : {10, 24}) {  // dw summed in fp32 over three chunks; in one chunk, one bf16 GEMM
+    at::Tensor hb = h.to(at::kBFloat16).requires_grad_(), wb = w.to(at::kBFloat16).requires_grad_();
+    at::Tensor loss = linear_cross_entropy(hb, wb, t, chunk);
+    EXPECT_EQ(loss.scalar_type(), at::kFloat);
+    loss.backward();
+    EXPECT_EQ(hb.grad().scalar_type(), at::kBFloat16);
+    EXPECT_EQ(wb.grad().scalar_type(), at::kBFloat16);
+    EXPECT_NEAR(loss.item<double>(), want.loss.item<double>(), 2e-2) << "chunk " << chunk;
+    EXPECT_TRUE(at::allclose(hb.grad().to(at::kFloat), want.dh, 3e-2, 2e-3)) << "chunk " << chunk;
+    EXPECT_TRUE(at::allclose(wb.grad().to(at::kFloat), want.dw, 3e-2, 2e-3)) << "chunk " << chunk;
+  }
 }
 
 // The gradients kept from the forward are scaled by the incoming gradient in fp32, then rounded once to their
@@ -385,16 +387,19 @@ TEST_F(KernelsCuda, ChunkedClassifierOnTheGpuMatchesTheUnfusedOne_CUDA) {
   EXPECT_TRUE(at::allclose(hh.grad(), want.dh, 1e-3, 1e-6));
   EXPECT_TRUE(at::allclose(ww.grad(), want.dw, 1e-3, 1e-6));
   // under bf16 autocast: the logits in bf16, dw accumulated in fp32 by cuBLAS (addmm's out_dtype)
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
   at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  at::Tensor ha = h.clone().requires_grad_(), wa = w.clone().requires_grad_();
-  at::Tensor la = linear_cross_entropy(ha, wa, t, 256);
-  la.backward();
-  at::autocast::set_autocast_enabled(at::kCUDA, false);
-  at::autocast::clear_cache();
-  EXPECT_NEAR(la.item<double>(), want.loss.item<double>(), 2e-2);
-  EXPECT_EQ(wa.grad().scalar_type(), at::kFloat);
-  EXPECT_TRUE(at::allclose(wa.grad(), want.dw, 5e-2, 1e-4));
+  for (int64_t chunk : {256, 1000}) {  // over four chunks, and in one (dw by one GEMM in bf16)
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+    at::Tensor ha = h.clone().requires_grad_(), wa = w.clone().requires_grad_();
+    at::Tensor la = linear_cross_entropy(ha, wa, t, chunk);
+    la.backward();
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+    at::autocast::clear_cache();
+    EXPECT_NEAR(la.item<double>(), want.loss.item<double>(), 2e-2) << "chunk " << chunk;
+    EXPECT_EQ(wa.grad().scalar_type(), at::kFloat);
+    EXPECT_TRUE(at::allclose(wa.grad(), want.dw, 5e-2, 1e-4)) << "chunk " << chunk;
+    EXPECT_TRUE(at::allclose(ha.grad(), want.dh, 5e-2, 1e-4)) << "chunk " << chunk;
+  }
 }
 
 TEST_F(KernelsCuda, BiasGeluBackwardKernelMatchesTheReference_CUDA) {

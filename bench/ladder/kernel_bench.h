@@ -26,6 +26,7 @@ struct KernelCase {
   std::vector<TimedSide> sides;        // ours first, then what it replaces
   std::vector<RatioInterval> speedup;  // for each side after the first: its round times over ours, Hodges-Lehmann
                                        // (> 1: ours is faster); the console and "ratio" take ratio(i)
+  std::string note;                    // what the sides say beyond the ratios ("" = nothing)
   // side i's median over ours (> 1: ours is faster)
   double ratio(size_t i) const { return sides[i].median_ms / sides[0].median_ms; }
 };
