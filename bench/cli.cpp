@@ -96,10 +96,10 @@ GPT2BENCH_FAULT_STEP=S make rank R kill itself (SIGKILL) before step S.
 
 constexpr const char* kKernelsHelp = R"(usage: gpt2bench kernels --profile FILE [--out FILE.json] [--device D] [--rounds N]
 
-Times each of our fused ops (kernels/: fused_residual_norm, fused_gelu_backward, fused_classifier) against
-what the step runs in its place, one forward + backward each on the same inputs, at the profile model's
-shapes (batch x context tokens, its width, its vocabulary padded as vocab_padding does) in the dtype of the
-ladder's top rung (bf16_cast where the device has bf16). The sides take turns for N rounds (default 15), each
+Times each of our fused ops (kernels/: fused_residual_norm, fused_gelu_backward, gelu_epilogues,
+fused_classifier) against what the step runs in its place, one forward + backward each on the same inputs,
+at the profile model's shapes (batch x context tokens, its width, its vocabulary padded as vocab_padding
+does) in the dtype of the ladder's top rung (bf16_cast where the device has bf16). The sides take turns for N rounds (default 15), each
 round as many passes as make about 5 ms, timed by the device's timer (CUDA events / steady clock), after two
 warm-up passes each. Prints each side's median and "ours Nx": the other side's median over ours (> 1: ours is
 faster), with the distribution-free (Hodges-Lehmann) interval of that ratio. The kernel-level answer to

@@ -3,6 +3,7 @@
 
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
+#include "kernels/gelu_epilogues.h"
 #include "kernels/residual_norm.h"
 
 namespace gpt2::kernels {
@@ -13,6 +14,14 @@ at::Tensor softmax_xent_backward_cuda_(at::Tensor&, const at::Tensor&, double) {
 
 std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor&, const at::Tensor&) {
   TORCH_CHECK(false, "bias_gelu_backward_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
+}
+
+std::pair<at::Tensor, at::Tensor> linear_gelu_aux_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+  TORCH_CHECK(false, "linear_gelu_aux_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
+}
+
+std::pair<at::Tensor, at::Tensor> matmul_dgelu_bgrad_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+  TORCH_CHECK(false, "matmul_dgelu_bgrad_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 
 AddNormForward add_layer_norm_forward_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,

@@ -35,6 +35,7 @@ struct ModelOptions {
   int64_t classifier_chunk = 0; // > 0: head + cross-entropy fused, this many tokens at a time (kernels/classifier.h)
   bool fused_gelu_backward = false;  // FeedForward's Linear+GELU keeps its pre-activation; our fused backward (kernels/bias_gelu.h)
   bool fused_residual_norm = false;  // each residual add fused with the LayerNorm after it (kernels/residual_norm.h)
+  bool gelu_epilogues = false;  // FeedForward's bias, GELU and their backward in cuBLASLt epilogues (kernels/gelu_epilogues.h)
 
   int64_t padded_vocab() const { return (vocab_size + vocab_pad_to - 1) / vocab_pad_to * vocab_pad_to; }
   bool operator==(const ModelOptions&) const = default;

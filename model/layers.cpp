@@ -6,6 +6,7 @@
 
 #include "kernels/autocast.h"
 #include "kernels/bias_gelu.h"
+#include "kernels/gelu_epilogues.h"
 
 namespace gpt2 {
 
@@ -55,12 +56,18 @@ struct LinearGeluFn : torch::autograd::Function<LinearGeluFn> {
 }  // namespace
 
 FeedForwardImpl::FeedForwardImpl(const ModelOptions& o)
-    : impl(o.layers), fused_bias_gelu(o.fused_bias_gelu), fused_gelu_backward(o.fused_gelu_backward) {
+    : impl(o.layers),
+      fused_bias_gelu(o.fused_bias_gelu),
+      fused_gelu_backward(o.fused_gelu_backward),
+      gelu_epilogues(o.gelu_epilogues) {
   fc1 = register_module("fc1", torch::nn::Linear(o.n_embd, 4 * o.n_embd));
   fc2 = register_module("fc2", torch::nn::Linear(4 * o.n_embd, o.n_embd));
 }
 
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
+  if (gelu_epilogues)  // fc1, GELU and fc2 as one function of (B·T, C) rows, GELU in fc1's and fc2's epilogues
+    return kernels::mlp_gelu_epilogues(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias, fc2->weight, fc2->bias)
+        .view(x.sizes());
   at::Tensor h;  // (B, T, 4C)
   if (fused_gelu_backward) {  // the pre-activation kept, our kernel in the backward
     h = kernels::linear_bias_gelu(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias).view({x.size(0), x.size(1), -1});

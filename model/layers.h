@@ -29,6 +29,7 @@ struct FeedForwardImpl : torch::nn::Module {
   LayerImpl impl;
   bool fused_bias_gelu;
   bool fused_gelu_backward;
+  bool gelu_epilogues;
 };
 TORCH_MODULE(FeedForward);
 

@@ -62,7 +62,7 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   EXPECT_EQ(doc["rounds"], 3);
   EXPECT_EQ(doc["device"]["type"], "cpu");
   const std::vector<std::pair<std::string, size_t>> want = {
-      {"fused_residual_norm", 2}, {"fused_gelu_backward", 3}, {"fused_classifier", 2}};
+      {"fused_residual_norm", 2}, {"fused_gelu_backward", 3}, {"gelu_epilogues", 4}, {"fused_classifier", 2}};
   ASSERT_EQ(doc["cases"].size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     const auto& c = doc["cases"][i];
@@ -83,8 +83,8 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
     }
   }
   // the classifier at the padded vocabulary (97 -> 128), the fused_classifier variant's chunk
-  EXPECT_NE(doc["cases"][2]["shape"].get<std::string>().find("V=128 chunk=1024"), std::string::npos);
-  EXPECT_FALSE(doc["cases"][2].contains("note"));  // 1,024 covers the 32 tokens: one chunk, nothing to compare
+  EXPECT_NE(doc["cases"][3]["shape"].get<std::string>().find("V=128 chunk=1024"), std::string::npos);
+  EXPECT_FALSE(doc["cases"][3].contains("note"));  // 1,024 covers the 32 tokens: one chunk, nothing to compare
 
   // A chunk smaller than the tokens: ours at it, at twice it ... up to all tokens, then ATen; the fastest named.
   test::TempDir d2;
@@ -92,9 +92,9 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
       d2, "name: k\nmodel: tiny\ndata: synthetic\ndevice: cpu\nbatch: 2\nsettings: {classifier_chunk: 12}\n");
   r = test::run_gpt2bench("kernels --profile " + chunked + " --rounds 2 --out " + (d2 / "chunks.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto cls = nlohmann::json::parse(test::read_text(d2 / "chunks.json"))["cases"][2];
+  const auto cls = nlohmann::json::parse(test::read_text(d2 / "chunks.json"))["cases"][3];
   ASSERT_EQ(cls["sides"].size(), 4u) << cls;  // 12, 24, 32 tokens a chunk; ATen
-  EXPECT_EQ(cls["sides"][0]["name"], "ours: linear_cross_entropy (kernels/classifier), chunk=12 (settings.classifier_chunk)");
+  EXPECT_EQ(cls["sides"][0]["name"], "ours: linear_cross_entropy (kernels/classifier), chunk=12 (settings.classifier_chunk: 12)");
   EXPECT_EQ(cls["sides"][1]["name"], "ours: linear_cross_entropy (kernels/classifier), chunk=24");
   EXPECT_EQ(cls["sides"][2]["name"], "ours: linear_cross_entropy (kernels/classifier), chunk=32, all tokens");
   EXPECT_EQ(cls["sides"][3]["name"], "ATen: linear, then cross_entropy");
@@ -111,9 +111,9 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("fused_gelu_backward  error: injected fault"), std::string::npos) << r.output;
   const auto failed = nlohmann::json::parse(test::read_text(d / "failed.json"));
-  ASSERT_EQ(failed["cases"].size(), 3u);
+  ASSERT_EQ(failed["cases"].size(), 4u);
   EXPECT_EQ(failed["cases"][1]["error"], "injected fault (GPT2BENCH_FAULT_KERNEL)");
-  EXPECT_EQ(failed["cases"][2]["sides"].size(), 2u);  // the classifier ran after it
+  EXPECT_EQ(failed["cases"][3]["sides"].size(), 2u);  // the classifier ran after it
 
   r = test::run_gpt2bench("kernels --profile " + profile + " --rounds 0");
   EXPECT_EQ(r.exit_code, 2);

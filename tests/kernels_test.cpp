@@ -21,6 +21,7 @@
 #include "helpers.h"
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
+#include "kernels/gelu_epilogues.h"
 #include "kernels/residual_norm.h"
 #include "kernels/residual_norm_lanes.h"
 #include "kernels/bias_gelu_columns.h"
@@ -223,6 +224,73 @@ TEST(Kernels, TrainingWithTheFusedGeluBackwardHasTheBaselinesLosses) {
   expect_baseline_losses([](ModelOptions& m) { m.fused_gelu_backward = true; });
 }
 
+// The MLP as the model builds it unfused: Linear, GELU(tanh), Linear, by autograd; y and the five gradients.
+std::vector<at::Tensor> unfused_mlp(const std::vector<at::Tensor>& in, const at::Tensor& g) {
+  std::vector<at::Tensor> leaf;
+  for (const auto& t : in) leaf.push_back(t.detach().requires_grad_());
+  at::Tensor y = at::linear(at::gelu(at::linear(leaf[0], leaf[1], leaf[2]), "tanh"), leaf[3], leaf[4]);
+  y.backward(g);
+  std::vector<at::Tensor> out{y.detach()};
+  for (const auto& t : leaf) out.push_back(t.grad());
+  return out;
+}
+std::vector<at::Tensor> epilogue_mlp(const std::vector<at::Tensor>& in, const at::Tensor& g) {
+  std::vector<at::Tensor> leaf;
+  for (const auto& t : in) leaf.push_back(t.detach().requires_grad_());
+  at::Tensor y = kernels::mlp_gelu_epilogues(leaf[0], leaf[1], leaf[2], leaf[3], leaf[4]);
+  y.backward(g);
+  std::vector<at::Tensor> out{y.detach()};
+  for (const auto& t : leaf) out.push_back(t.grad());
+  return out;
+}
+std::vector<at::Tensor> mlp_inputs(int64_t N, int64_t C, const at::TensorOptions& o = {}) {
+  return {at::randn({N, C}, o), at::randn({4 * C, C}, o) * 0.2, at::randn({4 * C}, o) * 0.1,
+          at::randn({C, 4 * C}, o) * 0.1, at::randn({C}, o) * 0.1};
+}
+
+TEST(Kernels, GeluEpiloguesMlpMatchesLinearGeluLinear) {
+  at::manual_seed(11);
+  const auto in = mlp_inputs(33, 24);
+  const at::Tensor g = at::randn({33, 24});
+  const auto want = unfused_mlp(in, g), got = epilogue_mlp(in, g);
+  const char* names[] = {"y", "dx", "dw1", "db1", "dw2", "db2"};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(at::allclose(got[i], want[i], 1e-5, 1e-6)) << names[i];
+  // in bf16: every gradient in bf16, within bf16's rounding of the unfused MLP's in bf16
+  std::vector<at::Tensor> bf;
+  for (const auto& t : in) bf.push_back(t.to(at::kBFloat16));
+  const auto got_bf = epilogue_mlp(bf, g.to(at::kBFloat16)), want_bf = unfused_mlp(bf, g.to(at::kBFloat16));
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got_bf[i].scalar_type(), at::kBFloat16) << names[i];
+    EXPECT_TRUE(at::allclose(got_bf[i].to(at::kFloat), want_bf[i].to(at::kFloat), 1e-2, 1e-2)) << names[i];
+  }
+}
+
+TEST(Kernels, GeluEpiloguesReferencesAreLinearGeluAndGeluBackwardWithTheBiasSum) {
+  at::manual_seed(12);
+  const at::Tensor x = at::randn({20, 16}), w = at::randn({64, 16}) * 0.3, b = at::randn({64});
+  auto [out, pre] = kernels::linear_gelu_aux(x, w, b);  // off the GPU: the reference
+  EXPECT_TRUE(at::allclose(pre, at::linear(x, w, b), 1e-5, 1e-6));
+  EXPECT_TRUE(at::allclose(out, at::gelu(pre, "tanh")));
+  const at::Tensor g = at::randn({20, 8}), w2 = at::randn({8, 64});
+  at::Tensor p = pre.clone().requires_grad_();
+  at::gelu(p, "tanh").backward(g.mm(w2));
+  auto [d_pre, d_bias] = kernels::matmul_dgelu_bgrad(g, w2, pre);
+  EXPECT_TRUE(at::allclose(d_pre, p.grad(), 1e-5, 1e-6));
+  EXPECT_TRUE(at::allclose(d_bias, p.grad().sum(0), 1e-5, 1e-5));
+  // bad input, by name
+  EXPECT_THROW(kernels::linear_gelu_aux(x, w.narrow(1, 0, 15), b), c10::Error);        // C mismatch
+  EXPECT_THROW(kernels::linear_gelu_aux(x, w.to(at::kBFloat16), b), c10::Error);       // two dtypes
+  EXPECT_THROW(kernels::matmul_dgelu_bgrad(g, w2, pre.t().contiguous().t()), c10::Error);  // pre not contiguous
+  EXPECT_THROW(kernels::matmul_dgelu_bgrad(g, w2.t(), pre), c10::Error);                // w (F, C), not (C, F)
+  EXPECT_THROW(kernels::mlp_gelu_epilogues(x, w, b, w2, at::randn({9})), c10::Error);    // b2 not (C)
+  EXPECT_THROW(kernels::linear_gelu_aux_cuda(x, w, b), c10::Error);                     // CPU tensors
+  EXPECT_THROW(kernels::matmul_dgelu_bgrad_cuda(g, w2, pre), c10::Error);
+}
+
+TEST(Kernels, TrainingWithTheGeluEpiloguesHasTheBaselinesLosses) {
+  expect_baseline_losses([](ModelOptions& m) { m.gelu_epilogues = true; });
+}
+
 TEST(Kernels, AddLayerNormMatchesAddThenLayerNorm) {
   at::manual_seed(9);
   const at::Tensor x = at::randn({2, 5, 48}), r = at::randn({2, 5, 48}), gamma = at::randn({48}), beta = at::randn({48});
@@ -419,6 +487,36 @@ TEST_F(KernelsCuda, BiasGeluBackwardKernelMatchesTheReference_CUDA) {
           << dtype << " " << rows;
     }
   }
+}
+
+// cuBLASLt's GELU_AUX_BIAS and DGELU_BGRAD epilogues against the ATen references, and the MLP built on them
+// against the unfused one; at GPT-2's shapes, a tiny model's, one token.
+TEST_F(KernelsCuda, GeluEpiloguesMatchTheReference_CUDA) {
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::manual_seed(13);
+  for (auto dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    for (auto [N, C] : {std::pair<int64_t, int64_t>{8192, 768}, {37, 32}, {1, 64}}) {
+      const int64_t F = 4 * C;
+      auto t = [&](std::vector<int64_t> shape, double scale) { return (at::randn(shape, on_gpu()) * scale).to(dtype); };
+      const at::Tensor x = t({N, C}, 1), w = t({F, C}, 0.05), b = t({F}, 0.1), g = t({N, C}, 1), w2 = t({C, F}, 0.05);
+      const double tol = dtype == at::kFloat ? 1e-4 : 2e-2;
+      auto close = [&](const at::Tensor& a, const at::Tensor& r, double atol) {
+        return at::allclose(a.to(at::kFloat), r.to(at::kFloat), tol, atol);
+      };
+      auto [out, pre] = kernels::linear_gelu_aux_cuda(x, w, b);
+      auto [want_out, want_pre] = kernels::linear_gelu_aux_reference(x, w, b);
+      EXPECT_TRUE(close(pre, want_pre, tol)) << dtype << " N=" << N;
+      EXPECT_TRUE(close(out, want_out, tol)) << dtype << " N=" << N;
+      auto [d_pre, d_bias] = kernels::matmul_dgelu_bgrad_cuda(g, w2, want_pre);
+      auto [want_d_pre, want_d_bias] = kernels::matmul_dgelu_bgrad_reference(g, w2, want_pre);
+      EXPECT_TRUE(close(d_pre, want_d_pre, tol)) << dtype << " N=" << N;
+      EXPECT_TRUE(close(d_bias, want_d_bias, tol * std::sqrt(double(N)))) << dtype << " N=" << N;
+    }
+  }
+  const auto in = mlp_inputs(300, 64, on_gpu());
+  const at::Tensor g = at::randn({300, 64}, on_gpu());
+  const auto want = unfused_mlp(in, g), got = epilogue_mlp(in, g);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(at::allclose(got[i], want[i], 1e-4, 1e-5)) << i;
 }
 
 TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {

@@ -51,6 +51,7 @@ const std::map<std::string, std::function<bool(const StepSpec&)>>& expected_edit
       // the profile's chunk (settings.classifier_chunk; base_124m leaves it at 1,024)
       {"fused_classifier", [](const StepSpec& s) { return s.model.classifier_chunk == s.settings.classifier_chunk; }},
       {"fused_gelu_backward", [](const StepSpec& s) { return s.model.fused_gelu_backward; }},
+      {"gelu_epilogues", [](const StepSpec& s) { return s.model.gelu_epilogues; }},
       {"fused_residual_norm", [](const StepSpec& s) { return s.model.fused_residual_norm; }},
   };
   return m;

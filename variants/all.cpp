@@ -25,6 +25,7 @@ const std::vector<const Variant*>& registry() {
       &weight_tying,
       &fused_classifier,
       &fused_gelu_backward,
+      &gelu_epilogues,
       &fused_residual_norm,
       &sync_every_step,
   };

@@ -25,6 +25,7 @@ extern const Variant fp16_autocast;
 extern const Variant weight_tying;
 extern const Variant fused_classifier;
 extern const Variant fused_gelu_backward;
+extern const Variant gelu_epilogues;
 extern const Variant fused_residual_norm;
 extern const Variant sync_every_step;
 }  // namespace variants

@@ -76,12 +76,10 @@ KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int r
                        rounds, 5.0, timer);
 }
 
-// The MLP as the model builds it: Linear + GELU(tanh), then the second Linear.
-KernelCase gelu_backward_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
-  const std::vector<std::pair<std::string, std::string>> sides = {
-      {"ours: the pre-activation kept, GELU' and the bias gradient in one pass", "fused_gelu_backward"},
-      {"the top rung's: fuse_bias_gelu's GEMM epilogue, the pre-activation recomputed", "fuse_bias_gelu"},
-      {"ATen: linear, then gelu(tanh)", ""}};
+// The MLP as the model builds it (Linear + GELU(tanh), then the second Linear), one FeedForward a side, each with
+// its variant's edit: the first side ours, the others what it replaces.
+KernelCase mlp_case(const char* variant, const std::vector<std::pair<std::string, std::string>>& sides,
+                    const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
   const StepSpec s = spec_with(base, dev, {});
   const int64_t B = s.batch, T = s.model.context, C = s.model.n_embd;
   const auto dtype = compute_dtype(math_mode(s));
@@ -90,8 +88,8 @@ KernelCase gelu_backward_case(const StepSpec& base, const DeviceInfo& dev, int r
   std::vector<FeedForward> mlps;
   std::vector<Pass> passes;
   mlps.reserve(sides.size());
-  for (const auto& [name, variant] : sides) {
-    mlps.emplace_back(spec_with(base, dev, variant.empty() ? std::vector<std::string>{} : std::vector{variant}).model);
+  for (const auto& [name, edit] : sides) {
+    mlps.emplace_back(spec_with(base, dev, edit.empty() ? std::vector<std::string>{} : std::vector{edit}).model);
     mlps.back()->to(torch_device(dev), dtype);
     FeedForward mlp = mlps.back();
     passes.emplace_back(name, [mlp, &x, &gy]() mutable {
@@ -102,7 +100,25 @@ KernelCase gelu_backward_case(const StepSpec& base, const DeviceInfo& dev, int r
   }
   std::ostringstream shape;
   shape << "B=" << B << " T=" << T << " C=" << C << " F=" << 4 * C << " " << c10::toString(dtype);
-  return time_in_turns("fused_gelu_backward", shape.str(), passes, rounds, 5.0, timer);
+  return time_in_turns(variant, shape.str(), passes, rounds, 5.0, timer);
+}
+
+const std::pair<std::string, std::string> kEpilogueGemm = {
+    "the top rung's: fuse_bias_gelu's GEMM epilogue, the pre-activation recomputed", "fuse_bias_gelu"};
+const std::pair<std::string, std::string> kAtenMlp = {"ATen: linear, then gelu(tanh)", ""};
+
+KernelCase gelu_backward_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
+  return mlp_case("fused_gelu_backward",
+                  {{"ours: the pre-activation kept, GELU' and the bias gradient in one pass", "fused_gelu_backward"},
+                   kEpilogueGemm, kAtenMlp},
+                  base, dev, rounds, timer);
+}
+
+KernelCase gelu_epilogues_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
+  return mlp_case("gelu_epilogues",
+                  {{"ours: GELU in fc1's epilogue (pre-activation kept), GELU' + bias gradient in fc2's", "gelu_epilogues"},
+                   {"fused_gelu_backward: our one-pass kernel", "fused_gelu_backward"}, kEpilogueGemm, kAtenMlp},
+                  base, dev, rounds, timer);
 }
 
 // The LM head and the loss: logits, cross-entropy, their gradients. Ours at the profile's chunk
@@ -121,7 +137,7 @@ KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int roun
   std::vector<Pass> passes;
   for (const int64_t c : chunks) {
     std::string name = "ours: linear_cross_entropy (kernels/classifier), chunk=" + std::to_string(c);
-    if (c == chunks.front()) name += " (settings.classifier_chunk)";
+    if (c == chunks.front()) name += " (settings.classifier_chunk: " + std::to_string(chunk) + ")";
     if (c == N && chunks.size() > 1) name += ", all tokens";
     passes.emplace_back(name, [&h, &w, &t, c] {
       (void)torch::autograd::grad({kernels::linear_cross_entropy(h, w, t, c)}, {h, w}, {});
@@ -146,6 +162,7 @@ KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int roun
 using MakeCase = KernelCase (*)(const StepSpec&, const DeviceInfo&, int, const RoundTimer&);
 const std::pair<const char*, MakeCase> kCases[] = {{"fused_residual_norm", &residual_norm_case},
                                                    {"fused_gelu_backward", &gelu_backward_case},
+                                                   {"gelu_epilogues", &gelu_epilogues_case},
                                                    {"fused_classifier", &classifier_case}};
 
 nlohmann::json case_json(const KernelCase& c) {

@@ -1,0 +1,161 @@
+// The gelu_epilogues variant's two GEMMs through cuBLASLt (kernels/gelu_epilogues.h): fc1's forward with
+// CUBLASLT_EPILOGUE_GELU_AUX_BIAS, fc2's input gradient with CUBLASLT_EPILOGUE_DGELU_BGRAD. Row-major (N × F)
+// tensors are cuBLASLt's column-major (F × N) matrices, so each product is written transposed: D (m × n) with
+// m = F the rows of the bias (or its gradient) and of the auxiliary pre-activation, n = N tokens.
+// cuBLASLt's GELU is the tanh approximation, the MLP's; the handle and stream are ATen's current ones, the
+// workspace comes from the caching allocator (graph-capture safe: a captured step takes it from its pool).
+// Built when CMake found the cuBLASLt library ATen itself loads (GPT2_HAVE_CUBLASLT); else the functions say so.
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+
+#include "kernels/gelu_epilogues.h"
+
+#if GPT2_HAVE_CUBLASLT
+#include <ATen/Context.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/Exceptions.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cublasLt.h>
+
+#include <cstdint>
+
+namespace gpt2::kernels {
+namespace {
+
+constexpr uint64_t kWorkspaceBytes = 32u << 20;  // what cuBLAS's own heuristics may use on Hopper
+
+cudaDataType_t cuda_type(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return CUDA_R_32F;
+    case at::kBFloat16: return CUDA_R_16BF;
+    case at::kHalf: return CUDA_R_16F;
+    default: TORCH_CHECK(false, "gelu_epilogues: float, bfloat16 or half tensors expected, got ", t);
+  }
+}
+
+// A cuBLASLt descriptor, destroyed with its owner.
+template <typename T, cublasStatus_t (*kDestroy)(T)>
+struct Owned {
+  T d = nullptr;
+  Owned() = default;
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  ~Owned() {
+    if (d) kDestroy(d);
+  }
+};
+
+template <typename V>
+void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const V& v) {
+  TORCH_CUDABLAS_CHECK(cublasLtMatmulDescSetAttribute(d, a, &v, sizeof(v)));
+}
+template <typename V>
+void set(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t a, const V& v) {
+  TORCH_CUDABLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, a, &v, sizeof(v)));
+}
+
+uint32_t alignment(const void* p) {  // the largest power of two up to 256 that divides the address
+  uint32_t a = 256;
+  while (reinterpret_cast<uintptr_t>(p) % a != 0) a /= 2;
+  return a;
+}
+
+// D (m × n, column-major, ld m) = epilogue(op(A) · B): A is m × k (ld m), or k × m (ld k) read transposed; B is
+// k × n (ld k); `vec` the bias (m) or where its gradient goes, `aux` the pre-activation (m × n, ld m).
+struct Gemm {
+  int64_t m, n, k;
+  const void* a;
+  bool a_transposed;
+  const void* b;
+  void* d;
+  cublasLtEpilogue_t epilogue;
+  void* vec;
+  void* aux;
+};
+
+void run(const Gemm& g, at::ScalarType dtype, const char* what) {
+  const cudaDataType_t t = cuda_type(dtype);
+  const bool tf32 = dtype == at::kFloat && at::globalContext().allowTF32CuBLAS();
+  Owned<cublasLtMatmulDesc_t, &cublasLtMatmulDescDestroy> op;
+  TORCH_CUDABLAS_CHECK(
+      cublasLtMatmulDescCreate(&op.d, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t ta = g.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+  set(op.d, CUBLASLT_MATMUL_DESC_TRANSA, ta);
+  set(op.d, CUBLASLT_MATMUL_DESC_TRANSB, tb);
+  set(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, g.epilogue);
+  set(op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.vec);
+  set(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux);
+  set(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, g.m);
+  Owned<cublasLtMatrixLayout_t, &cublasLtMatrixLayoutDestroy> a, b, d;
+  TORCH_CUDABLAS_CHECK(g.a_transposed ? cublasLtMatrixLayoutCreate(&a.d, t, g.k, g.m, g.k)
+                                      : cublasLtMatrixLayoutCreate(&a.d, t, g.m, g.k, g.m));
+  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&b.d, t, g.k, g.n, g.k));
+  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&d.d, t, g.m, g.n, g.m));
+  Owned<cublasLtMatmulPreference_t, &cublasLtMatmulPreferenceDestroy> pref;
+  TORCH_CUDABLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.d));
+  set(pref.d, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kWorkspaceBytes);
+  set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(g.a));
+  set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(g.b));
+  set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(g.d));
+  set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(g.d));
+  const cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
+  cublasLtMatmulHeuristicResult_t algo{};
+  int found = 0;
+  TORCH_CUDABLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, op.d, a.d, b.d, d.d, d.d, pref.d, 1, &algo, &found));
+  TORCH_CHECK(found > 0, what, ": cuBLASLt has no algorithm for this epilogue at m=", g.m, " n=", g.n, " k=", g.k,
+              " in ", dtype);
+  const at::Tensor workspace =
+      at::empty({static_cast<int64_t>(kWorkspaceBytes)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
+  const float alpha = 1.0f, beta = 0.0f;
+  TORCH_CUDABLAS_CHECK(cublasLtMatmul(handle, op.d, &alpha, g.a, a.d, g.b, b.d, &beta, g.d, d.d, g.d, d.d, &algo.algo,
+                                      workspace.mutable_data_ptr(), kWorkspaceBytes,
+                                      at::cuda::getCurrentCUDAStream()));
+}
+
+}  // namespace
+
+std::pair<at::Tensor, at::Tensor> linear_gelu_aux_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  TORCH_CHECK(x.is_cuda() && w.is_cuda() && b.is_cuda(), "linear_gelu_aux_cuda: CUDA tensors expected");
+  const c10::cuda::CUDAGuard guard(x.device());
+  const int64_t N = x.size(0), C = x.size(1), F = w.size(0);
+  at::Tensor out = at::empty({N, F}, x.options()), pre = at::empty({N, F}, x.options());
+  if (N == 0) return {out, pre};
+  // outᵀ (F × N) = GELU(w · xᵀ + b): w (F × C row-major) is a (C × F) column-major matrix, read transposed;
+  // x (N × C row-major) is xᵀ (C × N) column-major.
+  run({F, N, C, w.const_data_ptr(), true, x.const_data_ptr(), out.mutable_data_ptr(), CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
+       const_cast<void*>(b.const_data_ptr()), pre.mutable_data_ptr()},
+      x.scalar_type(), "linear_gelu_aux_cuda");
+  return {out, pre};
+}
+
+std::pair<at::Tensor, at::Tensor> matmul_dgelu_bgrad_cuda(const at::Tensor& g, const at::Tensor& w,
+                                                          const at::Tensor& pre) {
+  TORCH_CHECK(g.is_cuda() && w.is_cuda() && pre.is_cuda(), "matmul_dgelu_bgrad_cuda: CUDA tensors expected");
+  const c10::cuda::CUDAGuard guard(g.device());
+  const int64_t N = g.size(0), C = g.size(1), F = w.size(1);
+  at::Tensor d_pre = at::empty({N, F}, g.options()), d_bias = at::empty({F}, g.options());
+  if (N == 0) return {d_pre, d_bias.zero_()};
+  // d_preᵀ (F × N) = w (C × F row-major: an (F × C) column-major matrix) · gᵀ (C × N), times GELU'(preᵀ).
+  run({F, N, C, w.const_data_ptr(), false, g.const_data_ptr(), d_pre.mutable_data_ptr(), CUBLASLT_EPILOGUE_DGELU_BGRAD,
+       d_bias.mutable_data_ptr(), const_cast<void*>(pre.const_data_ptr())},
+      g.scalar_type(), "matmul_dgelu_bgrad_cuda");
+  return {d_pre, d_bias};
+}
+
+}  // namespace gpt2::kernels
+
+#else  // no cuBLASLt library found at configure time
+
+namespace gpt2::kernels {
+
+std::pair<at::Tensor, at::Tensor> linear_gelu_aux_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+  TORCH_CHECK(false, "linear_gelu_aux_cuda: this build found no cuBLASLt library (CMake: CUBLASLT_LIBRARY)");
+}
+
+std::pair<at::Tensor, at::Tensor> matmul_dgelu_bgrad_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+  TORCH_CHECK(false, "matmul_dgelu_bgrad_cuda: this build found no cuBLASLt library (CMake: CUBLASLT_LIBRARY)");
+}
+
+}  // namespace gpt2::kernels
+#endif
