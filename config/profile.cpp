@@ -128,7 +128,7 @@ Profile load_profile(const std::string& path) {
 NLOHMANN_JSON_SERIALIZE_ENUM(RungKind, {{RungKind::kBaseline, "baseline"}, {RungKind::kLadder, "ladder"},
                                         {RungKind::kExtra, "extra"}, {RungKind::kAddOne, "add_one"},
                                         {RungKind::kAll, "all"}, {RungKind::kDropOne, "drop_one"},
-                                        {RungKind::kRecipe, "recipe"}})
+                                        {RungKind::kRecipe, "recipe"}, {RungKind::kKept, "kept"}})
 std::string to_string(RungKind k) { return enum_name(k); }
 
 std::vector<RungPlan> expand_plan(const Profile& p) {
@@ -153,12 +153,14 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
       else if (p.plan == "ladder") extras.emplace_back(v->name);
     }
   std::vector<std::string> acc;
+  std::string before_batch;  // the ladder's rung before batch_scaling: the last one at the profile's batch
   if (p.plan == "leave_one_out") out.push_back({number(out.size(), "all"), vs, RungKind::kAll, base, ""});
   const std::string all = out.back().name;  // what each drop_ is measured against
   for (const auto& v : vs) {
     if (p.plan == "ladder") {
       acc.push_back(v);
       const std::string previous = out.back().name;
+      if (v == "batch_scaling") before_batch = previous;
       out.push_back({number(out.size(), v), acc, RungKind::kLadder, previous, v});
     } else if (p.plan == "add_one") {  // the variant, with what it requires
       std::vector<std::string> recipe;
@@ -193,6 +195,22 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
     }
     recipe.push_back(x);
     out.push_back({number(out.size(), "top+" + x), recipe, RungKind::kExtra, top, x});
+  }
+  // Then the top with every extra that beat it (exact ones: fusions, not a changed precision or problem), in one
+  // process; and the same at the profile's batch, where the top's batch is batch_scaling's. Planned as the top
+  // (or the rung before batch_scaling); which extras join is settled when the rung starts.
+  const bool any_fusion = std::any_of(extras.begin(), extras.end(), [](const std::string& x) {
+    const Variant* v = find_variant(x);
+    return v->parity == ParityClass::kExact && !v->anti;
+  });
+  if (!any_fusion) return out;
+  std::vector<std::string> one_process;
+  for (const auto& v : acc)
+    if (v != "ddp") one_process.push_back(v);
+  out.push_back({number(out.size(), "top+kept"), one_process, RungKind::kKept, top, ""});
+  if (!before_batch.empty()) {
+    std::erase(one_process, "batch_scaling");
+    out.push_back({number(out.size(), "planned_batch+kept"), one_process, RungKind::kKept, before_batch, ""});
   }
   return out;
 }

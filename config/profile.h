@@ -20,6 +20,8 @@ enum class RungKind {
   kAll,       // leave_one_out: every listed variant
   kDropOne,   // leave_one_out: all but one
   kRecipe,    // plan: recipes
+  kKept,      // the ladder's top (or its rung before batch_scaling) plus the extras that beat the top: settled
+              // when it starts, from the top+<extra> rungs' outcomes (bench/ladder/kept.h)
 };
 std::string to_string(RungKind k);
 

@@ -29,6 +29,7 @@
 #include "bench/runtime/dist.h"
 #include "bench/runtime/memory.h"
 #include "bench/runtime/nvtx.h"
+#include "bench/ladder/kept.h"
 #include "bench/ladder/parity.h"
 #include "bench/ladder/reference.h"
 #include "common/python.h"
@@ -137,12 +138,32 @@ const RungRecord* single_process_twin(const std::vector<RungRecord>& records, co
   return nullptr;
 }
 
-// The profile's rungs resolved for this device: specs, skipped variants, the FLOPs and peaks of
-// each. A rung whose variants are all skipped here is an earlier rung again: marked, never timed.
-std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
+// The step every recipe edits: the baseline at the profile's model, batch, settings and learning rate.
+StepSpec recipe_base(const Profile& prof, const DeviceInfo& dev) {
   StepSpec base = baseline_spec(prof.model, prof.batch, dev);
   base.settings = prof.settings;
   base.optimizer.lr = prof.lr;
+  return base;
+}
+
+// A kept rung's recipe settled: the extras that beat the top (or, on --resume, those a finished one kept).
+void settle_kept(RungRecord& r, const std::vector<std::string>& kept, const Profile& prof, const DeviceInfo& dev) {
+  r.plan.rung = kept_recipe(r, kept, recipe_base(prof, dev), dev);
+  r.plan.flops = flop_model(r.plan.rung.spec.model);
+}
+
+// --resume: a kept rung that finished before gets the recipe it ran.
+void resettle_kept(std::vector<RungRecord>& records, const Profile& prof, const DeviceInfo& dev) {
+  for (auto& r : records)
+    if (r.plan.kind == RungKind::kKept && r.out.status != RungStatus::kPending && !kept_variants(r.out.kept).empty())
+      settle_kept(r, kept_variants(r.out.kept), prof, dev);
+}
+
+// The profile's rungs resolved for this device: specs, skipped variants, the FLOPs and peaks of
+// each. A rung whose variants are all skipped here is an earlier rung again: marked, never timed
+// (but a kept rung, planned as the rung it adds to until it starts).
+std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
+  const StepSpec base = recipe_base(prof, dev);
   std::vector<RungRecord> records;
   for (const auto& plan : expand_plan(prof)) {
     RungRecord r;
@@ -157,7 +178,7 @@ std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
   }
   for (size_t i = 1; i < records.size(); ++i) {
     auto& r = records[i];
-    if (r.plan.rung.skipped.empty()) continue;
+    if (r.plan.rung.skipped.empty() || r.plan.kind == RungKind::kKept) continue;
     // An extra (or add_one) rung is about its variant: without it here, it measures nothing of it (an
     // fp16_autocast extra on a CPU without fp16 was the top of the ladder in fp32, bf16_cast removed).
     if (r.plan.kind == RungKind::kExtra || r.plan.kind == RungKind::kAddOne) {
@@ -214,6 +235,24 @@ struct Ladder {
             fresh && it->second.timed_for.empty())
           it->second.timed_for = r.name();
   }
+  // A kept rung, as it starts: the extras that beat the top in this run join it (bench/ladder/kept.h); none
+  // did: skipped, it would be the top again.
+  bool settle(RungRecord& r, const std::vector<RungRecord>& records) {
+    const KeptExtras k = choose_kept(records);
+    r.out.kept = k.why;
+    if (k.variants.empty()) {
+      r.out.status = RungStatus::kSkipped;
+      r.out.error = "no extra beat the top rung in this run (rungs.json: kept)";
+      std::cerr << "    " << r.name() << ": " << r.out.error << "\n";
+      return false;
+    }
+    settle_kept(r, k.variants, prof, dev);
+    std::string names;
+    for (const auto& v : k.variants) names += (names.empty() ? "" : ", ") + v;
+    std::cerr << "    " << r.name() << ": kept " << names << "\n";
+    return true;
+  }
+
   // Warm-up steps a rung takes: the profile's, and under a time budget at least one, whose time the
   // budget's fit is based on.
   int64_t warmup_steps() const { return std::max<int64_t>(prof.warmup_steps, budget.limited() ? 1 : 0); }
@@ -492,6 +531,10 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
     return;
   }
   try {
+    if (rep == 0 && rec.plan.kind == RungKind::kKept && !ladder.settle(rec, records)) {
+      st.SkipWithError(rec.out.error.c_str());
+      return;
+    }
     if (rep == 0) {
       const double started = ladder.budget.elapsed_s();
       const double share = ladder.budget.share_s(ladder.rungs_to_run - ladder.rungs_started++);
@@ -768,6 +811,12 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
 
 }  // namespace
 
+void warn_if_few_repetitions(const Profile& prof) {
+  if (prof.repetitions < 5)
+    std::cerr << "gpt2bench: warning: " << prof.repetitions << " repetitions per rung: too few to tell a real "
+              << "difference from noise (the median's interval and the U test want 5 or more; GPUs 9)\n";
+}
+
 int run_ladder(const LadderOptions& o) {
   // 1. Everything that can fail on bad input, before DIR is touched.
   Profile prof = load_profile(o.profile_path);
@@ -788,6 +837,7 @@ int run_ladder(const LadderOptions& o) {
   }
   const std::string build_id = gpt2::build_id();
   Kept kept = resume_or_start(o.resume, o.out_dir, prof, records, build_id);
+  resettle_kept(records, prof, dev);
   files::create_dirs(o.out_dir);
   // From here on Ctrl-C / SIGTERM stop the ladder cleanly: the rung in flight stops at its next
   // step, the rest are not started, and the finished rungs' results stay valid on disk.
@@ -796,9 +846,7 @@ int run_ladder(const LadderOptions& o) {
             << (dev.cuda() ? "cuda" : "cpu") << ", torch " << torch_version()
             << (dist ? ", " + std::to_string(dist->world_size()) + " processes, " + dist->backend() : std::string())
             << ")\n";
-  if (prof.repetitions < 5)
-    std::cerr << "gpt2bench: warning: " << prof.repetitions << " repetitions per rung: too few to tell a real "
-              << "difference from noise (the median's interval and the U test want 5 or more; GPUs 9)\n";
+  warn_if_few_repetitions(prof);
 
   // 2. The peaks, the writer, the parity reference.
   measure_peaks(dev, records);
@@ -855,10 +903,15 @@ int run_breakdown(const BreakdownOptions& o) {
   std::vector<RungRecord> records = plan_rungs(prof, dev);
   const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
   std::vector<RungRecord*> chosen;
-  for (auto& r : records)
-    if ((o.rung.empty() || r.plan.rung.name == o.rung || r.plan.rung.name.substr(3) == o.rung) && r.out.status == RungStatus::kPending &&
-        ranks(r.spec()) == 1)
+  for (auto& r : records) {
+    const bool named = r.plan.rung.name == o.rung || r.plan.rung.name.substr(3) == o.rung;
+    if (named && r.plan.kind == RungKind::kKept)
+      throw std::runtime_error("rung '" + r.name() + "' is settled by a ladder run (the extras that beat the top "
+                               "there): its breakdown pass is part of `gpt2bench ladder --rung " + r.name() + "`");
+    if ((o.rung.empty() || named) && r.out.status == RungStatus::kPending && ranks(r.spec()) == 1 &&
+        r.plan.kind != RungKind::kKept)
       chosen.push_back(&r);
+  }
   if (chosen.empty()) {
     std::string names;
     for (const auto& r : records) names += (names.empty() ? "" : ", ") + r.plan.rung.name;

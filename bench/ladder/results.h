@@ -22,7 +22,8 @@ enum class RungStatus { kPending, kOk, kSkipped, kDiverged, kOom, kInterrupted, 
 std::string to_string(RungStatus s);
 RungStatus rung_status_from(const std::string& s);  // throws std::invalid_argument on an unknown name
 
-// What a rung is: resolved from the plan and the device, then fixed (a run never writes it).
+// What a rung is: resolved from the plan and the device, then fixed (a run never writes it) — but for a kept rung
+// (RungKind::kKept), whose recipe is settled when it starts, from the rungs before it (bench/ladder/kept.h).
 struct RungPlanned {
   ResolvedRung rung;                  // name, variants applied and skipped, the StepSpec as planned
   std::string benchmark_name;
@@ -63,6 +64,7 @@ struct RungOutcome {
   nlohmann::json breakdown;  // the breakdown pass's summary and memory breakdown, when it ran
   nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
   nlohmann::json clocks;   // NVML's clocks, power, temperature over the timed repetitions (measure/clocks.h)
+  nlohmann::json kept;     // a kept rung: which extras joined and why (bench/ladder/kept.h); null otherwise
 };
 
 // One rung: the plan and, once it has run, the outcome; rungs.json holds both.

@@ -36,11 +36,12 @@ class Rung:
     ci_level: float | None = None
     cv: float | None = None
     clocks: dict | None = None
-    kind: str | None = None  # baseline | ladder | extra | add_one | all | drop_one | recipe
+    kind: str | None = None  # baseline | ladder | extra | add_one | all | drop_one | recipe | kept
     compare_to: str | None = None
     variant: str = ""  # the variant the rung adds (or, drop_one, removes)
     sdpa_choice: dict | None = None  # settings.sdpa_backend: fastest — each SDPA kernel's time, the one chosen
     anti_variant: bool = False  # slowed on purpose (sync_every_step): never a run's fastest
+    kept: list | None = None  # a kept rung: each candidate extra, whether it joined and why (rungs.json "kept")
 
     @property
     def throttled(self) -> bool:
@@ -157,6 +158,7 @@ def load_run(path: str | Path) -> Run:
                     variant=r.get("variant", ""),
                     sdpa_choice=r.get("sdpa_choice"),
                     anti_variant=bool(r.get("anti_variant", False)),
+                    kept=r.get("kept"),
                 )
             )
         return Run(

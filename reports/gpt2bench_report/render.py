@@ -105,6 +105,12 @@ def run_notes(run: Run) -> list[str]:
                      f"than {100 * chosen[0].sdpa_choice.get('margin', 0):.0f}%), in ms: "
                      + "; ".join(timed(r) for r in chosen) + ".")
     for r in run.rungs:
+        if r.kept is not None:
+            joined = [e["variant"] for e in r.kept if e.get("kept")]
+            notes.append(f"{r.name}: the top with every extra that beat it in this run, settled as it started: "
+                         + (", ".join(joined) if joined else "none") + " kept ("
+                         + "; ".join(f"{e['variant']}: {e.get('why', '')}" for e in r.kept) + ").")
+    for r in run.rungs:
         if r.throttled:
             notes.append(f"{r.name} was THROTTLED while timed: {r.clocks.get('throttled_why', '')} (NVML); "
                          "its tok/s understates the step.")

@@ -306,6 +306,10 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
                             "tries": [{"backend": "flash", "ms": 1.25}, {"backend": "cudnn", "ms": 1.1},
                                       {"backend": "math", "why": "No available kernel. Aborting execution."}]}
     ok[3]["sdpa_choice"] = dict(ok[2]["sdpa_choice"], timed_for=ok[2]["name"])  # the same attention, timed once
+    ok[3]["kind"] = "kept"
+    ok[3]["kept"] = [{"variant": "fused_classifier", "kept": True, "ratio": 1.04, "why": "faster than 11_top (1.040x)"},
+                     {"variant": "fused_residual_norm", "kept": False, "ratio": 0.99,
+                      "why": "not faster than 11_top (0.990x)"}]
     (run_dir / "rungs.json").write_text(json.dumps(doc))
     run = load_run(run_dir)
     rows = {r[0]: r for r in ladder_table(run)[1:]}
@@ -321,6 +325,9 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     assert f"{ok[2]['name']} cudnn (flash 1.25, cudnn 1.1; PyTorch's own: flash)" in md
     assert f"{ok[3]['name']} cudnn (as {ok[2]['name']}: the same attention)" in md
     assert "faster by more than 1%" in md
+    assert (f"{ok[3]['name']}: the top with every extra that beat it in this run, settled as it started: "
+            "fused_classifier kept (fused_classifier: faster than 11_top (1.040x); fused_residual_norm: not faster "
+            "than 11_top (0.990x)).") in md
 
 
 def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path):

@@ -1,0 +1,91 @@
+#include "bench/ladder/kept.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace gpt2 {
+namespace {
+
+bool conflict(const std::string& a, const std::string& b) {
+  const Variant *va = find_variant(a), *vb = find_variant(b);
+  auto lists = [](const Variant* v, const std::string& other) {
+    return std::find(v->conflicts.begin(), v->conflicts.end(), other) != v->conflicts.end();
+  };
+  return va && vb && (lists(va, b) || lists(vb, a));
+}
+
+std::string ratio_text(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3fx", r);
+  return buf;
+}
+
+}  // namespace
+
+KeptExtras choose_kept(const std::vector<RungRecord>& records) {
+  struct Gain {
+    std::string variant;
+    double ratio;
+    size_t entry;
+  };
+  KeptExtras k;
+  std::vector<Gain> gains;
+  for (const auto& r : records) {
+    if (r.plan.kind != RungKind::kExtra) continue;
+    const Variant* v = find_variant(r.plan.variant);
+    if (!v || v->parity != ParityClass::kExact || v->anti) continue;
+    nlohmann::json e = {{"variant", r.plan.variant}, {"rung", r.name()}, {"kept", false}};
+    const RungRecord* top = compared_with(records, r);
+    if (!r.ok()) {
+      e["why"] = r.out.status == RungStatus::kPending ? "not run" : "its rung: " + to_string(r.out.status);
+    } else if (r.out.parity.verdict == "fail") {
+      e["why"] = "its rung failed parity";
+    } else if (!top) {
+      e["why"] = "no top rung ran to compare it with";
+    } else {
+      const double ratio = r.median_tokens_per_sec() / top->median_tokens_per_sec();
+      e["ratio"] = ratio;
+      e["compared_with"] = top->name();
+      if (ratio > 1.0) {
+        gains.push_back({r.plan.variant, ratio, k.why.size()});
+      } else {
+        e["why"] = "not faster than " + top->name() + " (" + ratio_text(ratio) + ")";
+      }
+    }
+    k.why.push_back(e);
+  }
+  std::stable_sort(gains.begin(), gains.end(), [](const Gain& a, const Gain& b) { return a.ratio > b.ratio; });
+  for (const auto& g : gains) {
+    auto& e = k.why[g.entry];
+    const auto clash = std::find_if(k.variants.begin(), k.variants.end(),
+                                    [&](const std::string& kept) { return conflict(kept, g.variant); });
+    if (clash != k.variants.end()) {
+      e["why"] = "conflicts with " + *clash + ", which gained more";
+      continue;
+    }
+    e["kept"] = true;
+    e["why"] = "faster than " + e["compared_with"].get<std::string>() + " (" + ratio_text(g.ratio) + ")";
+    k.variants.push_back(g.variant);
+  }
+  return k;
+}
+
+ResolvedRung kept_recipe(const RungRecord& r, const std::vector<std::string>& kept, const StepSpec& base,
+                         const DeviceInfo& dev) {
+  std::vector<std::string> recipe;
+  for (const auto& v : r.plan.rung.variants)
+    if (std::none_of(kept.begin(), kept.end(), [&](const std::string& x) { return x == v || conflict(x, v); }))
+      recipe.push_back(v);
+  recipe.insert(recipe.end(), kept.begin(), kept.end());
+  return resolve(r.name(), recipe, base, dev);
+}
+
+std::vector<std::string> kept_variants(const nlohmann::json& why) {
+  std::vector<std::string> out;
+  if (!why.is_array()) return out;
+  for (const auto& e : why)
+    if (e.value("kept", false)) out.push_back(e.at("variant").get<std::string>());
+  return out;
+}
+
+}  // namespace gpt2

@@ -1,0 +1,144 @@
+// The kept rungs (bench/ladder/kept.h): which extras join the top, from the top+<extra> rungs' outcomes, and the
+// recipe that makes.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "bench/ladder/kept.h"
+#include "bench/runtime/device.h"
+#include "config/presets.h"
+#include "helpers.h"
+
+namespace gpt2 {
+namespace {
+
+RungRecord ran(const std::string& name, RungKind kind, const std::string& variant, double tps,
+               const std::string& compare_to = "13_top") {
+  RungRecord r;
+  r.plan.rung.name = name;
+  r.plan.kind = kind;
+  r.plan.variant = variant;
+  r.plan.compare_to = kind == RungKind::kExtra ? compare_to : "";
+  r.out.status = RungStatus::kOk;
+  r.out.rep_tokens_per_sec = {tps * 0.99, tps, tps * 1.01};
+  r.out.parity.verdict = "pass";
+  return r;
+}
+
+const nlohmann::json& entry(const KeptExtras& k, const std::string& variant) {
+  for (const auto& e : k.why)
+    if (e["variant"] == variant) return e;
+  static const nlohmann::json none;
+  return none;
+}
+
+// Kept: the exact extras whose rung beat the top, the larger gain first; of two that conflict the larger gain;
+// not a slower one, a failed or unrun one, nor an extra that changes precision, the problem or slows on purpose.
+TEST(Kept, TheExtrasThatBeatTheTopLargestGainFirst) {
+  std::vector<RungRecord> rs = {
+      ran("13_top", RungKind::kLadder, "vocab_padding", 100),
+      ran("14_top+bf16_autocast", RungKind::kExtra, "bf16_autocast", 150),  // precision: never a candidate
+      ran("15_top+weight_tying", RungKind::kExtra, "weight_tying", 150),    // another problem: never
+      ran("16_top+sync_every_step", RungKind::kExtra, "sync_every_step", 150),  // anti: never
+      ran("17_top+fused_classifier", RungKind::kExtra, "fused_classifier", 104),
+      ran("18_top+fused_gelu_backward", RungKind::kExtra, "fused_gelu_backward", 102),
+      ran("19_top+gelu_epilogues", RungKind::kExtra, "gelu_epilogues", 106),
+      ran("20_top+fused_residual_norm", RungKind::kExtra, "fused_residual_norm", 99),
+  };
+  KeptExtras k = choose_kept(rs);
+  EXPECT_EQ(k.variants, (std::vector<std::string>{"gelu_epilogues", "fused_classifier"}));
+  ASSERT_EQ(k.why.size(), 4u) << k.why;  // the four exact extras
+  EXPECT_TRUE(entry(k, "gelu_epilogues")["kept"].get<bool>());
+  EXPECT_NEAR(entry(k, "gelu_epilogues")["ratio"].get<double>(), 1.06, 1e-12);
+  EXPECT_EQ(entry(k, "gelu_epilogues")["why"], "faster than 13_top (1.060x)");
+  EXPECT_EQ(entry(k, "fused_gelu_backward")["kept"], false);
+  EXPECT_EQ(entry(k, "fused_gelu_backward")["why"], "conflicts with gelu_epilogues, which gained more");
+  EXPECT_EQ(entry(k, "fused_residual_norm")["why"], "not faster than 13_top (0.990x)");
+  EXPECT_TRUE(entry(k, "bf16_autocast").is_null());
+  EXPECT_EQ(kept_variants(k.why), (std::vector<std::string>{"fused_classifier", "gelu_epilogues"}));  // rung order
+
+  // A rung that failed parity, errored or did not run is not evidence; nothing beat the top: nothing kept.
+  rs[4].out.parity.verdict = "fail";
+  rs[5].out.status = RungStatus::kError;
+  rs[6].out.status = RungStatus::kPending;
+  k = choose_kept(rs);
+  EXPECT_TRUE(k.variants.empty());
+  EXPECT_EQ(entry(k, "fused_classifier")["why"], "its rung failed parity");
+  EXPECT_EQ(entry(k, "fused_gelu_backward")["why"], "its rung: error");
+  EXPECT_EQ(entry(k, "gelu_epilogues")["why"], "not run");
+  // The top did not run here (13 the same step as 12): compared with what it was, as the extra's own line is.
+  rs[0].out.status = RungStatus::kSkipped;
+  rs[0].plan.compare_to = "12_batch";
+  rs.insert(rs.begin(), ran("12_batch", RungKind::kLadder, "batch_scaling", 90));
+  rs[8].out.rep_tokens_per_sec = {95, 95, 95};
+  k = choose_kept(rs);
+  EXPECT_EQ(k.variants, (std::vector<std::string>{"fused_residual_norm"}));
+  EXPECT_EQ(entry(k, "fused_residual_norm")["compared_with"], "12_batch");
+}
+
+// The recipe: the kept rung's planned one, less what a kept extra conflicts with (fuse_bias_gelu goes where
+// gelu_epilogues comes), plus the kept extras; resolved as any rung is.
+TEST(Kept, TheRecipeIsThePlannedOneWithTheKeptExtrasInPlaceOfWhatTheyConflictWith) {
+  const DeviceInfo cpu = detect_device("cpu");
+  const StepSpec base = baseline_spec(load_model_preset("gpt2-124m", GPT2BENCH_SOURCE_DIR "/profiles"), 8, cpu);
+  RungRecord r;
+  r.plan.rung = resolve("21_top+kept", {"fused_adamw", "native_layers", "fuse_bias_gelu", "vocab_padding"}, base, cpu);
+  const ResolvedRung k = kept_recipe(r, {"gelu_epilogues", "fused_classifier"}, base, cpu);
+  EXPECT_EQ(k.name, "21_top+kept");
+  EXPECT_EQ(k.applied, (std::vector<std::string>{"fused_adamw", "native_layers", "vocab_padding", "fused_classifier",
+                                                 "gelu_epilogues"}));
+  EXPECT_TRUE(k.spec.model.gelu_epilogues);
+  EXPECT_FALSE(k.spec.model.fused_bias_gelu);
+  EXPECT_EQ(k.spec.model.classifier_chunk, base.settings.classifier_chunk);
+  EXPECT_EQ(k.parity, r.plan.rung.parity);  // exact extras: the class the planned recipe had
+}
+
+// End to end on the tiny model: the kept rungs settle from the extras' rungs of the same run directory, also when
+// they run in a --resume after the extras; a later --resume keeps the recipe a finished kept rung ran.
+TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
+  test::TempDir d;
+  const auto profile = test::write_tiny_profile(
+      d, "name: k\nmodel: tiny\ndata: synthetic\ndevice: cpu\nbatch: 2\nwarmup_steps: 1\nsteps: 2\n"
+         "repetitions: 3\nparity_steps: 2\nbreakdown_steps: 0\nsettings: {max_batch: 4}\n");
+  const std::string out = d / "run";
+  auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + out + " --rung=-kept");
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;  // 3: a tiny bf16 rung's parity
+  auto rungs = [&] { return nlohmann::json::parse(test::read_text(out + "/rungs.json"))["rungs"]; };
+  auto last_two = [&] {
+    const auto all = rungs();
+    return std::vector<nlohmann::json>{all[all.size() - 2], all[all.size() - 1]};
+  };
+  for (const auto& k : last_two()) EXPECT_EQ(k["status"], "pending") << k["name"];
+  r = test::run_gpt2bench("ladder --resume " + out);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;
+  std::vector<std::vector<std::string>> applied;
+  for (const auto& k : last_two()) {
+    EXPECT_EQ(k["kind"], "kept");
+    ASSERT_EQ(k["kept"].size(), 4u) << k;  // fused_classifier, fused_gelu_backward, gelu_epilogues, fused_residual_norm
+    const auto joined = kept_variants(k["kept"]);
+    if (joined.empty()) {
+      EXPECT_EQ(k["status"], "skipped");
+      EXPECT_EQ(k["error"], "no extra beat the top rung in this run (rungs.json: kept)");
+    } else {
+      EXPECT_EQ(k["status"], "ok") << k;
+      const auto ran = k["applied"].get<std::vector<std::string>>();
+      for (const auto& v : joined) EXPECT_NE(std::find(ran.begin(), ran.end(), v), ran.end()) << v;
+      EXPECT_NE(r.output.find(k["name"].get<std::string>() + ": kept "), std::string::npos) << r.output;
+    }
+    applied.push_back(k["applied"].get<std::vector<std::string>>());
+  }
+  EXPECT_EQ(std::count(applied[1].begin(), applied[1].end(), "batch_scaling"), 0);  // at the profile's batch
+  r = test::run_gpt2bench("ladder --resume " + out);  // nothing left to run: the kept rungs as they ran
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;
+  const auto again = last_two();
+  EXPECT_EQ(again[0]["applied"].get<std::vector<std::string>>(), applied[0]);
+  EXPECT_EQ(again[1]["applied"].get<std::vector<std::string>>(), applied[1]);
+  // Its breakdown pass belongs to the ladder: the breakdown command refuses it by name.
+  r = test::run_gpt2bench("breakdown --profile " + profile + " --rung top+kept --out " + (d / "bd"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("is settled by a ladder run"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace gpt2
