@@ -199,11 +199,8 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
   // Then the top with every extra that beat it (exact ones: fusions, not a changed precision or problem), in one
   // process; and the same at the profile's batch, where the top's batch is batch_scaling's. Planned as the top
   // (or the rung before batch_scaling); which extras join is settled when the rung starts.
-  const bool any_fusion = std::any_of(extras.begin(), extras.end(), [](const std::string& x) {
-    const Variant* v = find_variant(x);
-    return v->parity == ParityClass::kExact && !v->anti;
-  });
-  if (!any_fusion) return out;
+  if (std::none_of(extras.begin(), extras.end(), [](const std::string& x) { return find_variant(x)->keepable(); }))
+    return out;
   std::vector<std::string> one_process;
   for (const auto& v : acc)
     if (v != "ddp") one_process.push_back(v);

@@ -55,6 +55,9 @@ struct Variant {
   bool anti = false;
 
   bool extra() const { return kind == VariantKind::kExtra; }
+  // An extra a kept rung may take (RungKind::kKept): exact (a fusion: not a changed precision or problem) and not
+  // slowed on purpose.
+  bool keepable() const { return extra() && parity == ParityClass::kExact && !anti; }
 };
 
 std::string to_string(ParityClass c);

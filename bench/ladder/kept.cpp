@@ -33,7 +33,7 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
   for (const auto& r : records) {
     if (r.plan.kind != RungKind::kExtra) continue;
     const Variant* v = find_variant(r.plan.variant);
-    if (!v || v->parity != ParityClass::kExact || v->anti) continue;
+    if (!v || !v->keepable()) continue;
     nlohmann::json e = {{"variant", r.plan.variant}, {"rung", r.name()}, {"kept", false}};
     const RungRecord* top = compared_with(records, r);
     if (!r.ok()) {

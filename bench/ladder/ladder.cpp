@@ -809,13 +809,13 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
   }
 }
 
-}  // namespace
-
 void warn_if_few_repetitions(const Profile& prof) {
   if (prof.repetitions < 5)
     std::cerr << "gpt2bench: warning: " << prof.repetitions << " repetitions per rung: too few to tell a real "
               << "difference from noise (the median's interval and the U test want 5 or more; GPUs 9)\n";
 }
+
+}  // namespace
 
 int run_ladder(const LadderOptions& o) {
   // 1. Everything that can fail on bad input, before DIR is touched.
