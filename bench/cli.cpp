@@ -63,7 +63,7 @@ Runs the rungs of FILE's plan (rung 0 = baseline) on the device, each timed by G
 the device timer (CUDA events / steady clock), warm-up steps excluded, and checks each rung's losses and
 first-step gradient norm against the baseline's (parity). The default plan (plan: ladder) ends with two kept
 rungs: the top, and its rung at the profile's batch, with every fusion extra whose top+<extra> rung beat the
-top in this run (rungs.json's "kept" says which and why).
+top in this run beyond noise (rungs.json's "kept" says which and why).
 
   --profile FILE   YAML run profile (see profiles/)
   --out DIR        output directory; must not already hold results.json. Writes:

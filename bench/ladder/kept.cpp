@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "bench/measure/stats.h"
+
 namespace gpt2 {
 namespace {
 
@@ -14,9 +16,10 @@ bool conflict(const std::string& a, const std::string& b) {
   return va && vb && (lists(va, b) || lists(vb, a));
 }
 
-std::string ratio_text(double r) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3fx", r);
+// "1.026x; 1.01-1.04x at 97%": the medians' ratio, then the interval noise alone leaves it.
+std::string ratio_text(double r, const RatioInterval& ri) {
+  char buf[80];
+  std::snprintf(buf, sizeof(buf), "%.3fx; %.3f-%.3fx at %.0f%%", r, ri.low, ri.high, 100 * ri.level);
   return buf;
 }
 
@@ -44,13 +47,15 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
       e["why"] = "no top rung ran to compare it with";
     } else {
       const double ratio = r.median_tokens_per_sec() / top->median_tokens_per_sec();
+      const RatioInterval ri = ratio_interval(r.out.rep_tokens_per_sec, top->out.rep_tokens_per_sec);
       e["ratio"] = ratio;
+      e["interval"] = {{"low", ri.low}, {"high", ri.high}, {"level", ri.level}};
       e["compared_with"] = top->name();
-      if (ratio > 1.0) {
+      e["why"] = "faster than " + top->name() + " (" + ratio_text(ratio, ri) + ")";
+      if (ri.low > 1.0)  // faster beyond what noise alone could make of the repetitions
         gains.push_back({r.plan.variant, ratio, k.why.size()});
-      } else {
-        e["why"] = "not faster than " + top->name() + " (" + ratio_text(ratio) + ")";
-      }
+      else
+        e["why"] = "not measurably faster than " + top->name() + " (" + ratio_text(ratio, ri) + ")";
     }
     k.why.push_back(e);
   }
@@ -64,7 +69,6 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
       continue;
     }
     e["kept"] = true;
-    e["why"] = "faster than " + e["compared_with"].get<std::string>() + " (" + ratio_text(g.ratio) + ")";
     k.variants.push_back(g.variant);
   }
   return k;
