@@ -13,6 +13,8 @@
 #include "bench/ladder/reference.h"
 #include "bench/ladder/results.h"
 #include "bench/step/train_step.h"
+#include "common/files.h"
+#include "helpers.h"
 
 namespace gpt2 {
 namespace {
@@ -210,6 +212,31 @@ TEST(Reference, TheRunsAfterTheRungs) {
   EXPECT_EQ(references_to_run(both, 8, 32, eager8), (Runs{{"ref_torch_compile", 8}, {"ref_torch_compile", 32}}));
   EXPECT_EQ(references_to_run(both, 8, 32, compile32), (Runs{{"ref_torch_eager", 8}, {"ref_torch_compile", 8}}));
   EXPECT_EQ(references_to_run(both, 8, 0, compile32), (Runs{{"ref_torch_eager", 8}, {"ref_torch_compile", 8}}));
+}
+
+// ref_torch_compile runs at the profile's batch and again at batch_scaling's: each run keeps its own config,
+// tokens and log (the second once overwrote the first's log, which its rungs.json entry still named).
+TEST(Reference, EachRunKeepsItsOwnFiles) {
+  test::TempDir tmp;
+  const std::string d = tmp.path, sub = files::join(d, "reference");
+  const char* was = std::getenv("GPT2BENCH_PYTHON");
+  const std::string before = was ? was : "";
+  setenv("GPT2BENCH_PYTHON", "/bin/true", 1);  // exits 0 and writes no result: an error entry, files left
+  const nlohmann::json config = {{"batch", 2}, {"model", {{"context", 4}}}, {"parity_steps", 1},
+                                 {"warmup_steps", 0}, {"repetitions", 1}, {"steps", 1}};
+  nlohmann::json at4 = config;
+  at4["batch"] = 4;
+  const at::Tensor tokens = at::arange(200, at::kInt);
+  const auto a = run_reference("ref_torch_compile", config, tokens, d, -1);
+  const auto b = run_reference("ref_torch_compile", at4, tokens, d, -1);
+  if (was) setenv("GPT2BENCH_PYTHON", before.c_str(), 1); else unsetenv("GPT2BENCH_PYTHON");
+  EXPECT_EQ(a["log"], files::join(sub, "ref_torch_compile_b2.log"));
+  EXPECT_EQ(b["log"], files::join(sub, "ref_torch_compile_b4.log"));
+  for (const char* f : {"ref_torch_compile_b2.config.json", "ref_torch_compile_b2.tokens",
+                        "ref_torch_compile_b4.config.json", "ref_torch_compile_b4.tokens"})
+    EXPECT_TRUE(files::exists(files::join(sub, f))) << f;
+  EXPECT_EQ(nlohmann::json::parse(test::read_text(files::join(sub, "ref_torch_compile_b2.config.json")))["batch"], 2);
+  EXPECT_EQ(a["status"], "error");  // no result written: said, not thrown
 }
 
 TEST(RunStatus, PartialWhenAnyRungFailed) {

@@ -98,9 +98,11 @@ nlohmann::json run_reference(const std::string& name, nlohmann::json config, con
                              const std::string& dir, double budget_s) {
   const std::string sub = files::join(dir, "reference");
   files::create_dirs(sub);
-  const std::string base = files::join(sub, name), out_path = base + ".result.json", log = base + ".log";
-  // The tokens its steps read, from the start of the train split (the C++ Loader's order).
   const int64_t B = config["batch"], T = config["model"]["context"];
+  // One set of files per run: ref_torch_compile runs at the profile's batch and again at batch_scaling's.
+  const std::string base = files::join(sub, name + "_b" + std::to_string(B));
+  const std::string out_path = base + ".result.json", log = base + ".log";
+  // The tokens its steps read, from the start of the train split (the C++ Loader's order).
   const int64_t steps = int64_t(config["parity_steps"]) + 1 + int64_t(config["warmup_steps"]) +
                         int64_t(config["repetitions"]) * int64_t(config["steps"]) + 2 * config.value("breakdown_steps", int64_t{0});
   const int64_t n = std::min<int64_t>(train_tokens.numel(), steps * B * T + 1);

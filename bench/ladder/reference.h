@@ -34,9 +34,10 @@ const std::vector<std::string>& reference_names();
 // (the profile's, padded for ref_torch_compile), precision, layers, attention, optimizer, steps.
 nlohmann::json reference_config(const std::string& name, const Profile& prof, const DeviceInfo& dev, int64_t batch);
 
-// Runs one reference: writes DIR/reference/<name>.config.json and the tokens it needs (int64, from
+// Runs one reference: writes DIR/reference/<name>_b<batch>.config.json and the tokens it needs (int64, from
 // the start of `train_tokens`), runs the script with `budget_s` (< 0: none; 0: spent, the floor) for its compilation,
-// warm-up and timed steps, its output in DIR/reference/<name>.log. Returns the entry rungs.json
+// warm-up and timed steps, its output in DIR/reference/<name>_b<batch>.log (one set of files a run: ref_torch_compile
+// runs at two batches). Returns the entry rungs.json
 // keeps: name, status (ok | error; the ladder marks one its own stop ended `interrupted`), error, config,
 // and the script's result. Never throws for a failing script: its last line of output is the error.
 nlohmann::json run_reference(const std::string& name, nlohmann::json config, const at::Tensor& train_tokens,
