@@ -250,6 +250,14 @@ struct Ladder {
     std::string names;
     for (const auto& v : k.variants) names += (names.empty() ? "" : ", ") + v;
     std::cerr << "    " << r.name() << ": kept " << names << "\n";
+    // At the batch the top's search chose, not a search of its own: its ratio to the top is the extras' alone,
+    // and it runs at the batch ref_torch_compile's second run takes (out of memory there: halved, as any rung).
+    const RungRecord* top = compared_with(records, r);
+    if (r.plan.rung.spec.search_batch && top && top->plan.rung.spec.search_batch && top->out.batch > 0) {
+      r.out.batch = top->out.batch;
+      r.out.batch_search.push_back({{"batch", r.out.batch}, {"stage", "top"}, {"from", top->name()}});
+      std::cerr << "    " << r.name() << ": at " << top->name() << "'s batch " << r.out.batch << "\n";
+    }
     return true;
   }
 
@@ -265,7 +273,9 @@ struct Ladder {
   // `seconds`: this rung's share of the time budget (infinite without one).
   void build(RungRecord& r, double seconds = INFINITY) {
     live.reset();
-    const bool searched = r.plan.rung.spec.search_batch && r.out.batch == 0;  // a follower is told its batch
+    // A follower is told its batch; a kept rung takes the top's (Ladder::settle). Either way no search, but a
+    // batch_scaling rung on one process still backs off if the rung itself runs out of memory.
+    const bool searched = r.plan.rung.spec.search_batch && r.out.batch == 0;
     choose_sdpa(r, dev, sdpa_timed);  // a follower is told the kernel too
     if (searched) {
       const int64_t floor_steps = warmup_steps() + cost(0).floor_steps();
@@ -292,7 +302,7 @@ struct Ladder {
       }
       synchronize(dev);
     };
-    if (searched && ranks(r.spec()) == 1) {
+    if (r.plan.rung.spec.search_batch && ranks(r.spec()) == 1) {
       const int64_t chosen = r.out.batch;
       backoff_on_oom(chosen, r.out.batch_search, attempt, [&] { release(); });
       if (r.out.batch != chosen)
