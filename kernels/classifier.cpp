@@ -6,6 +6,8 @@
 #include <torch/autograd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <string>
 #include <tuple>
 
 #include "kernels/autocast.h"
@@ -24,19 +26,38 @@ void check_args(const at::Tensor& logits, const at::Tensor& targets) {
               ", logits on ", logits.device());
 }
 
+// Whether this libtorch's addmm with out_dtype takes an fp32 `self` beside bf16/fp16 factors: the first version
+// of that overload checked "self and mat2 must have the same dtype", later ones "self dtype must match either
+// out_dtype or mat1 dtype". Found out once, at the first accumulation (the check throws before any CUDA call,
+// so also inside a graph capture).
+std::atomic<bool> g_addmm_fp32_self{true};
+
 // dw = zᵀ·h for the first chunk (beta 0: dw's memory is neither cleared first nor read), dw += zᵀ·h after it.
-// A dw in fp32 from bf16/fp16 z and h is written by cuBLAS itself on CUDA (addmm's out_dtype), elsewhere
-// through a temporary.
+// A dw in fp32 from bf16/fp16 z and h is written by cuBLAS itself on CUDA (mm's and addmm's out_dtype; where
+// addmm refuses the fp32 dw, the chunk's product goes through an fp32 temporary), elsewhere through a temporary.
 void dw_from_chunk(at::Tensor& dw, const at::Tensor& z, const at::Tensor& h, bool first) {
-  const double beta = first ? 0.0 : 1.0;
-  if (z.scalar_type() == dw.scalar_type())
-    at::addmm_out(dw, dw, z.t(), h, beta, 1.0);
-  else if (dw.is_cuda())
-    at::addmm_out(dw, dw, z.t(), h, at::kFloat, beta, 1.0);
-  else if (first)
+  if (z.scalar_type() == dw.scalar_type()) {
+    at::addmm_out(dw, dw, z.t(), h, first ? 0.0 : 1.0, 1.0);
+  } else if (dw.is_cuda()) {
+    if (first) {
+      at::mm_out(dw, z.t(), h, at::kFloat);
+      return;
+    }
+    if (g_addmm_fp32_self) {
+      try {
+        at::addmm_out(dw, dw, z.t(), h, at::kFloat, 1.0, 1.0);
+        return;
+      } catch (const c10::Error& e) {  // that dtype check alone; anything else is the caller's
+        if (std::string(e.what_without_backtrace()).find("dtype") == std::string::npos) throw;
+        g_addmm_fp32_self = false;
+      }
+    }
+    dw.add_(at::mm(z.t(), h, at::kFloat));
+  } else if (first) {
     dw.copy_(at::mm(z.t(), h));
-  else
+  } else {
     dw.add_(at::mm(z.t(), h));
+  }
 }
 
 // (mean loss, dloss/dh, dloss/dw), chunk_tokens rows at a time; the gradients only when asked for. Over several
