@@ -22,6 +22,7 @@
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
 #include "kernels/gelu_epilogues.h"
+#include "kernels/gelu_epilogues_gemm.h"
 #include "kernels/residual_norm.h"
 #include "kernels/residual_norm_lanes.h"
 #include "kernels/bias_gelu_columns.h"
@@ -285,6 +286,37 @@ TEST(Kernels, GeluEpiloguesReferencesAreLinearGeluAndGeluBackwardWithTheBiasSum)
   EXPECT_THROW(kernels::mlp_gelu_epilogues(x, w, b, w2, at::randn({9})), c10::Error);    // b2 not (C)
   EXPECT_THROW(kernels::linear_gelu_aux_cuda(x, w, b), c10::Error);                     // CPU tensors
   EXPECT_THROW(kernels::matmul_dgelu_bgrad_cuda(g, w2, pre), c10::Error);
+}
+
+// What cuBLASLt computes from an LtGemm: D (m × n, column-major, ld ldd) = op(A) · B over the raw storage of A
+// and B, as column-major matrices with their leading dimensions; written into d's storage the same way.
+void column_major_gemm(const kernels::LtGemm& g, const at::Tensor& a, const at::Tensor& b, at::Tensor& d) {
+  const at::Tensor A = g.a_transposed ? a.view(-1).as_strided({g.k, g.m}, {1, g.lda}).t()
+                                      : a.view(-1).as_strided({g.m, g.k}, {1, g.lda});
+  const at::Tensor B = b.view(-1).as_strided({g.k, g.n}, {1, g.ldb});
+  d.view(-1).as_strided({g.m, g.n}, {1, g.ldd}).copy_(A.mm(B));
+}
+
+// The two GEMMs as they are described to cuBLASLt, run through a column-major GEMM of the CPU's: row-major in,
+// row-major out, they are x·wᵀ and g·w2 (a transposition or a leading dimension wrong shows here, not only on a GPU).
+// The epilogues' bias and pre-activation share D's layout (F rows, ld F): the bias is added per row of D, i.e.
+// per column of the row-major output.
+TEST(Kernels, GeluEpiloguesGemmDescriptionsAreTheRowMajorProducts) {
+  at::manual_seed(14);
+  for (auto [N, C] : {std::pair<int64_t, int64_t>{37, 32}, {5, 8}}) {
+    const int64_t F = 4 * C;
+    const at::Tensor x = at::randn({N, C}), w = at::randn({F, C}), g = at::randn({N, C}), w2 = at::randn({C, F});
+    at::Tensor out = at::empty({N, F}), d = at::empty({N, F});
+    const kernels::LtGemm fwd = kernels::fc1_forward_gemm(N, C, F), bwd = kernels::fc2_dgrad_gemm(N, C, F);
+    column_major_gemm(fwd, w, x, out);
+    column_major_gemm(bwd, w2, g, d);
+    EXPECT_TRUE(at::allclose(out, x.mm(w.t()), 1e-5, 1e-5)) << N;
+    EXPECT_TRUE(at::allclose(d, g.mm(w2), 1e-5, 1e-5)) << N;
+    EXPECT_EQ(fwd.m, F);  // D's rows: the bias's length, the bias gradient's, the pre-activation's leading dimension
+    EXPECT_EQ(bwd.m, F);
+    EXPECT_EQ(fwd.ldd, F);
+    EXPECT_EQ(bwd.ldd, F);
+  }
 }
 
 TEST(Kernels, TrainingWithTheGeluEpiloguesHasTheBaselinesLosses) {

@@ -1,7 +1,6 @@
 // The gelu_epilogues variant's two GEMMs through cuBLASLt (kernels/gelu_epilogues.h): fc1's forward with
-// CUBLASLT_EPILOGUE_GELU_AUX_BIAS, fc2's input gradient with CUBLASLT_EPILOGUE_DGELU_BGRAD. Row-major (N × F)
-// tensors are cuBLASLt's column-major (F × N) matrices, so each product is written transposed: D (m × n) with
-// m = F the rows of the bias (or its gradient) and of the auxiliary pre-activation, n = N tokens.
+// CUBLASLT_EPILOGUE_GELU_AUX_BIAS, fc2's input gradient with CUBLASLT_EPILOGUE_DGELU_BGRAD, each described by
+// kernels/gelu_epilogues_gemm.h (the CPU tests run those descriptions through a column-major GEMM of their own).
 // cuBLASLt's GELU is the tanh approximation, the MLP's; the handle and stream are ATen's current ones, the
 // workspace comes from the caching allocator (graph-capture safe: a captured step takes it from its pool).
 // Built when CMake found the cuBLASLt library ATen itself loads (GPT2_HAVE_CUBLASLT); else the functions say so.
@@ -9,6 +8,7 @@
 #include <c10/util/Exception.h>
 
 #include "kernels/gelu_epilogues.h"
+#include "kernels/gelu_epilogues_gemm.h"
 
 #if GPT2_HAVE_CUBLASLT
 #include <ATen/Context.h>
@@ -61,12 +61,11 @@ uint32_t alignment(const void* p) {  // the largest power of two up to 256 that 
   return a;
 }
 
-// D (m × n, column-major, ld m) = epilogue(op(A) · B): A is m × k (ld m), or k × m (ld k) read transposed; B is
-// k × n (ld k); `vec` the bias (m) or where its gradient goes, `aux` the pre-activation (m × n, ld m).
+// One GEMM as described (kernels/gelu_epilogues_gemm.h), with its epilogue: `vec` the bias (m) or where its
+// gradient goes, `aux` the pre-activation (m × n, ld m).
 struct Gemm {
-  int64_t m, n, k;
+  LtGemm shape;
   const void* a;
-  bool a_transposed;
   const void* b;
   void* d;
   cublasLtEpilogue_t epilogue;
@@ -74,7 +73,8 @@ struct Gemm {
   void* aux;
 };
 
-void run(const Gemm& g, at::ScalarType dtype, const char* what) {
+void run(const Gemm& gemm, at::ScalarType dtype, const char* what) {
+  const LtGemm& g = gemm.shape;
   const cudaDataType_t t = cuda_type(dtype);
   const bool tf32 = dtype == at::kFloat && at::globalContext().allowTF32CuBLAS();
   Owned<cublasLtMatmulDesc_t, &cublasLtMatmulDescDestroy> op;
@@ -83,22 +83,22 @@ void run(const Gemm& g, at::ScalarType dtype, const char* what) {
   const cublasOperation_t ta = g.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
   set(op.d, CUBLASLT_MATMUL_DESC_TRANSA, ta);
   set(op.d, CUBLASLT_MATMUL_DESC_TRANSB, tb);
-  set(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, g.epilogue);
-  set(op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.vec);
-  set(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux);
-  set(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, g.m);
+  set(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, gemm.epilogue);
+  set(op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, gemm.vec);
+  set(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, gemm.aux);
+  set(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, g.ldd);  // the pre-activation is laid out as D
   Owned<cublasLtMatrixLayout_t, &cublasLtMatrixLayoutDestroy> a, b, d;
-  TORCH_CUDABLAS_CHECK(g.a_transposed ? cublasLtMatrixLayoutCreate(&a.d, t, g.k, g.m, g.k)
-                                      : cublasLtMatrixLayoutCreate(&a.d, t, g.m, g.k, g.m));
-  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&b.d, t, g.k, g.n, g.k));
-  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&d.d, t, g.m, g.n, g.m));
+  TORCH_CUDABLAS_CHECK(g.a_transposed ? cublasLtMatrixLayoutCreate(&a.d, t, g.k, g.m, g.lda)
+                                      : cublasLtMatrixLayoutCreate(&a.d, t, g.m, g.k, g.lda));
+  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&b.d, t, g.k, g.n, g.ldb));
+  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&d.d, t, g.m, g.n, g.ldd));
   Owned<cublasLtMatmulPreference_t, &cublasLtMatmulPreferenceDestroy> pref;
   TORCH_CUDABLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.d));
   set(pref.d, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kWorkspaceBytes);
-  set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(g.a));
-  set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(g.b));
-  set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(g.d));
-  set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(g.d));
+  set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(gemm.a));
+  set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment(gemm.b));
+  set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment(gemm.d));
+  set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment(gemm.d));
   const cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
   cublasLtMatmulHeuristicResult_t algo{};
   int found = 0;
@@ -108,7 +108,8 @@ void run(const Gemm& g, at::ScalarType dtype, const char* what) {
   const at::Tensor workspace =
       at::empty({static_cast<int64_t>(kWorkspaceBytes)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA));
   const float alpha = 1.0f, beta = 0.0f;
-  TORCH_CUDABLAS_CHECK(cublasLtMatmul(handle, op.d, &alpha, g.a, a.d, g.b, b.d, &beta, g.d, d.d, g.d, d.d, &algo.algo,
+  TORCH_CUDABLAS_CHECK(cublasLtMatmul(handle, op.d, &alpha, gemm.a, a.d, gemm.b, b.d, &beta, gemm.d, d.d, gemm.d, d.d,
+                                      &algo.algo,
                                       workspace.mutable_data_ptr(), kWorkspaceBytes,
                                       at::cuda::getCurrentCUDAStream()));
 }
@@ -121,10 +122,8 @@ std::pair<at::Tensor, at::Tensor> linear_gelu_aux_cuda(const at::Tensor& x, cons
   const int64_t N = x.size(0), C = x.size(1), F = w.size(0);
   at::Tensor out = at::empty({N, F}, x.options()), pre = at::empty({N, F}, x.options());
   if (N == 0) return {out, pre};
-  // outᵀ (F × N) = GELU(w · xᵀ + b): w (F × C row-major) is a (C × F) column-major matrix, read transposed;
-  // x (N × C row-major) is xᵀ (C × N) column-major.
-  run({F, N, C, w.const_data_ptr(), true, x.const_data_ptr(), out.mutable_data_ptr(), CUBLASLT_EPILOGUE_GELU_AUX_BIAS,
-       const_cast<void*>(b.const_data_ptr()), pre.mutable_data_ptr()},
+  run({fc1_forward_gemm(N, C, F), w.const_data_ptr(), x.const_data_ptr(), out.mutable_data_ptr(),
+       CUBLASLT_EPILOGUE_GELU_AUX_BIAS, const_cast<void*>(b.const_data_ptr()), pre.mutable_data_ptr()},
       x.scalar_type(), "linear_gelu_aux_cuda");
   return {out, pre};
 }
@@ -136,9 +135,8 @@ std::pair<at::Tensor, at::Tensor> matmul_dgelu_bgrad_cuda(const at::Tensor& g, c
   const int64_t N = g.size(0), C = g.size(1), F = w.size(1);
   at::Tensor d_pre = at::empty({N, F}, g.options()), d_bias = at::empty({F}, g.options());
   if (N == 0) return {d_pre, d_bias.zero_()};
-  // d_preᵀ (F × N) = w (C × F row-major: an (F × C) column-major matrix) · gᵀ (C × N), times GELU'(preᵀ).
-  run({F, N, C, w.const_data_ptr(), false, g.const_data_ptr(), d_pre.mutable_data_ptr(), CUBLASLT_EPILOGUE_DGELU_BGRAD,
-       d_bias.mutable_data_ptr(), const_cast<void*>(pre.const_data_ptr())},
+  run({fc2_dgrad_gemm(N, C, F), w.const_data_ptr(), g.const_data_ptr(), d_pre.mutable_data_ptr(),
+       CUBLASLT_EPILOGUE_DGELU_BGRAD, d_bias.mutable_data_ptr(), const_cast<void*>(pre.const_data_ptr())},
       g.scalar_type(), "matmul_dgelu_bgrad_cuda");
   return {d_pre, d_bias};
 }
