@@ -154,6 +154,7 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
     }
   std::vector<std::string> acc;
   std::string before_batch;  // the ladder's rung before batch_scaling: the last one at the profile's batch
+  std::string before_ddp;    // and before ddp: the last one in one process
   if (p.plan == "leave_one_out") out.push_back({number(out.size(), "all"), vs, RungKind::kAll, base, ""});
   const std::string all = out.back().name;  // what each drop_ is measured against
   for (const auto& v : vs) {
@@ -161,6 +162,7 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
       acc.push_back(v);
       const std::string previous = out.back().name;
       if (v == "batch_scaling") before_batch = previous;
+      if (v == "ddp") before_ddp = previous;
       out.push_back({number(out.size(), v), acc, RungKind::kLadder, previous, v});
     } else if (p.plan == "add_one") {  // the variant, with what it requires
       std::vector<std::string> recipe;
@@ -204,7 +206,8 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
   std::vector<std::string> one_process;
   for (const auto& v : acc)
     if (v != "ddp") one_process.push_back(v);
-  out.push_back({number(out.size(), "top+kept"), one_process, RungKind::kKept, top, ""});
+  // Compared with the top in one process (on one GPU ddp's rung is skipped and that is the top again).
+  out.push_back({number(out.size(), "top+kept"), one_process, RungKind::kKept, before_ddp.empty() ? top : before_ddp, ""});
   if (!before_batch.empty()) {
     std::erase(one_process, "batch_scaling");
     out.push_back({number(out.size(), "planned_batch+kept"), one_process, RungKind::kKept, before_batch, ""});

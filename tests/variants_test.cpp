@@ -282,7 +282,8 @@ TEST(Plan, TheDefaultLadderIsEveryRungThenTheExtrasOnTop) {
   const auto& kept_planned = rungs.back();
   EXPECT_EQ(kept_top.name, std::to_string(ladder + extras + 1) + "_top+kept");
   EXPECT_EQ(kept_top.kind, RungKind::kKept);
-  EXPECT_EQ(kept_top.compare_to, rungs[ladder].name);
+  EXPECT_EQ(kept_top.compare_to, rungs[ladder - 1].name);  // the top in one process: the rung before ddp
+  EXPECT_EQ(rungs[ladder].variant, "ddp");
   std::vector<std::string> top_one_process = rungs[ladder].variants;
   std::erase(top_one_process, "ddp");
   EXPECT_EQ(kept_top.variants, top_one_process);
