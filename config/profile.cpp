@@ -185,19 +185,8 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
     }
   }
   const std::string top = out.back().name;  // the full ladder
-  for (const auto& x : extras) {
-    const Variant* xv = find_variant(x);
-    std::vector<std::string> recipe;
-    for (const auto& v : acc) {
-      const auto c = xv->conflicts;
-      const Variant* vv = find_variant(v);
-      const auto vc = vv->conflicts;
-      const bool clash = std::find(c.begin(), c.end(), v) != c.end() || std::find(vc.begin(), vc.end(), x) != vc.end();
-      if (!clash) recipe.push_back(v);
-    }
-    recipe.push_back(x);
-    out.push_back({number(out.size(), "top+" + x), recipe, RungKind::kExtra, top, x});
-  }
+  for (const auto& x : extras)
+    out.push_back({number(out.size(), "top+" + x), recipe_with(acc, {x}), RungKind::kExtra, top, x});
   // Then the top with every extra that beat it (exact ones: fusions, not a changed precision or problem), in one
   // process; and the same at the profile's batch, where the top's batch is batch_scaling's. Planned as the top
   // (or the rung before batch_scaling); which extras join is settled when the rung starts.

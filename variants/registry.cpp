@@ -43,6 +43,23 @@ const Variant* find_variant(std::string_view name) {
   return nullptr;
 }
 
+bool variants_conflict(std::string_view a, std::string_view b) {
+  const Variant *va = find_variant(a), *vb = find_variant(b);
+  auto lists = [](const Variant* v, std::string_view other) {
+    return std::find(v->conflicts.begin(), v->conflicts.end(), other) != v->conflicts.end();
+  };
+  return va && vb && (lists(va, b) || lists(vb, a));
+}
+
+std::vector<std::string> recipe_with(const std::vector<std::string>& base, const std::vector<std::string>& added) {
+  std::vector<std::string> out;
+  for (const auto& v : base)
+    if (std::none_of(added.begin(), added.end(), [&](const std::string& x) { return x == v || variants_conflict(x, v); }))
+      out.push_back(v);
+  out.insert(out.end(), added.begin(), added.end());
+  return out;
+}
+
 namespace {
 size_t registry_index(const Variant* v) {
   const auto& r = registry();

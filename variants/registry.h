@@ -23,6 +23,12 @@ std::string variants_markdown();
 
 const Variant* find_variant(std::string_view name);  // nullptr if unknown
 
+// Whether either of two known variants lists the other in its conflicts.
+bool variants_conflict(std::string_view a, std::string_view b);
+// `base` less what any of `added` conflicts with (or repeats), then `added`: extras put on top of a recipe
+// (bf16_autocast replaces bf16_cast, gelu_epilogues fuse_bias_gelu).
+std::vector<std::string> recipe_with(const std::vector<std::string>& base, const std::vector<std::string>& added);
+
 struct Skipped {
   std::string variant, reason;
 };

@@ -8,14 +8,6 @@
 namespace gpt2 {
 namespace {
 
-bool conflict(const std::string& a, const std::string& b) {
-  const Variant *va = find_variant(a), *vb = find_variant(b);
-  auto lists = [](const Variant* v, const std::string& other) {
-    return std::find(v->conflicts.begin(), v->conflicts.end(), other) != v->conflicts.end();
-  };
-  return va && vb && (lists(va, b) || lists(vb, a));
-}
-
 // "1.026x; 1.01-1.04x at 97%": the medians' ratio, then the interval noise alone leaves it.
 std::string ratio_text(double r, const RatioInterval& ri) {
   char buf[80];
@@ -51,11 +43,9 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
       e["ratio"] = ratio;
       e["interval"] = {{"low", ri.low}, {"high", ri.high}, {"level", ri.level}};
       e["compared_with"] = top->name();
-      e["why"] = "faster than " + top->name() + " (" + ratio_text(ratio, ri) + ")";
-      if (ri.low > 1.0)  // faster beyond what noise alone could make of the repetitions
-        gains.push_back({r.plan.variant, ratio, k.why.size()});
-      else
-        e["why"] = "not measurably faster than " + top->name() + " (" + ratio_text(ratio, ri) + ")";
+      const bool faster = ri.low > 1.0;  // beyond what noise alone could make of the repetitions
+      e["why"] = (faster ? "faster than " : "not measurably faster than ") + top->name() + " (" + ratio_text(ratio, ri) + ")";
+      if (faster) gains.push_back({r.plan.variant, ratio, k.why.size()});
     }
     k.why.push_back(e);
   }
@@ -63,7 +53,7 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
   for (const auto& g : gains) {
     auto& e = k.why[g.entry];
     const auto clash = std::find_if(k.variants.begin(), k.variants.end(),
-                                    [&](const std::string& kept) { return conflict(kept, g.variant); });
+                                    [&](const std::string& kept) { return variants_conflict(kept, g.variant); });
     if (clash != k.variants.end()) {
       e["why"] = "conflicts with " + *clash + ", which gained more";
       continue;
@@ -76,12 +66,7 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
 
 ResolvedRung kept_recipe(const RungRecord& r, const std::vector<std::string>& kept, const StepSpec& base,
                          const DeviceInfo& dev) {
-  std::vector<std::string> recipe;
-  for (const auto& v : r.plan.rung.variants)
-    if (std::none_of(kept.begin(), kept.end(), [&](const std::string& x) { return x == v || conflict(x, v); }))
-      recipe.push_back(v);
-  recipe.insert(recipe.end(), kept.begin(), kept.end());
-  return resolve(r.name(), recipe, base, dev);
+  return resolve(r.name(), recipe_with(r.plan.rung.variants, kept), base, dev);
 }
 
 std::vector<std::string> kept_variants(const nlohmann::json& why) {
