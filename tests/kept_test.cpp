@@ -121,6 +121,18 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
   nlohmann::json j = doc();
   EXPECT_EQ(named(j["rungs"], "_top+kept")["status"], "pending");
   EXPECT_EQ(named(j["rungs"], "_planned_batch+kept")["status"], "pending");
+  // Each extra at the batch the top's search chose (its ratio to the top is its variant's alone), no search of
+  // its own.
+  const auto searched_top = named(j["rungs"], "12_batch_scaling");
+  ASSERT_EQ(searched_top["status"], "ok") << searched_top;
+  EXPECT_EQ(searched_top["batch_search"][0]["stage"], "search");
+  for (const auto& x : j["rungs"]) {
+    if (x["kind"] != "extra" || x["status"] == "skipped") continue;
+    EXPECT_EQ(x["spec"]["batch"], searched_top["spec"]["batch"]) << x["name"];
+    ASSERT_FALSE(x["batch_search"].empty()) << x["name"];
+    EXPECT_EQ(x["batch_search"][0]["stage"], "top") << x["name"];
+    EXPECT_EQ(x["batch_search"][0]["from"], "12_batch_scaling") << x["name"];
+  }
   // Every repetition of the top at 1,000 tok/s and of each extra at a multiple of it (a loaded machine's real
   // repetitions can spread a hundredfold: then no ratio is beyond noise).
   auto set_extras = [&](nlohmann::json& j, double classifier) {

@@ -250,15 +250,22 @@ struct Ladder {
     std::string names;
     for (const auto& v : k.variants) names += (names.empty() ? "" : ", ") + v;
     std::cerr << "    " << r.name() << ": kept " << names << "\n";
-    // At the batch the top's search chose, not a search of its own: its ratio to the top is the extras' alone,
-    // and it runs at the batch ref_torch_compile's second run takes (out of memory there: halved, as any rung).
+    return true;
+  }
+  // An extra or kept rung on top of batch_scaling's runs at the batch the top's search chose, not a search of its
+  // own: its ratio to the top is its variants' alone (a fusion that frees memory would otherwise count the bigger
+  // batch it fits as its gain, and the kept rule would keep it for that), the extras and the kept rungs are
+  // compared at one batch, ref_torch_compile's second run's, and no search's time is spent. Out of memory there:
+  // halved, as any batch_scaling rung.
+  void take_top_batch(RungRecord& r, const std::vector<RungRecord>& records) {
+    if (r.plan.kind != RungKind::kExtra && r.plan.kind != RungKind::kKept) return;
     const RungRecord* top = compared_with(records, r);
-    if (r.plan.rung.spec.search_batch && top && top->plan.rung.spec.search_batch && top->out.batch > 0) {
+    if (r.plan.rung.spec.search_batch && r.out.batch == 0 && top && top->plan.rung.spec.search_batch &&
+        top->out.batch > 0) {
       r.out.batch = top->out.batch;
       r.out.batch_search.push_back({{"batch", r.out.batch}, {"stage", "top"}, {"from", top->name()}});
       std::cerr << "    " << r.name() << ": at " << top->name() << "'s batch " << r.out.batch << "\n";
     }
-    return true;
   }
 
   // Warm-up steps a rung takes: the profile's, and under a time budget at least one, whose time the
@@ -273,7 +280,7 @@ struct Ladder {
   // `seconds`: this rung's share of the time budget (infinite without one).
   void build(RungRecord& r, double seconds = INFINITY) {
     live.reset();
-    // A follower is told its batch; a kept rung takes the top's (Ladder::settle). Either way no search, but a
+    // A follower is told its batch; an extra or kept rung the top's (take_top_batch). Either way no search, but a
     // batch_scaling rung on one process still backs off if the rung itself runs out of memory.
     const bool searched = r.plan.rung.spec.search_batch && r.out.batch == 0;
     choose_sdpa(r, dev, sdpa_timed);  // a follower is told the kernel too
@@ -545,6 +552,7 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
       st.SkipWithError(rec.out.error.c_str());
       return;
     }
+    if (rep == 0) ladder.take_top_batch(rec, records);
     if (rep == 0) {
       const double started = ladder.budget.elapsed_s();
       const double share = ladder.budget.share_s(ladder.rungs_to_run - ladder.rungs_started++);
