@@ -128,7 +128,8 @@ Profile load_profile(const std::string& path) {
 NLOHMANN_JSON_SERIALIZE_ENUM(RungKind, {{RungKind::kBaseline, "baseline"}, {RungKind::kLadder, "ladder"},
                                         {RungKind::kExtra, "extra"}, {RungKind::kAddOne, "add_one"},
                                         {RungKind::kAll, "all"}, {RungKind::kDropOne, "drop_one"},
-                                        {RungKind::kRecipe, "recipe"}, {RungKind::kKept, "kept"}})
+                                        {RungKind::kRecipe, "recipe"}, {RungKind::kKept, "kept"},
+                                        {RungKind::kControl, "control"}})
 std::string to_string(RungKind k) { return enum_name(k); }
 
 std::vector<RungPlan> expand_plan(const Profile& p) {
@@ -192,6 +193,9 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
   // (or the rung before batch_scaling); which extras join is settled when the rung starts.
   if (std::none_of(extras.begin(), extras.end(), [](const std::string& x) { return find_variant(x)->keepable(); }))
     return out;
+  // The top again, after the extras: an extra joins only if it beats the top timed before it and after it, so
+  // that the machine's drift over the minutes the extras take is not taken for a fusion's gain.
+  out.push_back({number(out.size(), "top_again"), acc, RungKind::kControl, top, ""});
   std::vector<std::string> one_process;
   for (const auto& v : acc)
     if (v != "ddp") one_process.push_back(v);

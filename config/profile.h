@@ -22,6 +22,8 @@ enum class RungKind {
   kRecipe,    // plan: recipes
   kKept,      // the ladder's top (or its rung before batch_scaling) plus the extras that beat the top: settled
               // when it starts, from the top+<extra> rungs' outcomes (bench/ladder/kept.h)
+  kControl,   // the top timed again after the extras: what the run's drift alone makes of a ratio between rungs
+              // timed minutes apart (the kept rule's second comparison)
 };
 std::string to_string(RungKind k);
 

@@ -82,6 +82,58 @@ TEST(Kept, TheExtrasThatBeatTheTopLargestGainFirst) {
   EXPECT_EQ(entry(k, "fused_residual_norm")["compared_with"], "12_batch");
 }
 
+// The top timed again after the extras (RungKind::kControl): an extra must beat it too, so that the machine's
+// drift between the top and the extras is not kept for a gain; the smaller of the two ratios orders the gains.
+TEST(Kept, AnExtraMustBeatTheTopTimedAgainAfterTheExtrasToo) {
+  std::vector<RungRecord> rs = {
+      ran("13_top", RungKind::kLadder, "vocab_padding", 100),
+      ran("14_top+fused_classifier", RungKind::kExtra, "fused_classifier", 108),
+      ran("15_top+fused_gelu_backward", RungKind::kExtra, "fused_gelu_backward", 110),
+      ran("16_top+gelu_epilogues", RungKind::kExtra, "gelu_epilogues", 104),
+      ran("17_top+fused_residual_norm", RungKind::kExtra, "fused_residual_norm", 99),
+      ran("18_top_again", RungKind::kControl, "", 105),  // the machine sped up 5% while the extras ran
+  };
+  rs.back().plan.compare_to = "13_top";
+  KeptExtras k = choose_kept(rs);
+  // fused_gelu_backward gains 1.048x over the later timing, fused_classifier 1.029x: each beats both timings;
+  // gelu_epilogues beat the first timing only (drift), fused_residual_norm neither.
+  EXPECT_EQ(k.variants, (std::vector<std::string>{"fused_gelu_backward", "fused_classifier"}));
+  const auto& e = entry(k, "fused_classifier");
+  EXPECT_EQ(e["compared_with"], "13_top");
+  EXPECT_NEAR(e["ratio"].get<double>(), 1.08, 1e-12);
+  EXPECT_EQ(e["again"]["rung"], "18_top_again");
+  EXPECT_NEAR(e["again"]["ratio"].get<double>(), 108.0 / 105, 1e-12);
+  EXPECT_EQ(e["why"], "faster than 13_top (1.080x; 1.059-1.102x at 90%) and than 18_top_again, the top timed again "
+                      "after the extras (1.029x; 1.008-1.049x at 90%)");
+  EXPECT_EQ(entry(k, "gelu_epilogues")["kept"], false);
+  EXPECT_EQ(entry(k, "gelu_epilogues")["why"],
+            "faster than 13_top (1.040x; 1.019-1.061x at 90%), but not measurably faster than 18_top_again, the top "
+            "timed again after the extras (0.990x; 0.971-1.010x at 90%)");
+  EXPECT_EQ(entry(k, "fused_residual_norm")["why"].get<std::string>().rfind(
+                "not measurably faster than 13_top (0.990x; 0.970-1.010x at 90%) and than 18_top_again", 0),
+            0u)
+      << entry(k, "fused_residual_norm");
+  // The machine slowed instead: an extra faster than the later timing alone is not kept either.
+  rs.back().out.rep_tokens_per_sec = {94.05, 95, 95.95};
+  k = choose_kept(rs);
+  EXPECT_EQ(k.variants, (std::vector<std::string>{"fused_gelu_backward", "fused_classifier"}));
+  EXPECT_EQ(entry(k, "gelu_epilogues")["why"], "conflicts with fused_gelu_backward, which gained more");  // faster
+  rs[4].out.rep_tokens_per_sec = {98, 98, 98};  // 0.98x the top, 1.03x the later timing
+  k = choose_kept(rs);
+  EXPECT_EQ(entry(k, "fused_residual_norm")["kept"], false);
+  EXPECT_EQ(entry(k, "fused_residual_norm")["why"].get<std::string>().rfind(
+                "not measurably faster than 13_top (0.980x; 0.970-0.990x at 90%), but faster than 18_top_again", 0),
+            0u)
+      << entry(k, "fused_residual_norm");
+  // A control that failed (or did not run) is no timing: the first alone decides, as without one.
+  rs.back().out.rep_tokens_per_sec = {105 * 0.99, 105, 105 * 1.01};
+  rs.back().out.status = RungStatus::kError;
+  k = choose_kept(rs);
+  EXPECT_EQ(k.variants, (std::vector<std::string>{"fused_gelu_backward", "fused_classifier"}));
+  EXPECT_EQ(entry(k, "gelu_epilogues")["why"], "conflicts with fused_gelu_backward, which gained more");
+  EXPECT_FALSE(entry(k, "fused_classifier").contains("again"));
+}
+
 // The recipe: the kept rung's planned one, less what a kept extra conflicts with (fuse_bias_gelu goes where
 // gelu_epilogues comes), plus the kept extras; resolved as any rung is.
 TEST(Kept, TheRecipeIsThePlannedOneWithTheKeptExtrasInPlaceOfWhatTheyConflictWith) {
@@ -133,11 +185,17 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
     EXPECT_EQ(x["batch_search"][0]["stage"], "top") << x["name"];
     EXPECT_EQ(x["batch_search"][0]["from"], "12_batch_scaling") << x["name"];
   }
+  // The top timed again after the extras, at its batch, without a breakdown pass of its own (the top's).
+  const auto again = named(j["rungs"], "_top_again");
+  ASSERT_EQ(again["status"], "ok") << again;
+  EXPECT_EQ(again["kind"], "control");
+  EXPECT_EQ(again["spec"], searched_top["spec"]);
+  EXPECT_EQ(again["breakdown"]["skipped"], "the top's step again: its breakdown is the top's");
   // Every repetition of the top at 1,000 tok/s and of each extra at a multiple of it (a loaded machine's real
   // repetitions can spread a hundredfold: then no ratio is beyond noise).
   auto set_extras = [&](nlohmann::json& j, double classifier) {
     for (auto& x : j["rungs"]) {
-      const bool top = x["name"] == "12_batch_scaling";
+      const bool top = x["name"] == "12_batch_scaling" || x["kind"] == "control";  // the top, timed twice
       if ((x["kind"] != "extra" && !top) || !x.contains("repetitions")) continue;
       const double f = top ? 1.0 : x["variant"] == "fused_classifier" ? classifier : 0.5;
       for (auto& v : x["repetitions"]["tokens_per_sec"]) v = 1000.0 * f;
@@ -156,6 +214,7 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
     EXPECT_EQ(k["kind"], "kept");
     ASSERT_EQ(k["kept"].size(), 4u) << k;  // fused_classifier, fused_gelu_backward, gelu_epilogues, fused_residual_norm
     EXPECT_EQ(kept_variants(k["kept"]), std::vector<std::string>{"fused_classifier"}) << k["kept"];
+    for (const auto& e : k["kept"]) EXPECT_EQ(e["again"]["rung"], again["name"]) << e;  // beside the top, judged
     ASSERT_EQ(k["status"], "ok") << k;
     EXPECT_EQ(k["applied"].back(), "fused_classifier");
     EXPECT_EQ(k["spec"]["model"]["classifier_chunk"], 1024);

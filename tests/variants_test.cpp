@@ -255,7 +255,7 @@ TEST(Plan, TheDefaultLadderIsEveryRungThenTheExtrasOnTop) {
   const auto rungs = expand_plan(p);
   size_t ladder = 0, extras = 0;
   for (const auto& v : registry()) (v->extra() ? extras : ladder)++;
-  ASSERT_EQ(rungs.size(), 1 + ladder + extras + 2);  // and the two kept rungs
+  ASSERT_EQ(rungs.size(), 1 + ladder + extras + 3);  // and the top again, and the two kept rungs
   EXPECT_EQ(rungs[1].name, "01_mask_on_the_fly");
   EXPECT_EQ(rungs[ladder].variants.size(), ladder);  // the top rung has them all
   // Every rung of the default ladder resolves (no conflicts, requirements met) on any device.
@@ -276,18 +276,24 @@ TEST(Plan, TheDefaultLadderIsEveryRungThenTheExtrasOnTop) {
     EXPECT_EQ(rungs[i].kind, RungKind::kExtra) << rungs[i].name;
     EXPECT_EQ(rungs[i].compare_to, rungs[ladder].name) << rungs[i].name;  // the full ladder, not the extra before
   }
+  // Then the top again, after the extras: the same recipe, compared with the top, the kept rule's second timing.
+  const auto& again = rungs[ladder + extras + 1];
+  EXPECT_EQ(again.name, std::to_string(ladder + extras + 1) + "_top_again");
+  EXPECT_EQ(again.kind, RungKind::kControl);
+  EXPECT_EQ(again.variants, rungs[ladder].variants);
+  EXPECT_EQ(again.compare_to, rungs[ladder].name);
   // Last, the kept rungs, planned as what they add to (the extras that beat the top join when they start), in
   // one process: the top at its batch (batch_scaling's), and the rung before batch_scaling at the profile's.
   const auto& kept_top = rungs[rungs.size() - 2];
   const auto& kept_planned = rungs.back();
-  EXPECT_EQ(kept_top.name, std::to_string(ladder + extras + 1) + "_top+kept");
+  EXPECT_EQ(kept_top.name, std::to_string(ladder + extras + 2) + "_top+kept");
   EXPECT_EQ(kept_top.kind, RungKind::kKept);
   EXPECT_EQ(kept_top.compare_to, rungs[ladder - 1].name);  // the top in one process: the rung before ddp
   EXPECT_EQ(rungs[ladder].variant, "ddp");
   std::vector<std::string> top_one_process = rungs[ladder].variants;
   std::erase(top_one_process, "ddp");
   EXPECT_EQ(kept_top.variants, top_one_process);
-  EXPECT_EQ(kept_planned.name, std::to_string(ladder + extras + 2) + "_planned_batch+kept");
+  EXPECT_EQ(kept_planned.name, std::to_string(ladder + extras + 3) + "_planned_batch+kept");
   EXPECT_EQ(kept_planned.kind, RungKind::kKept);
   const auto before_batch = std::find_if(rungs.begin(), rungs.end(), [](const RungPlan& r) { return r.variant == "batch_scaling"; });
   ASSERT_NE(before_batch, rungs.end());

@@ -20,8 +20,10 @@ struct KeptExtras {
 
 // The candidates are the exact extras that slow nothing on purpose (fusions: not a changed precision, problem or
 // an anti-variant) with a top+<extra> rung in `records`. One is kept when its rung ran ok, passed parity and is
-// measurably faster than the rung it is compared with (the top): the Hodges-Lehmann interval of its repetitions'
-// tok/s over the top's lies above 1 (a gain within noise joins nothing); of extras that conflict, the larger gain.
+// measurably faster than the rung it is compared with (the top) and than the top timed again after the extras
+// (RungKind::kControl, where it ran and passed parity): the Hodges-Lehmann interval of its repetitions' tok/s over
+// each timing's lies above 1 (a gain within noise joins nothing, nor the machine's drift between the timings); of
+// extras that conflict, the larger gain (the smaller of its two ratios).
 KeptExtras choose_kept(const std::vector<RungRecord>& records);
 
 // A kept rung's recipe: its planned one less what the kept extras conflict with, plus them, resolved on `base`.

@@ -161,7 +161,7 @@ void resettle_kept(std::vector<RungRecord>& records, const Profile& prof, const 
 
 // The profile's rungs resolved for this device: specs, skipped variants, the FLOPs and peaks of
 // each. A rung whose variants are all skipped here is an earlier rung again: marked, never timed
-// (but a kept rung, planned as the rung it adds to until it starts).
+// (but a kept rung, planned as the rung it adds to until it starts, and the top's control, the top again on purpose).
 std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
   const StepSpec base = recipe_base(prof, dev);
   std::vector<RungRecord> records;
@@ -178,7 +178,7 @@ std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
   }
   for (size_t i = 1; i < records.size(); ++i) {
     auto& r = records[i];
-    if (r.plan.rung.skipped.empty() || r.plan.kind == RungKind::kKept) continue;
+    if (r.plan.rung.skipped.empty() || r.plan.kind == RungKind::kKept || r.plan.kind == RungKind::kControl) continue;
     // An extra (or add_one) rung is about its variant: without it here, it measures nothing of it (an
     // fp16_autocast extra on a CPU without fp16 was the top of the ladder in fp32, bf16_cast removed).
     if (r.plan.kind == RungKind::kExtra || r.plan.kind == RungKind::kAddOne) {
@@ -252,13 +252,13 @@ struct Ladder {
     std::cerr << "    " << r.name() << ": kept " << names << "\n";
     return true;
   }
-  // An extra or kept rung on top of batch_scaling's runs at the batch the top's search chose, not a search of its
-  // own: its ratio to the top is its variants' alone (a fusion that frees memory would otherwise count the bigger
+  // An extra, kept or control rung on top of batch_scaling's runs at the batch the top's search chose, not a search
+  // of its own: its ratio to the top is its variants' alone (a fusion that frees memory would otherwise count the bigger
   // batch it fits as its gain, and the kept rule would keep it for that), the extras and the kept rungs are
   // compared at one batch, ref_torch_compile's second run's, and no search's time is spent. Out of memory there:
   // halved, as any batch_scaling rung.
   void take_top_batch(RungRecord& r, const std::vector<RungRecord>& records) {
-    if (r.plan.kind != RungKind::kExtra && r.plan.kind != RungKind::kKept) return;
+    if (r.plan.kind != RungKind::kExtra && r.plan.kind != RungKind::kKept && r.plan.kind != RungKind::kControl) return;
     const RungRecord* top = compared_with(records, r);
     if (r.plan.rung.spec.search_batch && r.out.batch == 0 && top && top->plan.rung.spec.search_batch &&
         top->out.batch > 0) {
@@ -552,12 +552,14 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
       st.SkipWithError(rec.out.error.c_str());
       return;
     }
-    if (rep == 0) ladder.take_top_batch(rec, records);
+    if (rep == 0 && rec.plan.kind == RungKind::kControl)
+      rec.out.breakdown = {{"skipped", "the top's step again: its breakdown is the top's"}};
     if (rep == 0) {
       const double started = ladder.budget.elapsed_s();
       const double share = ladder.budget.share_s(ladder.rungs_to_run - ladder.rungs_started++);
       std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec.plan.rung.name << ": build + "
                 << ladder.warmup_steps() << " warm-up steps\n";
+      ladder.take_top_batch(rec, records);
       ladder.build(rec, share);
       ladder.fit(rec, share, started);
     }

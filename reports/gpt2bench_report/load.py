@@ -36,7 +36,7 @@ class Rung:
     ci_level: float | None = None
     cv: float | None = None
     clocks: dict | None = None
-    kind: str | None = None  # baseline | ladder | extra | add_one | all | drop_one | recipe | kept
+    kind: str | None = None  # baseline | ladder | extra | add_one | all | drop_one | recipe | kept | control
     compare_to: str | None = None
     variant: str = ""  # the variant the rung adds (or, drop_one, removes)
     sdpa_choice: dict | None = None  # settings.sdpa_backend: fastest — each SDPA kernel's time, the one chosen

@@ -105,6 +105,15 @@ def run_notes(run: Run) -> list[str]:
                      f"than {100 * chosen[0].sdpa_choice.get('margin', 0):.0f}%), in ms: "
                      + "; ".join(timed(r) for r in chosen) + ".")
     for r in run.rungs:
+        top = run.previous(r)
+        if r.kind == "control" and r.ok and top:
+            real, how = differs(top.rep_tokens_per_sec, r.rep_tokens_per_sec)
+            notes.append(f"{r.name}: {top.name} timed again after the extras, {r.tokens_per_sec / top.tokens_per_sec:.3f}x "
+                         f"its first timing ({'a real difference' if real else 'within noise'}, {how}): the machine's "
+                         "drift over those minutes, which no interval over one rung's repetitions sees; ratios between "
+                         "rungs timed apart in this run are uncertain by about that much. An extra joins the kept "
+                         "rungs only if faster than both timings.")
+    for r in run.rungs:
         if r.kept is not None:
             joined = [e["variant"] for e in r.kept if e.get("kept")]
             notes.append(f"{r.name}: the top with every extra that beat it in this run, settled as it started: "

@@ -310,6 +310,7 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     ok[3]["kept"] = [{"variant": "fused_classifier", "kept": True, "ratio": 1.04, "why": "faster than 11_top (1.040x)"},
                      {"variant": "fused_residual_norm", "kept": False, "ratio": 0.99,
                       "why": "not faster than 11_top (0.990x)"}]
+    ok[1]["kind"] = "control"  # 00_baseline timed again (its compare_to): 32,741 over 32,292 tok/s
     (run_dir / "rungs.json").write_text(json.dumps(doc))
     run = load_run(run_dir)
     rows = {r[0]: r for r in ladder_table(run)[1:]}
@@ -328,6 +329,9 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     assert (f"{ok[3]['name']}: the top with every extra that beat it in this run, settled as it started: "
             "fused_classifier kept (fused_classifier: faster than 11_top (1.040x); fused_residual_norm: not faster "
             "than 11_top (0.990x)).") in md
+    assert (f"{ok[1]['name']}: 00_baseline timed again after the extras, 1.014x its first timing (within noise, U test "
+            "p=") in md
+    assert "An extra joins the kept rungs only if faster than both timings." in md
 
 
 def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path):
