@@ -284,6 +284,20 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   EXPECT_GT(ri["level"].get<double>(), 0.5) << ri.dump();
   EXPECT_NEAR(eager["ratio"].get<double>(), doc["rungs"][0]["median"]["tokens_per_sec"].get<double>() /
                                                 eager["result"]["tokens_per_sec"].get<double>(), 1e-9);
+  // The C++ rung timed again right after the reference, as the ladder times it (its repetitions and steps), the
+  // ratio with its interval beside the first; results.json and the rung's own record keep the first timing.
+  const auto& again = eager["again"];
+  ASSERT_TRUE(again.contains("cpp_tokens_per_sec")) << eager.dump();
+  EXPECT_EQ(again["rung"], "00_baseline");
+  EXPECT_EQ(again["batch"], doc["rungs"][0]["spec"]["batch"]);
+  EXPECT_EQ(again["repetitions"]["tokens_per_sec"].size(), doc["rungs"][0]["repetitions"]["tokens_per_sec"].size());
+  EXPECT_EQ(again["steps_per_repetition"], doc["rungs"][0]["ran"]["steps_per_repetition"]);
+  EXPECT_NEAR(again["ratio"].get<double>(),
+              again["cpp_tokens_per_sec"].get<double>() / eager["result"]["tokens_per_sec"].get<double>(), 1e-9);
+  EXPECT_LE(again["ratio_interval"]["low"].get<double>(), again["ratio_interval"]["high"].get<double>());
+  EXPECT_NE(again["repetitions"]["tokens_per_sec"], doc["rungs"][0]["repetitions"]["tokens_per_sec"]);  // timed anew
+  EXPECT_NE(r.output.find("    00_baseline timed again after ref_torch_eager: "), std::string::npos) << r.output;
+  EXPECT_EQ(doc["references"][1]["again"]["rung"], "00_baseline");
   // The eager gap's two sides: every ATen op name of one step, C++ (breakdown/, not rungs.json) and Python.
   const auto& py = eager["result"]["breakdown"];
   EXPECT_EQ(py["events"], "ATen ops");

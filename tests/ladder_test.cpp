@@ -195,6 +195,37 @@ TEST(Reference, ComparedWithTheFastestRungOfTheSameStep) {
   EXPECT_FALSE(to_json(rungs[3])["anti_variant"].get<bool>());
 }
 
+// The C++ rung timed again after the reference: its ratio and interval beside the first, from its own
+// repetitions; a timing that did not finish (interrupted, diverged) says so instead of a ratio.
+TEST(Reference, TheRungTimedAgainAfterItIsComparedAsTheFirstTiming) {
+  nlohmann::json ref = {{"name", "ref_torch_eager"}, {"status", "ok"},
+                        {"config", {{"batch", 2}, {"model", {{"context", 5}}}}},  // 10 tokens a step
+                        {"result", {{"tokens_per_sec", 100.0}, {"step_s", {0.1 / 1.05, 0.1, 0.1 / 0.95}}}}};
+  RungRecord again = rung("00_baseline", "ok");
+  again.plan.rung.spec.batch = 2;
+  again.out.rep_tokens_per_sec = {88, 90, 92};
+  again.out.rep_step_ms = {1e4 / 88, 1e4 / 90, 1e4 / 92};
+  again.out.steps = 3;
+  compare_again(ref, again);
+  const auto& a = ref["again"];
+  EXPECT_EQ(a["rung"], "00_baseline");
+  EXPECT_DOUBLE_EQ(a["ratio"].get<double>(), 0.9);
+  EXPECT_NEAR(a["ratio_interval"]["low"].get<double>(), 88 / 105.0, 1e-9);  // every pair, 3 and 3: 90%
+  EXPECT_NEAR(a["ratio_interval"]["high"].get<double>(), 92 / 95.0, 1e-9);
+  EXPECT_EQ(a["steps_per_repetition"], 3);
+  EXPECT_EQ(a["batch"], 2);
+  EXPECT_EQ(again_line(ref), "    00_baseline timed again after ref_torch_eager: 90 tok/s, 0.90x it (0.84-0.97x, 90%)");
+  again.out.status = RungStatus::kInterrupted;
+  compare_again(ref, again);
+  EXPECT_EQ(ref["again"]["error"], "not finished: interrupted");
+  EXPECT_FALSE(ref["again"].contains("ratio"));
+  EXPECT_EQ(again_line(ref), "    00_baseline timed again after ref_torch_eager: not finished: interrupted");
+  again.out.status = RungStatus::kDiverged;
+  again.out.diverged_at = 7;
+  compare_again(ref, again);
+  EXPECT_EQ(ref["again"]["error"], "non-finite loss at step 7");
+}
+
 // The reference runs after the rungs (their number also sets the rungs' budget shares): each selected one at the
 // profile's batch, ref_torch_compile again at batch_scaling's other batch, those a resumed run keeps left out.
 TEST(Reference, TheRunsAfterTheRungs) {

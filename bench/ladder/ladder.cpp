@@ -475,6 +475,31 @@ struct Ladder {
     }
   }
 
+  // The rung a reference was compared with, timed again right after the reference: its step, batch and SDPA
+  // kernel, warm-up and repetitions as the ladder times a rung, no parity run or breakdown pass (both are the
+  // rung's own). A copy: the rung's record, its repetitions and results.json stay as the ladder timed them.
+  // The C++ side timed before and after the Python one shows what the drift between them makes of the ratio.
+  RungRecord retime(const RungRecord& with, double share) {
+    RungRecord again = with;
+    again.out.rep_step_ms.clear(), again.out.rep_tokens_per_sec.clear(), again.out.batch_search.clear();
+    again.out.diverged_at = 0;
+    const double started = budget.elapsed_s();
+    build(again, share);
+    fit(again, share, started);
+    for (int64_t rep = 0; rep < prof.repetitions; ++rep) {
+      bool stopped = false;
+      repetition(again, stopped);
+      if (stopped) {
+        again.out.status = RungStatus::kInterrupted;
+        break;
+      }
+    }
+    release();
+    if (clocks) again.out.clocks = to_json(clocks->take());
+    if (again.out.diverged_at) again.out.status = RungStatus::kDiverged;
+    return again;
+  }
+
   // Ranks other than 0: run the data-parallel rungs rank 0 announces, until it says "done"; then
   // meet rank 0 at a barrier, since rank 0 hosts the store the messages come through and must not
   // end (taking the store with it) before every rank has read "done". GPT2BENCH_TEST_FOLLOWER_DELAY_MS
@@ -790,18 +815,19 @@ std::optional<int64_t> searched_batch(const std::vector<RungRecord>& records) {
 }
 
 // What the time budget is shared among: the rungs to run (not those --resume keeps) and the reference runs to
-// make after them.
+// make after them, each with its C++ rung timed again.
 int64_t runs_to_make(const std::string& filter, const Profile& prof, const std::vector<RungRecord>& records,
                      const nlohmann::json& kept_references) {
   const auto rungs = std::count_if(records.begin(), records.end(),
                                    [&](const RungRecord& r) { return rung_selected(filter, r); });
-  return rungs + static_cast<int64_t>(references_to_run(selected_references(filter, prof), prof.batch,
-                                                        searched_batch(records), kept_references)
-                                          .size());
+  return rungs + 2 * static_cast<int64_t>(references_to_run(selected_references(filter, prof), prof.batch,
+                                                            searched_batch(records), kept_references)
+                                              .size());  // each reference, and its C++ rung timed again
 }
 
 // The profile's reference rungs the --rung filter selects, after the ladder, each with its share of
-// the time budget; ref_torch_compile again at the batch batch_scaling settled on.
+// the time budget; ref_torch_compile again at the batch batch_scaling settled on. After each, the C++ rung it is
+// compared with is timed again (Ladder::retime), a share of its own.
 void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vector<RungRecord>& records,
                          RunWriter& writer) {
   const Profile& prof = ladder.prof;
@@ -815,7 +841,8 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
       std::cerr << "[ref] " << t.first << " at batch " << t.second << ": kept from the earlier run\n";
   for (size_t i = 0; i < to_run.size() && !g_signal; ++i) {
     const auto& [name, batch] = to_run[i];
-    const double share = ladder.budget.limited() ? ladder.budget.share_s(static_cast<int64_t>(to_run.size() - i)) : -1;
+    const auto runs_left = static_cast<int64_t>(2 * (to_run.size() - i));  // each reference, then its rung again
+    const double share = ladder.budget.limited() ? ladder.budget.share_s(runs_left) : -1;
     std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << project_python() << "\n";
     nlohmann::json ref = run_reference(name, reference_config(name, prof, ladder.dev, batch), ladder.data.train,
                                        o.out_dir, share);
@@ -823,6 +850,20 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
       ref["status"] = "interrupted", ref["error"] = "not finished: interrupted (--resume runs it again)";
     compare_reference(ref, records, ladder.baseline);
     std::cerr << reference_line(ref) << "\n";
+    const auto with = std::find_if(records.begin(), records.end(), [&](const RungRecord& r) {
+      return ref.contains("compared_with") && r.name() == ref["compared_with"].get<std::string>();
+    });
+    if (with != records.end() && !g_signal) {
+      std::cerr << "[ref] " << with->name() << " timed again after " << name << ": build + " << ladder.warmup_steps()
+                << " warm-up steps\n";
+      try {
+        compare_again(ref, ladder.retime(*with, ladder.budget.limited() ? ladder.budget.share_s(runs_left - 1) : INFINITY));
+      } catch (const std::exception& e) {
+        ladder.release();
+        ref["again"] = {{"rung", with->name()}, {"error", error_text(e)}};
+      }
+      std::cerr << again_line(ref) << "\n";
+    }
     refs.push_back(ref);
     writer.set_references(refs);
     writer.flush(records, "running");

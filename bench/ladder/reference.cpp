@@ -16,6 +16,7 @@
 #include "bench/ladder/parity.h"
 #include "bench/ladder/results.h"
 #include "bench/measure/stats.h"
+#include "common/errors.h"
 #include "common/files.h"
 #include "common/python.h"
 #include "config/profile.h"
@@ -150,6 +151,24 @@ std::vector<std::pair<std::string, int64_t>> references_to_run(const std::vector
   return out;
 }
 
+namespace {
+
+// How far the repetitions' noise alone could move a C++-over-Python ratio, for `cpp` repetitions' tok/s against
+// the reference's; null where the reference kept no per-repetition step times.
+nlohmann::json ratio_interval_json(const std::vector<double>& cpp, const nlohmann::json& ref) {
+  const auto& res = ref["result"];
+  if (!res.contains("step_s")) return nullptr;
+  const double tokens = ref["config"]["batch"].get<double>() * ref["config"]["model"]["context"].get<double>();
+  std::vector<double> python;
+  for (const auto& s : res["step_s"]) python.push_back(tokens / s.get<double>());
+  const RatioInterval ri = ratio_interval(cpp, python);
+  return {{"estimate", ri.estimate}, {"low", ri.low}, {"high", ri.high}, {"level", ri.level},
+          {"method", "Hodges-Lehmann: the median of the repetitions' pairwise tok/s ratios, "
+                     "with the Mann-Whitney distribution-free interval"}};
+}
+
+}  // namespace
+
 void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline) {
   if (ref["status"] != "ok") return;
   const auto& res = ref["result"];
@@ -174,15 +193,8 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
     ref["cpp_parameters"] = parameter_count(with->spec().model);
     ref["cpp_tokens_per_sec"] = with->median_tokens_per_sec();
     ref["ratio"] = with->median_tokens_per_sec() / res["tokens_per_sec"].get<double>();  // C++ over Python
-    if (res.contains("step_s")) {  // how far the repetitions' noise alone could move it
-      const double tokens = double(batch) * ref["config"]["model"]["context"].get<double>();
-      std::vector<double> python;
-      for (const auto& s : res["step_s"]) python.push_back(tokens / s.get<double>());
-      const RatioInterval ri = ratio_interval(with->out.rep_tokens_per_sec, python);
-      ref["ratio_interval"] = {{"estimate", ri.estimate}, {"low", ri.low}, {"high", ri.high}, {"level", ri.level},
-                               {"method", "Hodges-Lehmann: the median of the repetitions' pairwise tok/s ratios, "
-                                          "with the Mann-Whitney distribution-free interval"}};
-    }
+    if (auto ri = ratio_interval_json(with->out.rep_tokens_per_sec, ref); !ri.is_null())
+      ref["ratio_interval"] = ri;  // how far the repetitions' noise alone could move it
     const auto& b = with->out.breakdown;
     if (res.contains("breakdown") && res["breakdown"].contains("events_per_step") && b.is_object() &&
         b.contains("events_per_step"))  // the eager gap in one figure; name by name in the report
@@ -200,6 +212,42 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
                                                                : ParityClass::kPrecision;
     ref["parity"] = to_json(judge_parity(cls, t, baseline), cls);
   }
+}
+
+void compare_again(nlohmann::json& ref, const RungRecord& again) {
+  nlohmann::json a = {{"rung", again.name()}};
+  if (!again.out.clocks.is_null()) a["clocks"] = again.out.clocks;
+  if (again.out.rep_tokens_per_sec.empty() || again.out.status == RungStatus::kInterrupted ||
+      again.out.status == RungStatus::kDiverged) {
+    a["error"] = again.out.status == RungStatus::kDiverged ? "non-finite loss at step " + std::to_string(again.out.diverged_at)
+                                                           : std::string("not finished: interrupted");
+    ref["again"] = a;
+    return;
+  }
+  a["cpp_tokens_per_sec"] = again.median_tokens_per_sec();
+  a["ratio"] = again.median_tokens_per_sec() / ref["result"]["tokens_per_sec"].get<double>();
+  if (auto ri = ratio_interval_json(again.out.rep_tokens_per_sec, ref); !ri.is_null()) a["ratio_interval"] = ri;
+  a["repetitions"] = {{"tokens_per_sec", again.out.rep_tokens_per_sec}, {"step_ms", again.out.rep_step_ms}};
+  a["steps_per_repetition"] = again.out.steps;
+  a["batch"] = again.spec().batch;
+  ref["again"] = a;
+}
+
+std::string again_line(const nlohmann::json& ref) {
+  if (!ref.contains("again")) return "";
+  const auto& a = ref["again"];
+  std::string s = "    " + a["rung"].get<std::string>() + " timed again after " + ref["name"].get<std::string>() + ": ";
+  if (a.contains("error")) return s + first_line(a["error"].get<std::string>());
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%.0f tok/s, %.2fx it", a["cpp_tokens_per_sec"].get<double>(), a["ratio"].get<double>());
+  s += buf;
+  if (a.contains("ratio_interval")) {
+    const auto& ri = a["ratio_interval"];
+    std::snprintf(buf, sizeof(buf), " (%.2f-%.2fx, %.0f%%)", ri["low"].get<double>(), ri["high"].get<double>(),
+                  100 * ri["level"].get<double>());
+    s += buf;
+  }
+  return s;
 }
 
 std::string reference_line(const nlohmann::json& ref) {

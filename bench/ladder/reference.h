@@ -55,7 +55,14 @@ std::vector<std::pair<std::string, int64_t>> references_to_run(const std::vector
 // reference's first losses and first gradient norm against the C++ baseline's (`baseline`).
 void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline);
 
+// `again`: the C++ rung the reference was compared with, timed again right after it (Ladder::retime). Sets
+// ref["again"]: that rung, its median tok/s, its ratio to the reference with the same interval as `ratio`'s, its
+// repetitions and clocks; or why there is none (it failed, diverged, was interrupted).
+void compare_again(nlohmann::json& ref, const RungRecord& again);
+
 // One console line (at most 160 characters).
 std::string reference_line(const nlohmann::json& ref);
+// The line for ref["again"].
+std::string again_line(const nlohmann::json& ref);
 
 }  // namespace gpt2

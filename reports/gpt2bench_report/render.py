@@ -85,8 +85,9 @@ def run_notes(run: Run) -> list[str]:
         notes.append("reference rungs: the same step in Python PyTorch, same device, data and batch (README: Reference "
                      "rungs); C++ / Python above 1 means the C++ rung is faster; its interval is where noise alone "
                      "could put it (Hodges-Lehmann over the repetitions' pairwise tok/s ratios, Mann-Whitney "
-                     "distribution-free, at the coverage shown). First step: torch.compile's compilation where "
-                     "compiled.")
+                     "distribution-free, at the coverage shown). The C++ rung is timed again right after each "
+                     "reference: its two timings bracket the Python one, and a ratio that holds at both is not the "
+                     "machine's drift between them. First step: torch.compile's compilation where compiled.")
     bf16 = run.device.get("bf16_support", "")
     if run.device.get("type") == "cpu" and bf16.startswith("emulated"):
         notes.append("bf16 on this CPU is emulated (no AMX-BF16 or AVX512-BF16): bf16 matmuls run through "
@@ -142,17 +143,25 @@ def _failure(ref: dict) -> str:
 def reference_table(run: Run) -> list[list[str]]:
     """The Python reference rungs beside the C++ ones: never in the ladder's speed-ups."""
     rows = [["reference (Python)", "batch", "status", "tok/s", "compared with", "C++ tok/s", "C++ / Python",
-             "its interval", "parity", "first step s", "torch"]]
+             "its interval", "C++ timed again after it: / Python", "parity", "first step s", "torch"]]
+
+    def interval(ri: dict | None) -> str:
+        return f"{ri['low']:.2f}-{ri['high']:.2f}x ({100 * ri['level']:.0f}%)" if ri else "-"
+
     for ref in run.references:
         res, cfg = ref.get("result", {}), ref.get("config", {})
         ok = ref.get("status") == "ok"
-        ri = ref.get("ratio_interval")
+        ri, again = ref.get("ratio_interval"), ref.get("again") or {}
+        if "ratio" in again:
+            again_cell = f"{again['ratio']:.2f}x" + (f"; {interval(again['ratio_interval'])}" if again.get("ratio_interval") else "")
+        else:
+            again_cell = _first_line(again.get("error", "")) or "-"
         rows.append([
             ref.get("name", "?"), str(cfg.get("batch", "")),
             ref.get("status", "?") if ok else _failure(ref),
             _fmt(res.get("tokens_per_sec")) if ok else "-", ref.get("compared_with", "-"),
             _fmt(ref.get("cpp_tokens_per_sec")), _fmt(ref.get("ratio"), ".2f") + "x" if "ratio" in ref else "-",
-            f"{ri['low']:.2f}-{ri['high']:.2f}x ({100 * ri['level']:.0f}%)" if ri else "-",
+            interval(ri), again_cell,
             ref.get("parity", {}).get("verdict", "n/a"), _fmt(res.get("first_step_s"), ".1f") if ok else "-",
             res.get("torch_version", "-"),
         ])

@@ -345,7 +345,12 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
         {"name": "ref_torch_eager", "status": "ok", "config": {"batch": 4}, "compared_with": base["name"],
          "cpp_tokens_per_sec": 1200.0, "ratio": 1.2, "parity": {"verdict": "pass"},
          "ratio_interval": {"estimate": 1.2, "low": 1.1, "high": 1.31, "level": 0.961},
+         "again": {"rung": base["name"], "cpp_tokens_per_sec": 1150.0, "ratio": 1.15,
+                   "ratio_interval": {"estimate": 1.15, "low": 1.05, "high": 1.22, "level": 0.961}},
          "result": {"tokens_per_sec": 1000.0, "first_step_s": 0.5, "torch_version": "2.13.0+cpu"}},
+        {"name": "ref_torch_compile", "status": "ok", "config": {"batch": 8}, "compared_with": base["name"],
+         "cpp_tokens_per_sec": 1200.0, "ratio": 1.2, "again": {"rung": base["name"], "error": "not finished: interrupted"},
+         "result": {"tokens_per_sec": 1000.0, "first_step_s": 30.0, "torch_version": "2.13.0+cpu"}},
         {"name": "ref_torch_compile", "status": "error", "config": {"batch": 4},
          "error": "python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler: No working C++ compiler found"},
         {"name": "ref_torch_compile", "status": "interrupted", "config": {"batch": 16},
@@ -356,8 +361,9 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
     md = (write_report([run], tmp_path / "report") / "report.md").read_text()
     row = next(line for line in md.splitlines() if line.startswith("| ref_torch_eager"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells == ["ref_torch_eager", "4", "ok", "1,000", base["name"], "1,200", "1.20x", "1.10-1.31x (96%)", "pass",
-                     "0.5", "2.13.0+cpu"]
+    assert cells == ["ref_torch_eager", "4", "ok", "1,000", base["name"], "1,200", "1.20x", "1.10-1.31x (96%)",
+                     "1.15x; 1.05-1.22x (96%)", "pass", "0.5", "2.13.0+cpu"]
+    assert f"| ref_torch_compile | 8 | ok | 1,000 | {base['name']} | 1,200 | 1.20x | - | not finished: interrupted |" in md
     assert "| ref_torch_compile | 4 | error: python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler" in md
     assert "| ref_torch_compile | 16 | not finished: interrupted (--resume runs it again) | - |" in md  # not an error
     assert "blocks' weight matmuls 63.9%, LM head 29.0%, causal attention 7.1%" in md
