@@ -969,8 +969,9 @@ int run_breakdown(const BreakdownOptions& o) {
     if (named && r.plan.kind == RungKind::kKept)
       throw std::runtime_error("rung '" + r.name() + "' is settled by a ladder run (the extras that beat the top "
                                "there): its breakdown pass is part of `gpt2bench ladder --rung " + r.name() + "`");
-    if ((o.rung.empty() || named) && r.out.status == RungStatus::kPending && ranks(r.spec()) == 1 &&
-        r.plan.kind != RungKind::kKept)
+    // Every rung but the top's second timing (the top's step again), or the one named.
+    const bool all = o.rung.empty() && r.plan.kind != RungKind::kControl;
+    if ((all || named) && r.out.status == RungStatus::kPending && ranks(r.spec()) == 1 && r.plan.kind != RungKind::kKept)
       chosen.push_back(&r);
   }
   if (chosen.empty()) {
