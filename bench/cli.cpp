@@ -107,7 +107,7 @@ warm-up passes each. Prints each side's median and "ours Nx": the other side's m
 faster), with the distribution-free (Hodges-Lehmann) interval of that ratio. The kernel-level answer to
 "does our kernel beat what it replaces"; the ladder's top+<variant> rungs answer it for the whole step.
 The classifier runs at the profile's settings.classifier_chunk and at 2x, 4x ... up to all tokens in one
-chunk, and the fastest chunk is named (the value to give settings.classifier_chunk).
+chunk, and the fastest chunk is named (settings.classifier_chunk: fastest makes the ladder time them itself).
 On a CPU our ops run their ATen references (no CUDA kernels there): the figures say nothing of a GPU.
 A case that fails (out of memory, a kernel's error) is printed and recorded, the others still run, and the
 command exits 1. GPT2BENCH_FAULT_KERNEL=<variant> (tests) makes that case fail so.

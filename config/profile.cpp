@@ -63,7 +63,17 @@ void read_settings(MapReader& r, const std::string& path, Settings& settings) {
                                              : SdpaBackend::kAuto;
   settings.vocab_multiple = sr.get_int("vocab_multiple", settings.vocab_multiple, 1, 1 << 16);
   settings.max_batch = sr.get_int("max_batch", settings.max_batch, 1, 1 << 20);
-  settings.classifier_chunk = sr.get_int("classifier_chunk", settings.classifier_chunk, 1, 1 << 24);
+  // classifier_chunk: tokens a chunk, or fastest (each candidate from the default up timed on the rung's head)
+  if (sr.get_string("classifier_chunk", "") == "fastest") {
+    settings.classifier_chunk_fastest = true;
+  } else {
+    try {
+      settings.classifier_chunk = sr.get_int("classifier_chunk", settings.classifier_chunk, 1, 1 << 24);
+    } catch (const ConfigError&) {
+      sr.fail("classifier_chunk", "expected tokens a chunk (1 to 16777216) or fastest, got '" +
+                                      sr.get_string("classifier_chunk", "") + "'");
+    }
+  }
   settings.cpu_memory_budget = static_cast<int64_t>(
       sr.get_double("cpu_memory_budget_gb", settings.cpu_memory_budget / double(1 << 30), 1e-9, 1 << 20) * (1 << 30));
   sr.finish();

@@ -129,6 +129,8 @@ KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int roun
   const StepSpec s = spec_with(base, dev, {}), fused = spec_with(base, dev, {"fused_classifier"});
   const int64_t N = s.batch * s.model.context, C = s.model.n_embd, V = s.model.padded_vocab();
   const int64_t chunk = fused.model.classifier_chunk;
+  const std::string setting = fused.settings.classifier_chunk_fastest ? "fastest, from " + std::to_string(chunk)
+                                                                      : std::to_string(chunk);
   const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
   const at::Tensor h = input({N, C}, opts), w = input({V, C}, opts);
   const at::Tensor t = at::randint(s.model.vocab_size, {N}, at::device(torch_device(dev)).dtype(at::kLong));
@@ -137,7 +139,7 @@ KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int roun
   std::vector<Pass> passes;
   for (const int64_t c : chunks) {
     std::string name = "ours: linear_cross_entropy (kernels/classifier), chunk=" + std::to_string(c);
-    if (c == chunks.front()) name += " (settings.classifier_chunk: " + std::to_string(chunk) + ")";
+    if (c == chunks.front()) name += " (settings.classifier_chunk: " + setting + ")";
     if (c == N && chunks.size() > 1) name += ", all tokens";
     passes.emplace_back(name, [&h, &w, &t, c] {
       (void)torch::autograd::grad({kernels::linear_cross_entropy(h, w, t, c)}, {h, w}, {});
@@ -154,8 +156,7 @@ KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int roun
   for (size_t i = 1; i < chunks.size(); ++i)
     if (k.sides[i].median_ms < k.sides[best].median_ms) best = i;
   if (chunks.size() > 1)
-    k.note = "fastest chunk: " + std::to_string(chunks[best]) + " tokens (settings.classifier_chunk: " +
-             std::to_string(chunk) + ")";
+    k.note = "fastest chunk: " + std::to_string(chunks[best]) + " tokens (settings.classifier_chunk: " + setting + ")";
   return k;
 }
 

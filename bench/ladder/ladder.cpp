@@ -96,6 +96,29 @@ int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor
   return best;
 }
 
+// A choice timed once a run for each key (the SDPA kernel for an attention, the chunk for an LM head): an earlier
+// rung's timing of the same key (`reused`), else `time()`'s, kept for the rungs after it with `rung` its maker.
+template <typename Choice, typename Time>
+Choice timed_once(std::map<std::string, Choice>& timed, const std::string& key, const std::string& rung, Time time,
+                  bool& reused) {
+  const auto it = timed.find(key);
+  reused = it != timed.end();
+  if (reused) return it->second;
+  Choice c = time();
+  c.timed_for = rung;
+  timed[key] = c;
+  c.timed_for.clear();  // the rung's own timing
+  return c;
+}
+
+// --resume: a finished rung's timing stands for the rungs still to run with its key.
+template <typename Choice>
+void keep_timing(std::map<std::string, Choice>& timed, const std::string& key, const std::optional<Choice>& c,
+                 const RungRecord& r) {
+  if (!c || r.out.status == RungStatus::kPending) return;
+  if (const auto [it, fresh] = timed.emplace(key, *c); fresh && it->second.timed_for.empty()) it->second.timed_for = r.name();
+}
+
 // settings.sdpa_backend: fastest — time each SDPA kernel on the rung's attention (at its planned
 // batch, before any batch search, which then searches with the kernel chosen) and run the rung with
 // the fastest; the tries go into rungs.json. A rung whose attention an earlier rung of the run timed
@@ -106,24 +129,46 @@ void choose_sdpa(RungRecord& r, const DeviceInfo& dev, SdpaTimings& timed) {
   const StepSpec s = r.spec();
   if (s.model.attention != AttentionImpl::kSdpa || s.sdpa_backend != SdpaBackend::kFastest) return;
   const std::string key = sdpa_attention_key(s);
-  if (const auto it = timed.find(key); it != timed.end()) {
-    r.out.sdpa_choice = it->second;
-    r.out.sdpa_chosen = it->second.chosen;
-    std::cerr << "    SDPA kernel: " << to_string(it->second.chosen) << " (timed for " << it->second.timed_for
-              << " on the same attention, " << key << ")\n";
-    return;
-  }
-  const SdpaChoice c = choose_sdpa_backend(s, dev);
-  timed[key] = c;
-  timed[key].timed_for = r.name();
+  bool reused = false;
+  const SdpaChoice c = timed_once(timed, key, r.name(), [&] { return choose_sdpa_backend(s, dev); }, reused);
   r.out.sdpa_chosen = c.chosen;
   r.out.sdpa_choice = c;
+  if (reused) {
+    std::cerr << "    SDPA kernel: " << to_string(c.chosen) << " (timed for " << c.timed_for << " on the same attention, "
+              << key << ")\n";
+    return;
+  }
   std::ostringstream tries;
   tries.precision(3);
   for (const auto& t : c.tries)
     if (t.ms) tries << (tries.tellp() > 0 ? ", " : "") << to_string(t.backend) << " " << *t.ms << " ms";
   std::cerr << "    SDPA kernels timed on this attention: " << tries.str() << " -> " << to_string(c.chosen)
             << " (PyTorch's own choice: " << c.pytorch_choice << ")\n";
+}
+
+// settings.classifier_chunk: fastest — time the fused classifier at each candidate chunk on the rung's LM head (at
+// the batch it runs, after any search) and run the rung with the fastest; the tries go into rungs.json. A rung
+// whose head an earlier rung timed takes that choice, as choose_sdpa does. Nothing to do for a rung told its
+// chunk, or without the fused classifier.
+using ChunkTimings = std::map<std::string, ChunkChoice>;
+void choose_chunk(RungRecord& r, const DeviceInfo& dev, ChunkTimings& timed) {
+  const StepSpec s = r.spec();
+  if (s.model.classifier_chunk <= 0 || !s.settings.classifier_chunk_fastest || r.out.chunk_chosen) return;
+  const std::string key = classifier_chunk_key(s);
+  bool reused = false;
+  const ChunkChoice c = timed_once(timed, key, r.name(), [&] { return choose_classifier_chunk(s, dev); }, reused);
+  r.out.chunk_chosen = c.chosen;
+  r.out.chunk_choice = c;
+  if (reused) {
+    std::cerr << "    classifier chunk: " << c.chosen << " tokens (timed for " << c.timed_for << " on the same head, "
+              << key << ")\n";
+    return;
+  }
+  std::ostringstream tries;
+  tries.precision(3);
+  for (const auto& t : c.tries)
+    tries << (tries.tellp() > 0 ? ", " : "") << t.chunk << ": " << (t.ms ? std::to_string(*t.ms) + " ms" : t.why);
+  std::cerr << "    classifier chunks timed on this head: " << tries.str() << " -> " << c.chosen << " tokens\n";
 }
 
 // The rung that measures the same step on one process: the data-parallel rung without ddp.
@@ -225,15 +270,16 @@ struct Ladder {
   int64_t rungs_to_run = 0;  // selected by --rung and not done already
   int64_t rungs_started = 0;
   SdpaTimings sdpa_timed{};  // settings.sdpa_backend: fastest — one timing an attention (choose_sdpa)
+  ChunkTimings chunk_timed{};  // settings.classifier_chunk: fastest — one timing a head (choose_chunk)
 
   bool rank0() const { return !dist || dist->rank() == 0; }
-  // --resume: the kept rungs' SDPA timings (at their planned batch) stand for the rungs still to run.
-  void keep_sdpa_timings(const std::vector<RungRecord>& records) {
-    for (const auto& r : records)
-      if (r.out.sdpa_choice && r.out.status != RungStatus::kPending)
-        if (const auto [it, fresh] = sdpa_timed.emplace(sdpa_attention_key(r.plan.rung.spec), *r.out.sdpa_choice);
-            fresh && it->second.timed_for.empty())
-          it->second.timed_for = r.name();
+  // --resume: the kept rungs' SDPA timings (at their planned batch) and classifier chunk timings stand for the
+  // rungs still to run.
+  void keep_timings(const std::vector<RungRecord>& records) {
+    for (const auto& r : records) {
+      keep_timing(sdpa_timed, sdpa_attention_key(r.plan.rung.spec), r.out.sdpa_choice, r);
+      keep_timing(chunk_timed, classifier_chunk_key(r.spec()), r.out.chunk_choice, r);
+    }
   }
   // A kept rung, as it starts: the extras that beat the top in this run join it (bench/ladder/kept.h); none
   // did: skipped, it would be the top again.
@@ -290,8 +336,10 @@ struct Ladder {
                                budget.limited() && ranks(r.spec()) == 1 ? seconds : INFINITY, floor_steps);
       std::cerr << "    batch_scaling chose batch " << r.out.batch << "\n";
     }
+    choose_chunk(r, dev, chunk_timed);  // at the batch it runs; a follower is told the chunk too
     if (dist && rank0() && ranks(r.spec()) > 1)
-      dist->post(r.name() + " " + std::to_string(r.spec().batch) + " " + to_string(r.spec().sdpa_backend));
+      dist->post(r.name() + " " + std::to_string(r.spec().batch) + " " + to_string(r.spec().sdpa_backend) + " " +
+                 std::to_string(r.spec().model.classifier_chunk));
     auto attempt = [&](int64_t batch) {
       r.out.batch = batch;
       release();
@@ -515,12 +563,14 @@ struct Ladder {
       std::string name;
       int64_t batch = 0;
       std::string sdpa;
-      in >> name >> batch >> sdpa;
+      int64_t chunk = 0;
+      in >> name >> batch >> sdpa >> chunk;
       auto it = std::find_if(records.begin(), records.end(), [&](const RungRecord& r) { return r.plan.rung.name == name; });
       if (it == records.end() || batch <= 0) throw DistError("rank 0 announced an unknown rung '" + msg + "'");
       RungRecord& r = *it;
       r.out.batch = batch;
       r.out.sdpa_chosen = sdpa_backend_from(sdpa);
+      if (chunk > 0) r.out.chunk_chosen = chunk;
       std::cerr << "[rank " << dist->rank() << "] " << r.plan.rung.name << ": following rank 0\n";
       dist->guarded([&] {
         build(r);
@@ -917,7 +967,7 @@ int run_ladder(const LadderOptions& o) {
   meter->set_limit(prof.settings.cpu_memory_budget);
   Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, make_clock_sampler(dev), budget};
   ladder.rungs_to_run = runs_to_make(o.rung_filter, prof, records, writer.references());
-  ladder.keep_sdpa_timings(records);
+  ladder.keep_timings(records);
   if (budget.limited())
     std::cerr << "gpt2bench: time budget " << format_duration(budget.total_s()) << " for " << ladder.rungs_to_run
               << " rung(s): each takes the timed steps that fit its share (at least 1 per repetition)\n";
@@ -984,10 +1034,12 @@ int run_breakdown(const BreakdownOptions& o) {
   std::printf("%-28s %10s %10s %9s %9s %9s %9s %9s %9s\n", "rung", "events", "step ms", "data", "forward", "loss",
               "backward", "optim", "overhead");
   SdpaTimings sdpa_timed;
+  ChunkTimings chunk_timed;
   for (RungRecord* r : chosen) {
     choose_sdpa(*r, dev, sdpa_timed);
     if (r->plan.rung.spec.search_batch)
       r->out.batch = find_batch(r->spec(), dev, data.train, prof.seed, *meter, r->out.batch_search);
+    choose_chunk(*r, dev, chunk_timed);
     const Breakdown p = breakdown_rung(r->spec(), dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
                                        steps, *meter);
     write_breakdown(o.out_dir, r->plan.rung.name, p);

@@ -29,6 +29,7 @@ StepSpec RungRecord::spec() const {
   StepSpec s = plan.rung.spec;
   if (out.batch > 0) s.batch = out.batch, s.search_batch = false;
   if (out.sdpa_chosen) s.sdpa_backend = *out.sdpa_chosen;
+  if (out.chunk_chosen && s.model.classifier_chunk > 0) s.model.classifier_chunk = *out.chunk_chosen;
   return s;
 }
 
@@ -113,6 +114,7 @@ nlohmann::json to_json(const RungRecord& r) {
   if (!r.out.error.empty()) j["error"] = r.out.error;
   j["sdpa_backend_used"] = r.out.sdpa_backend_used;
   if (r.out.sdpa_choice) j["sdpa_choice"] = *r.out.sdpa_choice;
+  if (r.out.chunk_choice) j["classifier_chunk_choice"] = *r.out.chunk_choice;
   if (r.out.diverged_at) j["diverged_at_step"] = r.out.diverged_at;
   if (!r.out.breakdown.is_null()) j["breakdown"] = r.out.breakdown;
   if (ranks(r.plan.rung.spec) > 1) {
@@ -156,6 +158,10 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   if (j.contains("sdpa_choice")) {
     r.out.sdpa_choice = sdpa_choice_from(j["sdpa_choice"]);
     r.out.sdpa_chosen = r.out.sdpa_choice->chosen;
+  }
+  if (j.contains("classifier_chunk_choice")) {
+    r.out.chunk_choice = chunk_choice_from(j["classifier_chunk_choice"]);
+    r.out.chunk_chosen = r.out.chunk_choice->chosen;
   }
   r.out.diverged_at = j.value("diverged_at_step", int64_t{0});
   if (j.contains("batch_search")) r.out.batch_search = j["batch_search"];

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/ladder/parity.h"
+#include "bench/measure/chunk_choice.h"
 #include "bench/measure/sdpa_choice.h"
 #include "config/profile.h"
 #include "variants/registry.h"
@@ -58,6 +59,8 @@ struct RungOutcome {
   std::string sdpa_backend_used = "n/a";
   std::optional<SdpaBackend> sdpa_chosen;  // sdpa_backend: fastest — the kernel it ran with (rank 0 measured it)
   std::optional<SdpaChoice> sdpa_choice;   // and the measurement, on the rank that made it
+  std::optional<int64_t> chunk_chosen;     // classifier_chunk: fastest — the chunk it ran with (rank 0 measured it)
+  std::optional<ChunkChoice> chunk_choice; // and the measurement
   int64_t diverged_at = 0;  // the first step with a non-finite loss (1-based, warm-up included), 0 if none
   std::vector<double> rank_step_ms, rank_peak_alloc_bytes;  // data-parallel rungs: per rank, last repetition
   std::optional<double> scaling_efficiency;

@@ -78,7 +78,8 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
        {"settings",
         {{"sdpa_backend", to_string(s.settings.sdpa_backend)}, {"vocab_multiple", s.settings.vocab_multiple},
          {"max_batch", s.settings.max_batch}, {"cpu_memory_budget", s.settings.cpu_memory_budget},
-         {"classifier_chunk", s.settings.classifier_chunk}}}};
+         {"classifier_chunk", s.settings.classifier_chunk_fastest ? nlohmann::json("fastest")
+                                                                  : nlohmann::json(s.settings.classifier_chunk)}}}};
 }
 
 

@@ -46,7 +46,8 @@ struct Settings {
   int64_t vocab_multiple = 64;                    // vocab_padding: round the vocabulary up to this
   int64_t max_batch = 512;                        // batch_scaling: never try more
   int64_t cpu_memory_budget = int64_t(8) << 30;   // batch_scaling on the CPU: peak tensor bytes allowed
-  int64_t classifier_chunk = 1024;                // fused_classifier: tokens a chunk
+  int64_t classifier_chunk = 1024;                // fused_classifier: tokens a chunk (with fastest: the first tried)
+  bool classifier_chunk_fastest = false;          // fused_classifier: chunk timed per head (bench/measure/chunk_choice.h)
   bool operator==(const Settings&) const = default;
 };
 

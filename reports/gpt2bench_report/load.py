@@ -40,6 +40,7 @@ class Rung:
     compare_to: str | None = None
     variant: str = ""  # the variant the rung adds (or, drop_one, removes)
     sdpa_choice: dict | None = None  # settings.sdpa_backend: fastest — each SDPA kernel's time, the one chosen
+    chunk_choice: dict | None = None  # settings.classifier_chunk: fastest — each chunk's time, the one chosen
     anti_variant: bool = False  # slowed on purpose (sync_every_step): never a run's fastest
     kept: list | None = None  # a kept rung: each candidate extra, whether it joined and why (rungs.json "kept")
 
@@ -157,6 +158,7 @@ def load_run(path: str | Path) -> Run:
                     compare_to=r.get("compare_to"),
                     variant=r.get("variant", ""),
                     sdpa_choice=r.get("sdpa_choice"),
+                    chunk_choice=r.get("classifier_chunk_choice"),
                     anti_variant=bool(r.get("anti_variant", False)),
                     kept=r.get("kept"),
                 )

@@ -105,6 +105,18 @@ def run_notes(run: Run) -> list[str]:
                      "(settings.sdpa_backend: fastest; PyTorch's own choice kept unless another is faster by more "
                      f"than {100 * chosen[0].sdpa_choice.get('margin', 0):.0f}%), in ms: "
                      + "; ".join(timed(r) for r in chosen) + ".")
+    chunked = [r for r in run.rungs if r.chunk_choice]
+    if chunked:
+        def chunks(r) -> str:
+            c = r.chunk_choice
+            if c.get("timed_for"):
+                return f"{r.name} {c['chosen']} (as {c['timed_for']}: the same head)"
+            tries = ", ".join(f"{t['chunk']}: {t['ms']:.3g}" if "ms" in t else f"{t['chunk']}: {t.get('why', '')}"
+                              for t in c.get("tries", []))
+            return f"{r.name} {c['chosen']} ({tries})"
+        notes.append("Fused classifier's chunk timed on each LM head the rungs run, forward + backward, once a run "
+                     "(settings.classifier_chunk: fastest; the fastest median taken), tokens a chunk (ms): "
+                     + "; ".join(chunks(r) for r in chunked) + ".")
     for r in run.rungs:
         top = run.previous(r)
         if r.kind == "control" and r.ok and top:

@@ -310,6 +310,9 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     ok[3]["kept"] = [{"variant": "fused_classifier", "kept": True, "ratio": 1.04, "why": "faster than 11_top (1.040x)"},
                      {"variant": "fused_residual_norm", "kept": False, "ratio": 0.99,
                       "why": "not faster than 11_top (0.990x)"}]
+    ok[2]["classifier_chunk_choice"] = {"chosen": 4096, "tries": [{"chunk": 1024, "ms": 9.5}, {"chunk": 4096, "ms": 8.25},
+                                                                  {"chunk": 8192, "why": "CUDA out of memory."}]}
+    ok[3]["classifier_chunk_choice"] = dict(ok[2]["classifier_chunk_choice"], timed_for=ok[2]["name"])
     ok[1]["kind"] = "control"  # 00_baseline timed again (its compare_to): 32,741 over 32,292 tok/s
     (run_dir / "rungs.json").write_text(json.dumps(doc))
     run = load_run(run_dir)
@@ -332,6 +335,8 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     assert (f"{ok[1]['name']}: 00_baseline timed again after the extras, 1.014x its first timing (within noise, U test "
             "p=") in md
     assert "An extra joins the kept rungs only if faster than both timings." in md
+    assert (f"tokens a chunk (ms): {ok[2]['name']} 4096 (1024: 9.5, 4096: 8.25, 8192: CUDA out of memory.); "
+            f"{ok[3]['name']} 4096 (as {ok[2]['name']}: the same head).") in md
 
 
 def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path):
