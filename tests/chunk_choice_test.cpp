@@ -44,6 +44,15 @@ TEST(ChunkChoice, EveryChunkTimedInTurnsAfterAWarmUpTheFastestMedianWins) {
   EXPECT_DOUBLE_EQ(*c.tries[0].ms, 3.0);
 }
 
+TEST(ChunkChoice, ASingleCandidateIsChosenUntimed) {
+  std::vector<int64_t> calls;
+  const auto c = pick_classifier_chunk({64}, 5, fake_trial({{64, 1.0}}, &calls));
+  EXPECT_TRUE(calls.empty());
+  EXPECT_EQ(c.chosen, 64);
+  ASSERT_EQ(c.tries.size(), 1u);
+  EXPECT_EQ(c.tries[0].why, "not timed: the only candidate");
+}
+
 TEST(ChunkChoice, AChunkThatRunsOutOfMemoryIsRecordedWithWhyAndNoneIsAnError) {
   const auto c = pick_classifier_chunk({1024, 2048, 4096}, 1, fake_trial({{1024, 3.0}, {2048, 2.0}}));
   EXPECT_EQ(c.chosen, 2048);

@@ -113,32 +113,35 @@ std::string sdpa_fastest_profile(const test::TempDir& d) {
   return test::write_tiny_profile(d, body);
 }
 
-// settings.classifier_chunk: fastest — a rung with the fused classifier times its chunks on its head (here the
-// tiny step's 32 tokens: one chunk holds them all, the one candidate), runs with the fastest and says so; a later
-// rung with the same head takes that timing's choice; parity and the spec as it ran have it.
+// settings.classifier_chunk: fastest — a rung with the fused classifier times its chunks on its head (the tiny
+// model at batch 128: 2,048 tokens, so 1,024 and 2,048), runs with the fastest and says so; a later rung with the
+// same head takes that timing's choice; parity and the spec as it ran have it.
 TEST(Cli, ClassifierChunkFastestTimesTheChunksAndRunsTheRungWithTheChoice) {
   test::TempDir d;
   std::string body = kTinyProfile;
+  body.replace(body.find("batch: 2"), 8, "batch: 128");
   body.replace(body.find("variants: []"), 12,
                "plan: recipes\nrecipes: {fc: [fused_classifier], fc_adamw: [fused_adamw, fused_classifier]}\n"
                "breakdown_steps: 0\nsettings: {classifier_chunk: fastest}");
   auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("classifier chunks timed on this head: 32: "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("classifier chunk: 32 tokens (timed for 01_fc on the same head, N=32 C=32 V=97 Float from "
-                          "1024)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("classifier chunks timed on this head: 1024: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" tokens (timed for 01_fc on the same head, N=2048 C=32 V=97 Float from 1024)"),
+            std::string::npos) << r.output;
   const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
   ASSERT_EQ(doc["rungs"].size(), 3u);
   EXPECT_FALSE(doc["rungs"][0].contains("classifier_chunk_choice"));  // no fused classifier in the baseline
   const auto &fc = doc["rungs"][1], &next = doc["rungs"][2];
-  ASSERT_EQ(fc["classifier_chunk_choice"]["chosen"], 32) << fc.dump();
-  EXPECT_EQ(fc["classifier_chunk_choice"]["tries"].size(), 1u);
+  const int64_t chosen = fc["classifier_chunk_choice"]["chosen"];
+  EXPECT_TRUE(chosen == 1024 || chosen == 2048) << fc.dump();
+  ASSERT_EQ(fc["classifier_chunk_choice"]["tries"].size(), 2u);
+  for (const auto& t : fc["classifier_chunk_choice"]["tries"]) EXPECT_GT(t["ms"].get<double>(), 0) << t;
   EXPECT_FALSE(fc["classifier_chunk_choice"].contains("timed_for"));  // its own timing
-  EXPECT_EQ(fc["spec"]["model"]["classifier_chunk"], 32);
+  EXPECT_EQ(fc["spec"]["model"]["classifier_chunk"], chosen);
   EXPECT_EQ(fc["spec"]["settings"]["classifier_chunk"], "fastest");
   EXPECT_EQ(fc["parity"]["verdict"], "pass");
   EXPECT_EQ(next["classifier_chunk_choice"]["timed_for"], "01_fc");
-  EXPECT_EQ(next["spec"]["model"]["classifier_chunk"], 32);
+  EXPECT_EQ(next["spec"]["model"]["classifier_chunk"], chosen);
 }
 
 // settings.sdpa_backend: fastest — the rung times each SDPA kernel on its attention, runs with the

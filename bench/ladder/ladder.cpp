@@ -164,10 +164,17 @@ void choose_chunk(RungRecord& r, const DeviceInfo& dev, ChunkTimings& timed) {
               << key << ")\n";
     return;
   }
+  if (c.tries.size() == 1 && !c.tries[0].ms) {
+    std::cerr << "    classifier chunk: " << c.chosen << " tokens (one chunk holds the step's tokens: nothing to time)\n";
+    return;
+  }
   std::ostringstream tries;
   tries.precision(3);
-  for (const auto& t : c.tries)
-    tries << (tries.tellp() > 0 ? ", " : "") << t.chunk << ": " << (t.ms ? std::to_string(*t.ms) + " ms" : t.why);
+  for (const auto& t : c.tries) {
+    tries << (tries.tellp() > 0 ? ", " : "") << t.chunk << ": ";
+    if (t.ms) tries << *t.ms << " ms";
+    else tries << t.why;
+  }
   std::cerr << "    classifier chunks timed on this head: " << tries.str() << " -> " << c.chosen << " tokens\n";
 }
 

@@ -26,6 +26,11 @@ std::vector<int64_t> classifier_chunk_candidates(int64_t first, int64_t tokens) 
 ChunkChoice pick_classifier_chunk(const std::vector<int64_t>& candidates, int rounds,
                                   const std::function<double(int64_t)>& trial) {
   ChunkChoice c;
+  if (candidates.size() == 1) {  // one chunk holds every token: nothing to choose, nothing timed
+    c.tries.push_back({candidates[0], std::nullopt, "not timed: the only candidate"});
+    c.chosen = candidates[0];
+    return c;
+  }
   std::vector<std::vector<double>> times(candidates.size());
   std::vector<bool> runs;
   for (int64_t chunk : candidates) {  // the first call warms it up and says whether it runs

@@ -35,7 +35,8 @@ std::vector<int64_t> classifier_chunk_candidates(int64_t first, int64_t tokens);
 
 // `trial(chunk)`: seconds of one forward + backward at that chunk; it throws where the chunk cannot run (out of
 // memory). Each candidate is tried once (warm-up, and whether it runs), then timed `rounds` times in turns; the
-// fastest median wins. Throws std::runtime_error, every reason listed, when none runs.
+// fastest median wins. Throws std::runtime_error, every reason listed, when none runs. A single candidate is
+// chosen untimed.
 ChunkChoice pick_classifier_chunk(const std::vector<int64_t>& candidates, int rounds,
                                   const std::function<double(int64_t)>& trial);
 
