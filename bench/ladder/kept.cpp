@@ -66,9 +66,11 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
         const bool faster_after = beats(r, *again, after, ratio_after);
         e["again"] = after;
         e["again"].erase("text");
-        why += (faster_before == faster_after ? " and " : faster_after ? ", but faster " : ", but not measurably ") +
-               std::string(faster_after || !faster_before ? "than " : "faster than ") + again->name() +
-               ", the top timed again after the extras (" + after["text"].get<std::string>() + ")";
+        const std::string later = again->name() + ", the top timed again after the extras (" +
+                                  after["text"].get<std::string>() + ")";
+        if (faster_before == faster_after) why += " and than " + later;
+        else if (faster_before) why += ", but not measurably faster than " + later;
+        else why += ", but faster than " + later;
         faster = faster_before && faster_after;
         ratio = std::min(ratio, ratio_after);
       }
