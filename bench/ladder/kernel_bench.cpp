@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench/measure/chunk_choice.h"
 #include "bench/runtime/device.h"
 #include "common/errors.h"
 #include "common/files.h"
@@ -134,8 +135,7 @@ KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int roun
   const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
   const at::Tensor h = input({N, C}, opts), w = input({V, C}, opts);
   const at::Tensor t = at::randint(s.model.vocab_size, {N}, at::device(torch_device(dev)).dtype(at::kLong));
-  std::vector<int64_t> chunks = {std::min(chunk, N)};
-  while (chunks.back() < N) chunks.push_back(std::min(2 * chunks.back(), N));
+  const std::vector<int64_t> chunks = classifier_chunk_candidates(chunk, N);  // what classifier_chunk: fastest times
   std::vector<Pass> passes;
   for (const int64_t c : chunks) {
     std::string name = "ours: linear_cross_entropy (kernels/classifier), chunk=" + std::to_string(c);

@@ -634,9 +634,9 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
       st.SkipWithError(rec.out.error.c_str());
       return;
     }
-    if (rep == 0 && rec.plan.kind == RungKind::kControl)
-      rec.out.breakdown = {{"skipped", "the top's step again: its breakdown is the top's"}};
     if (rep == 0) {
+      if (rec.plan.kind == RungKind::kControl)
+        rec.out.breakdown = {{"skipped", "the top's step again: its breakdown is the top's"}};
       const double started = ladder.budget.elapsed_s();
       const double share = ladder.budget.share_s(ladder.rungs_to_run - ladder.rungs_started++);
       std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec.plan.rung.name << ": build + "
