@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from .load import Run  # noqa: E402
-from .stats import differs  # noqa: E402
+from .stats import against_previous  # noqa: E402
 
 GIB = float(2**30)  # memory is shown in GiB: an "80 GB" H100 holds 79.2 GiB (85.0e9 bytes)
 
@@ -45,8 +45,8 @@ def ladder_chart(run: Run) -> plt.Figure:
         prev = run.previous(r)
         label = f"{r.tokens_per_sec / base:.2f}x base"
         if prev:
-            real, _ = differs(prev.rep_tokens_per_sec, r.rep_tokens_per_sec)
-            label = f"{r.tokens_per_sec / prev.tokens_per_sec:.2f}x prev" + ("" if real else " (noise)") + ", " + label
+            state = against_previous(run, r)[0]
+            label = f"{r.tokens_per_sec / prev.tokens_per_sec:.2f}x prev" + ("" if state == "real" else f" ({state})") + ", " + label
         mark = {"pass": " ✓", "fail": " ✗ parity"}.get(r.parity_verdict, "")
         # Written along the bar: upright text collided between neighbouring bars.
         ax.annotate(label + mark, (bar.get_x() + bar.get_width() / 2, bar.get_height()),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import charts, generations
 from .load import Run
-from .stats import ALPHA, MIN_REPS_FOR_U, differs
+from .stats import ALPHA, MIN_REPS_FOR_U, against_previous, differs
 
 
 _fmt = charts.fmt
@@ -31,6 +31,9 @@ def _parity(r) -> str:
     return f"{r.parity_verdict} ({r.parity_dev:.1e}{grad})"
 
 
+_STATE = {"real": "real", "noise": "within noise", "drift": "drift", "under drift": "real, under drift"}
+
+
 def ladder_table(run: Run) -> list[list[str]]:
     """Rows of the per-run table: every rung, skipped and failed ones included, with why."""
     rows = [["rung", "status", "tok/s", "vs prev", "vs base", "step ms", "peak alloc GiB", "MFU", "parity", "noise",
@@ -43,10 +46,8 @@ def ladder_table(run: Run) -> list[list[str]]:
             why = "; ".join([error] * bool(error) + [f"{s['variant']}: {s['reason']}" for s in r.skipped])
             rows.append([r.name, r.status, "-", "-", "-", "-", "-", "-", "-", why, "-", "-"])
             continue
-        noise = ""
-        if prev:
-            real, how = differs(prev.rep_tokens_per_sec, r.rep_tokens_per_sec)
-            noise = ("real" if real else "within noise") + f" ({how})"
+        verdict = against_previous(run, r)
+        noise = "" if verdict is None else f"{_STATE[verdict[0]]} ({verdict[1]})"
         interval = "-" if not r.ci else f"{r.ci[0]:,.0f}-{r.ci[1]:,.0f} ({100 * (r.ci_level or 0):.1f}%)"
         rows.append([
             r.name, "ok (throttled)" if r.throttled else "ok", _fmt(r.tokens_per_sec),
@@ -74,7 +75,10 @@ def run_notes(run: Run) -> list[str]:
         "the repetitions' standard deviation over their mean.",
         f"noise: a difference from the previous rung is real when an exact two-sided Mann-Whitney U test gives "
         f"p < {ALPHA} (both rungs with {MIN_REPS_FOR_U}+ repetitions, as Google Benchmark's compare.py), else when "
-        "the repetitions' ranges do not overlap.",
+        "the repetitions' ranges do not overlap. Where the rung measured against was timed again later in the "
+        "run (the control rung, the top timed again after the extras), a rung between the two timings is real only "
+        "against both, in the same direction, and \"drift\" against one alone; any other real difference no "
+        "larger than the drift a control measured is \"real, under drift\" (the chart: \"(under drift)\").",
     ]
     if run.flop_shares:
         s = run.flop_shares

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from math import comb
+from math import comb, log
 
 ALPHA = 0.05
 MIN_REPS_FOR_U = 4  # below this the U test cannot reach p < 0.05; ranges are compared instead
@@ -43,3 +43,37 @@ def differs(a: list[float], b: list[float]) -> tuple[bool, str]:
         return p < ALPHA, f"U test p={p:.3f}"
     apart = max(a) < min(b) or max(b) < min(a)
     return apart, "repetition ranges " + ("apart" if apart else "overlap")
+
+
+def against_previous(run, rung) -> tuple[str, str] | None:
+    """A rung against the rung it is measured against (run.previous), drift included: (state, how), state one of
+    "real", "noise", "drift", "under drift"; None without a previous rung.
+
+    Where that rung was timed again later in the run (a `control` rung: the top timed again after the extras), a
+    rung it brackets is real only if it differs from both timings in the same direction; a difference from one
+    alone is "drift" (the machine's, between the two timings). The control's own difference is the drift. Any
+    other real difference no larger than the drift a control measured in this run is "under drift": no interval
+    over one rung's repetitions sees drift, and rungs timed apart are uncertain by about that much."""
+    prev = run.previous(rung)
+    if prev is None:
+        return None
+    real, how = differs(prev.rep_tokens_per_sec, rung.rep_tokens_per_sec)
+    controls = [r for r in run.rungs if r.kind == "control" and r.ok and run.previous(r) is not None]
+    if rung.kind == "control":
+        return ("drift" if real else "noise"), how
+    again = next((c for c in controls if run.previous(c) is prev), None)
+    if again is not None:
+        real2, how2 = differs(again.rep_tokens_per_sec, rung.rep_tokens_per_sec)
+        faster, faster2 = rung.tokens_per_sec > prev.tokens_per_sec, rung.tokens_per_sec > again.tokens_per_sec
+        both = (f"{prev.name}: {how}; {rung.tokens_per_sec / again.tokens_per_sec:.2f}x {again.name}, the same "
+                f"timed again after: {how2}")
+        if real and real2 and faster == faster2:
+            return "real", "against both timings, " + both
+        return ("drift" if real or real2 else "noise"), both
+    drifts = [(c, c.tokens_per_sec / run.previous(c).tokens_per_sec) for c in controls
+              if differs(run.previous(c).rep_tokens_per_sec, c.rep_tokens_per_sec)[0]]
+    if real and drifts:
+        c, drift = max(drifts, key=lambda d: abs(log(d[1])))
+        if abs(log(rung.tokens_per_sec / prev.tokens_per_sec)) <= abs(log(drift)):
+            return "under drift", f"{how}; no more than this run's drift, {c.name} {drift:.2f}x"
+    return ("real" if real else "noise"), how

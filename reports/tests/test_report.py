@@ -17,7 +17,7 @@ from gpt2bench_report import charts
 from gpt2bench_report.__main__ import main
 from gpt2bench_report.generations import cost_table
 from gpt2bench_report.render import build_figures, eager_gaps, ladder_table
-from gpt2bench_report.stats import differs, mann_whitney_p
+from gpt2bench_report.stats import against_previous, differs, mann_whitney_p
 
 ROOT = FIXTURES.parents[2]
 
@@ -176,6 +176,56 @@ def test_noise_marks():
     assert not differs([1, 3, 5, 7, 9], [2, 4, 6, 8, 10])[0]
     assert not differs([1.0, 2.0], [1.5, 3.0])[0]  # too few for a U test: overlapping ranges
     assert differs([1.0, 2.0], [3.0, 4.0]) == (True, "repetition ranges apart")
+
+
+def test_a_rung_between_two_timings_of_the_one_it_is_measured_against_is_real_only_against_both(tmp_path):
+    # The committed run 20261124-152314 (a 2-core EPYC): 22_top_again came out 1.17x 12_batch_scaling, the top it
+    # times again after the extras. Extras 1.11-1.13x the first timing and 0.95-0.97x the second are drift.
+    run = load_run(ROOT / "reports" / "reference" / "cpu-amd-epyc" / "20261124-152314-cpu-scaled")
+    state = {r.name: against_previous(run, r) for r in run.rungs if r.ok}
+    assert state["00_baseline"] is None
+    assert state["22_top_again"][0] == "drift"
+    for name in ["18_top+fused_gelu_backward", "19_top+gelu_epilogues", "20_top+fused_residual_norm",
+                 "21_top+sync_every_step", "16_top+weight_tying"]:
+        assert state[name][0] == "drift", (name, state[name])
+    assert state["17_top+fused_classifier"] == (
+        "real", "against both timings, 12_batch_scaling: U test p=0.008; 1.05x 22_top_again, the same timed again "
+        "after: U test p=0.008")
+    assert state["14_top+bf16_autocast"][0] == "real"  # slower than both
+    assert state["23_top+kept"][0] == "real"
+    assert state["05_bf16_cast"] == ("real", "U test p=0.008")  # 2.51x: far beyond the drift
+    assert state["12_batch_scaling"][0] == "real"  # 0.85x: just beyond it
+    assert state["24_planned_batch+kept"] == (
+        "under drift", "U test p=0.008; no more than this run's drift, 22_top_again 1.17x")
+    assert state["08_fuse_qkv"][0] == "noise"
+    rows = {r[0]: r for r in ladder_table(run)[1:]}
+    assert rows["18_top+fused_gelu_backward"][9].startswith("drift (12_batch_scaling: U test p=0.008; 0.97x 22_top_again")
+    assert rows["24_planned_batch+kept"][9].startswith("real, under drift (")
+    labels = {t.get_text().split(",")[0] for t in charts.ladder_chart(run).axes[0].texts}
+    assert {"1.13x prev (drift)", "1.22x prev", "0.97x prev (under drift)", "1.00x prev (noise)"} <= labels
+    charts.plt.close("all")
+
+    # Faster than the first timing and slower than the second, each beyond noise: drift, not a gain or a loss.
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    ok = [r for r in doc["rungs"] if r["status"] == "ok"]
+    top, extra, again = ok[-3:]
+    for r, tps in [(top, 100.0), (extra, 110.0), (again, 120.0)]:
+        r["repetitions"]["tokens_per_sec"] = [tps + d for d in (-2, -1, 0, 1, 2)]
+        r["median"]["tokens_per_sec"] = tps
+    extra.update(kind="extra", compare_to=top["name"])
+    again.update(kind="control", compare_to=top["name"])
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    assert against_previous(run, run.rung(extra["name"]))[0] == "drift"
+    assert against_previous(run, run.rung(again["name"]))[0] == "drift"
+    for r, tps in [(extra, 125.0)]:  # now faster than both
+        r["repetitions"]["tokens_per_sec"] = [tps + d for d in (-2, -1, 0, 1, 2)]
+        r["median"]["tokens_per_sec"] = tps
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    assert against_previous(run, run.rung(extra["name"]))[0] == "real"
 
 
 def test_report_files_and_self_contained_html(tmp_path):
