@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 
 #include "helpers.h"
 
@@ -96,8 +97,9 @@ TEST(Ddp, RankZeroWaitsForEveryRankToReadDone) {
 }
 
 TEST(Ddp, LadderUnderTorchrun) {
-  const std::string torchrun = GPT2BENCH_SOURCE_DIR "/.venv/bin/torchrun";
-  if (!files::exists(torchrun)) GTEST_SKIP() << "skipped: no torchrun in the project's .venv";
+  // The torchrun beside the interpreter this build was configured with (.venv's, .venv-cuda's for the CUDA build).
+  const std::string torchrun = (std::filesystem::path(GPT2BENCH_PYTHON).parent_path() / "torchrun").string();
+  if (!files::exists(torchrun)) GTEST_SKIP() << "skipped: no " << torchrun << " beside the project's Python";
   test::TempDir d;
   const auto profile = test::write_tiny_profile(d, kProfile);
   auto r = test::run_command(torchrun + " --standalone --nproc_per_node=2 --no-python " + GPT2BENCH_BINARY + " ladder --profile " +
