@@ -255,10 +255,26 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("is settled by a ladder run"), std::string::npos) << r.output;
   // The top's second timing has no breakdown pass in the ladder (the top's step again), nor in a breakdown run of
-  // every rung (not run here: two dozen rungs' passes), but by name it is the top's step as any other.
+  // every rung; there each extra runs at the batch the top's search chose, as in the ladder.
+  r = test::run_gpt2bench("breakdown --profile " + profile + " --out " + (d / "all"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(files::exists(d / ("all/breakdown/" + again["name"].get<std::string>() + ".json")));
+  auto batch_of = [&](const std::string& rung) {
+    return nlohmann::json::parse(test::read_text(d / ("all/breakdown/" + rung + ".json")))["batch"].get<int64_t>();
+  };
+  int extras = 0;
+  for (const auto& x : first["rungs"])
+    if (x["kind"] == "extra" && x["status"] == "ok" && ++extras)
+      EXPECT_EQ(batch_of(x["name"]), batch_of("12_batch_scaling")) << x["name"];
+  EXPECT_GE(extras, 4);
+  // By name it is the top's step as any other: at the batch a search for the top chose, not one of its own.
   r = test::run_gpt2bench("breakdown --profile " + profile + " --rung top_again --out " + (d / "again"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(files::exists(d / ("again/breakdown/" + again["name"].get<std::string>() + ".json")));
+  const std::string at = again["name"].get<std::string>() + ": at 12_batch_scaling's batch ";
+  const auto where = r.output.find(at);
+  ASSERT_NE(where, std::string::npos) << r.output;
+  const auto pass = nlohmann::json::parse(test::read_text(d / ("again/breakdown/" + again["name"].get<std::string>() + ".json")));
+  EXPECT_EQ(pass["batch"].get<int64_t>(), std::stoll(r.output.substr(where + at.size()))) << r.output;
 }
 
 }  // namespace

@@ -1015,6 +1015,24 @@ int run_ladder(const LadderOptions& o) {
   return conclude(ran, ladder, writer, o.out_dir);
 }
 
+namespace {
+
+// The rung an extra, kept or control rung is built on, as planned: its compare_to, past rungs the plan skipped (13_ddp
+// on one process). Null for any other rung.
+RungRecord* planned_top(std::vector<RungRecord>& records, const RungRecord& r) {
+  if (r.plan.kind != RungKind::kExtra && r.plan.kind != RungKind::kKept && r.plan.kind != RungKind::kControl)
+    return nullptr;
+  for (std::string name = r.plan.compare_to; !name.empty();) {
+    auto it = std::find_if(records.begin(), records.end(), [&](const RungRecord& o) { return o.plan.rung.name == name; });
+    if (it == records.end()) return nullptr;
+    if (it->out.status != RungStatus::kSkipped) return &*it;
+    name = it->plan.compare_to;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 int run_breakdown(const BreakdownOptions& o) {
   Profile prof = load_profile(o.profile_path);
   DeviceInfo dev = detect_device(o.device.empty() ? prof.device : o.device);
@@ -1044,8 +1062,20 @@ int run_breakdown(const BreakdownOptions& o) {
   ChunkTimings chunk_timed;
   for (RungRecord* r : chosen) {
     choose_sdpa(*r, dev, sdpa_timed);
-    if (r->plan.rung.spec.search_batch)
-      r->out.batch = find_batch(r->spec(), dev, data.train, prof.seed, *meter, r->out.batch_search);
+    if (r->plan.rung.spec.search_batch) {
+      // As in the ladder (take_top_batch): a rung on the top at the batch the top's search chose, searched here
+      // for the top where it is not among the rungs asked for.
+      RungRecord* top = planned_top(records, *r);
+      RungRecord& owner = top && top->plan.rung.spec.search_batch ? *top : *r;
+      if (owner.out.batch == 0) {
+        choose_sdpa(owner, dev, sdpa_timed);
+        owner.out.batch = find_batch(owner.spec(), dev, data.train, prof.seed, *meter, owner.out.batch_search);
+      }
+      r->out.batch = owner.out.batch;
+      if (&owner != r)
+        std::fprintf(stderr, "    %s: at %s's batch %lld\n", r->name().c_str(), owner.name().c_str(),
+                     static_cast<long long>(r->out.batch));
+    }
     choose_chunk(*r, dev, chunk_timed);
     const Breakdown p = breakdown_rung(r->spec(), dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
                                        steps, *meter);

@@ -56,6 +56,7 @@ Breakdown breakdown_rung(const StepSpec& timed, const DeviceInfo& dev, const at:
   flops.stop();
 
   Breakdown p;
+  p.batch = spec.batch;
   const auto events = collector->events();
   p.summary = summarize(events, steps, profiled, collector->source());
   p.summary.overhead = plain > 0 ? profiled / plain - 1.0 : 0.0;
@@ -89,6 +90,7 @@ void write_breakdown(const std::string& dir, const std::string& rung, const Brea
   files::create_dirs(base);
   nlohmann::json summary = to_json(p.summary);
   summary["rung"] = rung;
+  summary["batch"] = p.batch;
   summary["memory"] = to_json(p.memory);
   files::write_file_atomic(files::join(base, rung + ".json"), summary.dump(2) + "\n");
   files::write_file_atomic(files::join(base, rung + ".trace.json"), p.trace.dump() + "\n");

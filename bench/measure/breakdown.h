@@ -20,6 +20,7 @@ struct MemoryBreakdown {
 nlohmann::json to_json(const MemoryBreakdown& m);
 
 struct Breakdown {
+  int64_t batch = 0;  // sequences a step on this process (the pass's, with a searched batch the one chosen)
   ProfileSummary summary;
   nlohmann::json trace;
   MemoryBreakdown memory;
