@@ -216,6 +216,36 @@ TEST(CuptiAggregation, Categories) {
   EXPECT_EQ(category("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4>", "kernel"), "attention");
   EXPECT_EQ(category("void at::native::vectorized_layer_norm_kernel<float>", "kernel"), "normalization");
   EXPECT_EQ(category("void at::native::nll_loss_forward_reduce_cuda_kernel_2d", "kernel"), "loss");
+  // As CUPTI names them once demangled (torch 2.14's libtorch_cuda.so, our kernels' objects): the loss's
+  // log-softmax is not the attention's softmax; our fused kernels land where the ops they replace did.
+  EXPECT_EQ(category("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, "
+                     "c10::BFloat16, at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(c10::BFloat16*, "
+                     "c10::BFloat16 const*, int)", "kernel"), "loss");
+  EXPECT_EQ(category("void at::native::(anonymous namespace)::cunn_SoftMaxBackward<8, c10::BFloat16, float, "
+                     "c10::BFloat16, at::native::(anonymous namespace)::LogSoftMaxBackwardEpilogue>(c10::BFloat16*, "
+                     "c10::BFloat16 const*, c10::BFloat16 const*, long)", "kernel"), "loss");
+  EXPECT_EQ(category("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, "
+                     "c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, "
+                     "c10::BFloat16 const*, int)", "kernel"), "attention");
+  EXPECT_EQ(category("void gpt2::kernels::(anonymous namespace)::softmax_xent_backward_kernel<c10::BFloat16, 8>("
+                     "c10::BFloat16*, long const*, float*, long, float)", "kernel"), "loss");
+  for (const char* way : {"forward", "backward"})
+    EXPECT_EQ(category(std::string("void gpt2::kernels::(anonymous namespace)::add_ln_") + way +
+                           "_kernel<c10::BFloat16, 8>(c10::BFloat16 const*, c10::BFloat16 const*, long, long)", "kernel"),
+              "normalization") << way;
+  for (const char* k : {"void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, long, long, long, "
+                        "long, bool)",
+                        "void at::native::(anonymous namespace)::sum_and_scatter<c10::BFloat16, long>(long const*, "
+                        "c10::BFloat16*, long, long const*, long const*, float const*, long const*, long, long)",
+                        "void at::native::(anonymous namespace)::compute_grad_weight<c10::BFloat16, long>()",
+                        "void at::native::(anonymous namespace)::krn_partials_per_segment<long>(long*, long const*, "
+                        "long const*, long)",
+                        "void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::"
+                        "DeviceRadixSortPolicy<long, long, unsigned long>::Policy900>()"})
+    EXPECT_EQ(category(k, "kernel"), "embedding") << k;
+  EXPECT_EQ(category("void gpt2::kernels::(anonymous namespace)::bias_gelu_backward_kernel<c10::BFloat16, 8>("
+                     "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16*, float*, long, long)", "kernel"),
+            "elementwise");
   EXPECT_EQ(category("memset", "memset"), "memcpy");
   EXPECT_EQ(category("aten::addmm"), "matmul");
   EXPECT_EQ(category("aten::bmm"), "attention");

@@ -216,17 +216,23 @@ std::string category(const std::string& raw, const std::string& kind) {
       if (n.find(k) != std::string::npos) return true;
     return false;
   };
-  if (has({"cross_entropy", "nll_loss", "log_softmax"})) return "loss";
+  // ATen's CUDA log-softmax is cunn_SoftMax*<..., LogSoftMax*Epilogue>: the loss's, not the attention's softmax;
+  // softmax_xent_* is our fused classifier's (kernels/cuda/classifier.cu).
+  if (has({"cross_entropy", "nll_loss", "log_softmax", "logsoftmax", "softmax_xent"})) return "loss";
   if (has({"scaled_dot_product", "flash", "attention", "fmha", "softmax", "masked_fill", "triu"})) return "attention";
   // Batched matmuls (scores, weighted values) only occur in attention in this model; on the GPU
   // they are GEMM kernels like any other and count as matmul.
   if (kind == "op" && has({"bmm", "aten::matmul"})) return "attention";
   if (has({"adam", "_foreach", "lerp", "addcdiv", "addcmul", "_amp_"})) return "optimizer";
-  if (has({"layer_norm", "layernorm", "aten::mean", "aten::var", "reduce"})) return "normalization";
+  if (has({"layer_norm", "layernorm", "add_ln_", "aten::mean", "aten::var", "reduce"})) return "normalization";
   if (has({"mm", "matmul", "linear", "gemm", "cutlass", "xmma", "nvjet", "cublas", "ampere_sgemm", "_addmm"}))
     return "matmul";
   if (has({"copy_", "aten::to", "_to_copy", "memcpy"})) return "memcpy";
-  if (has({"embedding"})) return "embedding";
+  // The embeddings' kernels on CUDA: index_select's gather forward; backward, the indices sorted (nothing else in
+  // this step sorts) and each row's gradient summed by segment (ATen's EmbeddingBackwardKernel.cu).
+  if (has({"embedding", "vectorized_gather", "indexselect", "compute_grad_weight", "sum_and_scatter", "krn_partial",
+           "partial_segment", "radixsort"}))
+    return "embedding";
   if (kind == "op" && n.rfind("aten::", 0) == 0) return "elementwise";
   if (kind == "kernel" && has({"elementwise", "vectorized", "unrolled", "gelu", "dropout", "tanh", "pow"}))
     return "elementwise";
