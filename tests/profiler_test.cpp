@@ -243,6 +243,9 @@ TEST(CuptiAggregation, Categories) {
                         "void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::"
                         "DeviceRadixSortPolicy<long, long, unsigned long>::Policy900>()"})
     EXPECT_EQ(category(k, "kernel"), "embedding") << k;
+  EXPECT_EQ(category("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+                     "namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::BinaryOpScalarFunctor<float, "
+                     "1, 1, 0>, std::multiplies<float>, float>()", "kernel"), "optimizer");
   EXPECT_EQ(category("void gpt2::kernels::(anonymous namespace)::bias_gelu_backward_kernel<c10::BFloat16, 8>("
                      "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16*, float*, long, long)", "kernel"),
             "elementwise");

@@ -223,7 +223,9 @@ std::string category(const std::string& raw, const std::string& kind) {
   // Batched matmuls (scores, weighted values) only occur in attention in this model; on the GPU
   // they are GEMM kernels like any other and count as matmul.
   if (kind == "op" && has({"bmm", "aten::matmul"})) return "attention";
-  if (has({"adam", "_foreach", "lerp", "addcdiv", "addcmul", "_amp_"})) return "optimizer";
+  // multi_tensor_apply_kernel<..., BinaryOpScalarFunctor<...>, std::multiplies<float>>: a for-each op's kernel on
+  // CUDA (its name says the arithmetic, not the op); only the optimizer and zero_grad use them in this step.
+  if (has({"adam", "_foreach", "multi_tensor_apply", "lerp", "addcdiv", "addcmul", "_amp_"})) return "optimizer";
   if (has({"layer_norm", "layernorm", "add_ln_", "aten::mean", "aten::var", "reduce"})) return "normalization";
   if (has({"mm", "matmul", "linear", "gemm", "cutlass", "xmma", "nvjet", "cublas", "ampere_sgemm", "_addmm"}))
     return "matmul";
