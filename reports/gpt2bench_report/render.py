@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import charts, generations
 from .load import Run
-from .stats import ALPHA, MIN_REPS_FOR_U, against_previous, differs
+from .stats import ALPHA, MIN_REPS_FOR_U, against_previous, differs, drifts
 
 
 _fmt = charts.fmt
@@ -78,8 +78,14 @@ def run_notes(run: Run) -> list[str]:
         "the repetitions' ranges do not overlap. Where the rung measured against was timed again later in the "
         "run (the control rung, the top timed again after the extras), a rung between the two timings is real only "
         "against both, in the same direction, and \"drift\" against one alone; any other real difference no "
-        "larger than the drift a control measured is \"real, under drift\" (the chart: \"(under drift)\").",
+        "larger than the largest drift the run measured (a control, or a reference's C++ rung timed again after "
+        "it, against its first timing) is \"real, under drift\" (the chart: \"(under drift)\").",
     ]
+    found = drifts(run)
+    if found:
+        notes.append("drift this run measured, a step timed twice (the second timing over the first, each pair beyond "
+                     "noise): " + "; ".join(f"{what} {ratio:.3f}x" for what, ratio in found) + ". Differences between "
+                     "rungs timed apart no larger than the largest are \"real, under drift\".")
     if run.flop_shares:
         s = run.flop_shares
         notes.append(f"where a token's model FLOPs go here: blocks' weight matmuls {100 * s['blocks']:.1f}%, LM head "

@@ -52,8 +52,8 @@ def against_previous(run, rung) -> tuple[str, str] | None:
     Where that rung was timed again later in the run (a `control` rung: the top timed again after the extras), a
     rung it brackets is real only if it differs from both timings in the same direction; a difference from one
     alone is "drift" (the machine's, between the two timings). The control's own difference is the drift. Any
-    other real difference no larger than the drift a control measured in this run is "under drift": no interval
-    over one rung's repetitions sees drift, and rungs timed apart are uncertain by about that much."""
+    other real difference no larger than the largest drift measured in this run (`drifts`) is "under drift": no
+    interval over one rung's repetitions sees drift, and rungs timed apart are uncertain by about that much."""
     prev = run.previous(rung)
     if prev is None:
         return None
@@ -70,10 +70,25 @@ def against_previous(run, rung) -> tuple[str, str] | None:
         if real and real2 and faster == faster2:
             return "real", "against both timings, " + both
         return ("drift" if real or real2 else "noise"), both
-    drifts = [(c, c.tokens_per_sec / run.previous(c).tokens_per_sec) for c in controls
-              if differs(run.previous(c).rep_tokens_per_sec, c.rep_tokens_per_sec)[0]]
-    if real and drifts:
-        c, drift = max(drifts, key=lambda d: abs(log(d[1])))
+    found = drifts(run)
+    if real and found:
+        what, drift = max(found, key=lambda d: abs(log(d[1])))
         if abs(log(rung.tokens_per_sec / prev.tokens_per_sec)) <= abs(log(drift)):
-            return "under drift", f"{how}; no more than this run's drift, {c.name} {drift:.2f}x"
+            return "under drift", f"{how}; no more than this run's drift, {what} {drift:.2f}x"
     return ("real" if real else "noise"), how
+
+
+def drifts(run) -> list[tuple[str, float]]:
+    """Each second timing of a step in the run that differs from its first beyond noise, as (what, second over
+    first): the control rungs (the top timed again after the extras), and each reference's C++ rung timed again
+    right after the reference (rungs.json references[].again)."""
+    found = [(c.name, c.tokens_per_sec / run.previous(c).tokens_per_sec) for c in run.rungs
+             if c.kind == "control" and c.ok and run.previous(c) is not None
+             and differs(run.previous(c).rep_tokens_per_sec, c.rep_tokens_per_sec)[0]]
+    for ref in run.references:
+        again = ref.get("again") or {}
+        first = run.rung(again.get("rung", ""))
+        reps = (again.get("repetitions") or {}).get("tokens_per_sec") or []
+        if first is not None and first.ok and again.get("cpp_tokens_per_sec") and differs(first.rep_tokens_per_sec, reps)[0]:
+            found.append((f"{first.name} timed again after {ref['name']}", again["cpp_tokens_per_sec"] / first.tokens_per_sec))
+    return found

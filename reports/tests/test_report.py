@@ -17,7 +17,7 @@ from gpt2bench_report import charts
 from gpt2bench_report.__main__ import main
 from gpt2bench_report.generations import cost_table
 from gpt2bench_report.render import build_figures, eager_gaps, ladder_table
-from gpt2bench_report.stats import against_previous, differs, mann_whitney_p
+from gpt2bench_report.stats import against_previous, differs, drifts, mann_whitney_p
 
 ROOT = FIXTURES.parents[2]
 
@@ -226,6 +226,25 @@ def test_a_rung_between_two_timings_of_the_one_it_is_measured_against_is_real_on
     (run_dir / "rungs.json").write_text(json.dumps(doc))
     run = load_run(run_dir)
     assert against_previous(run, run.rung(extra["name"]))[0] == "real"
+    # No control rung: a reference's C++ rung timed again after it measures the drift instead.
+    doc = json.loads((FIXTURES / "cpu_2threads" / "rungs.json").read_text())
+    ok = [r for r in doc["rungs"] if r["status"] == "ok"]
+    for r, tps in [(ok[0], 100.0), (ok[1], 200.0), (ok[2], 210.0)]:
+        r["repetitions"]["tokens_per_sec"] = [tps + d for d in (-2, -1, 0, 1, 2)]
+        r["median"]["tokens_per_sec"] = tps
+    doc["references"] = [{"name": "ref_torch_eager", "status": "ok", "config": {"batch": 4}, "compared_with": ok[0]["name"],
+                          "cpp_tokens_per_sec": 100.0, "ratio": 1.0, "result": {"tokens_per_sec": 100.0},
+                          "again": {"rung": ok[0]["name"], "cpp_tokens_per_sec": 108.0, "ratio": 1.08,
+                                    "repetitions": {"tokens_per_sec": [106.0, 107.0, 108.0, 109.0, 110.0]}}}]
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    assert drifts(run) == [(f"{ok[0]['name']} timed again after ref_torch_eager", pytest.approx(1.08))]
+    assert against_previous(run, run.rung(ok[2]["name"])) == (  # 1.05x: real, and no larger than the drift
+        "under drift", f"U test p=0.008; no more than this run's drift, {ok[0]['name']} timed again after "
+        "ref_torch_eager 1.08x")
+    assert against_previous(run, run.rung(ok[1]["name"]))[0] == "real"  # 2x
+    md = (write_report([run], tmp_path / "report") / "report.md").read_text()
+    assert f"drift this run measured, a step timed twice (the second timing over the first, each pair beyond noise): {ok[0]['name']} timed again after ref_torch_eager 1.080x." in md
 
 
 def test_report_files_and_self_contained_html(tmp_path):
