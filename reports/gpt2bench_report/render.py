@@ -84,7 +84,7 @@ def run_notes(run: Run) -> list[str]:
     found = drifts(run)
     if found:
         notes.append("drift this run measured, a step timed twice (the second timing over the first, each pair beyond "
-                     "noise): " + "; ".join(f"{what} {ratio:.3f}x" for what, ratio in found) + ". Differences between "
+                     "noise): " + "; ".join(f"{what} {ratio:.3f}x" for what, ratio, _ in found) + ". Differences between "
                      "rungs timed apart no larger than the largest are \"real, under drift\".")
     if run.flop_shares:
         s = run.flop_shares

@@ -50,45 +50,73 @@ def against_previous(run, rung) -> tuple[str, str] | None:
     "real", "noise", "drift", "under drift"; None without a previous rung.
 
     Where that rung was timed again later in the run (a `control` rung: the top timed again after the extras), a
-    rung it brackets is real only if it differs from both timings in the same direction; a difference from one
-    alone is "drift" (the machine's, between the two timings). The control's own difference is the drift. Any
-    other real difference no larger than the largest drift measured in this run (`drifts`) is "under drift": no
-    interval over one rung's repetitions sees drift, and rungs timed apart are uncertain by about that much."""
+    rung it brackets is real only if it differs from both timings in the same direction, by the smaller of its two
+    ratios; a difference from one alone is "drift" (the machine's, between the two timings). The control's own
+    difference is drift, and so is an anti-variant (slowed on purpose) found faster. A real difference no larger
+    than the largest drift measured elsewhere in this run (`drifts`; a bracketed rung's own control left out, the
+    bracket has answered for it) is "under drift": no interval over one rung's repetitions sees drift, and rungs
+    timed apart are uncertain by about that much."""
     prev = run.previous(rung)
     if prev is None:
         return None
     real, how = differs(prev.rep_tokens_per_sec, rung.rep_tokens_per_sec)
-    controls = [r for r in run.rungs if r.kind == "control" and r.ok and run.previous(r) is not None]
     if rung.kind == "control":
         return ("drift" if real else "noise"), how
-    again = next((c for c in controls if run.previous(c) is prev), None)
+    ratio = rung.tokens_per_sec / prev.tokens_per_sec
+    again = _timed_again(run, prev)
     if again is not None:
         real2, how2 = differs(again.rep_tokens_per_sec, rung.rep_tokens_per_sec)
-        faster, faster2 = rung.tokens_per_sec > prev.tokens_per_sec, rung.tokens_per_sec > again.tokens_per_sec
-        both = (f"{prev.name}: {how}; {rung.tokens_per_sec / again.tokens_per_sec:.2f}x {again.name}, the same "
-                f"timed again after: {how2}")
-        if real and real2 and faster == faster2:
-            return "real", "against both timings, " + both
-        return ("drift" if real or real2 else "noise"), both
-    found = drifts(run)
-    if real and found:
-        what, drift = max(found, key=lambda d: abs(log(d[1])))
-        if abs(log(rung.tokens_per_sec / prev.tokens_per_sec)) <= abs(log(drift)):
+        ratio2 = rung.tokens_per_sec / again.tokens_per_sec
+        how = f"{prev.name}: {how}; {ratio2:.2f}x {again.name}, the same timed again after: {how2}"
+        if not (real and real2 and (ratio > 1) == (ratio2 > 1)):
+            return ("drift" if real or real2 else "noise"), how
+        how = "against both timings, " + how
+        ratio = min(ratio, ratio2, key=lambda x: abs(log(x)))
+    if not real:
+        return "noise", how
+    if rung.anti_variant and ratio > 1:
+        return "drift", how + "; slowed on purpose, so faster is the machine's drift"
+    # Drift measured elsewhere: not by this rung, nor the control that brackets it (the bracket has answered for it).
+    others = [d for d in drifts(run) if d[2] != rung.name and (again is None or d[2] != again.name)]
+    if others:
+        what, drift, _ = max(others, key=lambda d: abs(log(d[1])))
+        if abs(log(ratio)) <= abs(log(drift)):
             return "under drift", f"{how}; no more than this run's drift, {what} {drift:.2f}x"
-    return ("real" if real else "noise"), how
+    return "real", how
 
 
-def drifts(run) -> list[tuple[str, float]]:
-    """Each second timing of a step in the run that differs from its first beyond noise, as (what, second over
-    first): the control rungs (the top timed again after the extras), and each reference's C++ rung timed again
-    right after the reference (rungs.json references[].again)."""
-    found = [(c.name, c.tokens_per_sec / run.previous(c).tokens_per_sec) for c in run.rungs
-             if c.kind == "control" and c.ok and run.previous(c) is not None
-             and differs(run.previous(c).rep_tokens_per_sec, c.rep_tokens_per_sec)[0]]
+def _timed_again(run, rung):
+    """The control rung that times `rung` again later in the run, if one ran."""
+    return next((c for c in run.rungs if c.kind == "control" and c.ok and run.previous(c) is rung), None)
+
+
+def drifts(run) -> list[tuple[str, float, str]]:
+    """The drift this run measured, as (what, ratio, rung): each second timing of a step that differs from its first
+    beyond noise — the control rungs (the top timed again after the extras), each reference's C++ rung timed again
+    right after the reference (rungs.json references[].again), second over first — and, as a bound on it, an
+    anti-variant's rung (slowed on purpose; on a CPU sync_every_step adds nothing) faster than the rung it is built
+    on: its gain (the smaller against both timings where a control brackets it)."""
+    found = []
+    for r in run.rungs:
+        prev = run.previous(r) if r.ok else None
+        if prev is None or not differs(prev.rep_tokens_per_sec, r.rep_tokens_per_sec)[0]:
+            continue
+        ratio = r.tokens_per_sec / prev.tokens_per_sec
+        if r.kind == "control":
+            found.append((r.name, ratio, r.name))
+        elif r.anti_variant and ratio > 1:
+            again = _timed_again(run, prev)
+            if again is not None:
+                ratio2 = r.tokens_per_sec / again.tokens_per_sec
+                if ratio2 <= 1 or not differs(again.rep_tokens_per_sec, r.rep_tokens_per_sec)[0]:
+                    continue  # no faster than the second timing: that drift is the control's
+                ratio = min(ratio, ratio2)
+            found.append((f"{r.name} (slowed on purpose)", ratio, r.name))
     for ref in run.references:
         again = ref.get("again") or {}
         first = run.rung(again.get("rung", ""))
         reps = (again.get("repetitions") or {}).get("tokens_per_sec") or []
         if first is not None and first.ok and again.get("cpp_tokens_per_sec") and differs(first.rep_tokens_per_sec, reps)[0]:
-            found.append((f"{first.name} timed again after {ref['name']}", again["cpp_tokens_per_sec"] / first.tokens_per_sec))
+            found.append((f"{first.name} timed again after {ref['name']}", again["cpp_tokens_per_sec"] / first.tokens_per_sec,
+                          first.name))
     return found

@@ -226,6 +226,19 @@ def test_a_rung_between_two_timings_of_the_one_it_is_measured_against_is_real_on
     (run_dir / "rungs.json").write_text(json.dumps(doc))
     run = load_run(run_dir)
     assert against_previous(run, run.rung(extra["name"]))[0] == "real"
+    # An anti-variant (slowed on purpose) faster than both timings of the top, by 1.17x the second: the drift this
+    # run saw is at least that, so the extra's 1.04x over the second timing is under it.
+    anti = ok[-4]
+    anti.update(kind="extra", compare_to=top["name"], anti_variant=True)
+    anti["repetitions"]["tokens_per_sec"] = [140.0 + d for d in (-2, -1, 0, 1, 2)]
+    anti["median"]["tokens_per_sec"] = 140.0
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    assert [(w, round(r, 3)) for w, r, _ in drifts(run)] == [(f"{anti['name']} (slowed on purpose)", 1.167),
+                                                            (again["name"], 1.2)]
+    assert against_previous(run, run.rung(anti["name"]))[0] == "drift"
+    state, how = against_previous(run, run.rung(extra["name"]))
+    assert state == "under drift" and how.endswith(f"no more than this run's drift, {anti['name']} (slowed on purpose) 1.17x")
     # No control rung: a reference's C++ rung timed again after it measures the drift instead.
     doc = json.loads((FIXTURES / "cpu_2threads" / "rungs.json").read_text())
     ok = [r for r in doc["rungs"] if r["status"] == "ok"]
@@ -238,7 +251,7 @@ def test_a_rung_between_two_timings_of_the_one_it_is_measured_against_is_real_on
                                     "repetitions": {"tokens_per_sec": [106.0, 107.0, 108.0, 109.0, 110.0]}}}]
     (run_dir / "rungs.json").write_text(json.dumps(doc))
     run = load_run(run_dir)
-    assert drifts(run) == [(f"{ok[0]['name']} timed again after ref_torch_eager", pytest.approx(1.08))]
+    assert drifts(run) == [(f"{ok[0]['name']} timed again after ref_torch_eager", pytest.approx(1.08), ok[0]["name"])]
     assert against_previous(run, run.rung(ok[2]["name"])) == (  # 1.05x: real, and no larger than the drift
         "under drift", f"U test p=0.008; no more than this run's drift, {ok[0]['name']} timed again after "
         "ref_torch_eager 1.08x")
