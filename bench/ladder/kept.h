@@ -22,8 +22,9 @@ struct KeptExtras {
 // an anti-variant) with a top+<extra> rung in `records`. One is kept when its rung ran ok, passed parity and is
 // measurably faster than the rung it is compared with (the top) and than the top timed again after the extras
 // (RungKind::kControl, where it ran and passed parity): the Hodges-Lehmann interval of its repetitions' tok/s over
-// each timing's lies above 1 (a gain within noise joins nothing, nor the machine's drift between the timings); of
-// extras that conflict, the larger gain (the smaller of its two ratios).
+// each timing's lies above 1 (a gain within noise joins nothing, nor the machine's drift between the timings), and
+// its gain (the smaller of its two ratios) is larger than an anti-variant's rung found faster than both timings
+// (slowed on purpose: its gain is the machine's drift); of extras that conflict, the larger gain.
 KeptExtras choose_kept(const std::vector<RungRecord>& records);
 
 // A kept rung's recipe: its planned one less what the kept extras conflict with, plus them, resolved on `base`.
