@@ -43,8 +43,9 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
   double drift = 1;
   std::string drift_text;
   for (const auto& r : records) {
+    if (r.plan.kind != RungKind::kExtra || !r.plan.rung.anti || !r.ok()) continue;
     const RungRecord* top = compared_with(records, r);
-    if (r.plan.kind != RungKind::kExtra || !r.plan.rung.anti || !r.ok() || !top) continue;
+    if (!top) continue;
     nlohmann::json before, after;
     double ratio = 0, ratio_after = 0;
     bool faster = beats(r, *top, before, ratio);

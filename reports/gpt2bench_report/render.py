@@ -79,12 +79,12 @@ def run_notes(run: Run) -> list[str]:
         "run (the control rung, the top timed again after the extras), a rung between the two timings is real only "
         "against both, in the same direction, and \"drift\" against one alone; any other real difference no "
         "larger than the largest drift the run measured (a control, or a reference's C++ rung timed again after "
-        "it, against its first timing) is \"real, under drift\" (the chart: \"(under drift)\").",
+        "it, against its first timing; an anti-variant found faster than its base, as a bound) is \"real, under drift\" (the chart: \"(under drift)\").",
     ]
     found = drifts(run)
     if found:
-        notes.append("drift this run measured, a step timed twice (the second timing over the first, each pair beyond "
-                     "noise): " + "; ".join(f"{what} {ratio:.3f}x" for what, ratio, _ in found) + ". Differences between "
+        notes.append("drift this run measured, each beyond noise (a step timed twice: the second timing over the "
+                     "first; an anti-variant found faster than its base: its gain): " + "; ".join(f"{what} {ratio:.3f}x" for what, ratio, _ in found) + ". Differences between "
                      "rungs timed apart no larger than the largest are \"real, under drift\".")
     if run.flop_shares:
         s = run.flop_shares

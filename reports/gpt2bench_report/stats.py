@@ -76,7 +76,7 @@ def against_previous(run, rung) -> tuple[str, str] | None:
         return "noise", how
     if rung.anti_variant and ratio > 1:
         return "drift", how + "; slowed on purpose, so faster is the machine's drift"
-    # Drift measured elsewhere: not by this rung, nor the control that brackets it (the bracket has answered for it).
+    # Drift measured elsewhere: not this rung's own ratio, nor the control's that brackets it (the bracket answered it).
     others = [d for d in drifts(run) if d[2] != rung.name and (again is None or d[2] != again.name)]
     if others:
         what, drift, _ = max(others, key=lambda d: abs(log(d[1])))
@@ -91,7 +91,7 @@ def _timed_again(run, rung):
 
 
 def drifts(run) -> list[tuple[str, float, str]]:
-    """The drift this run measured, as (what, ratio, rung): each second timing of a step that differs from its first
+    """The drift this run measured, as (what, ratio, the rung whose own ratio it is, else ""): each second timing of a step that differs from its first
     beyond noise — the control rungs (the top timed again after the extras), each reference's C++ rung timed again
     right after the reference (rungs.json references[].again), second over first — and, as a bound on it, an
     anti-variant's rung (slowed on purpose; on a CPU sync_every_step adds nothing) faster than the rung it is built
@@ -118,5 +118,5 @@ def drifts(run) -> list[tuple[str, float, str]]:
         reps = (again.get("repetitions") or {}).get("tokens_per_sec") or []
         if first is not None and first.ok and again.get("cpp_tokens_per_sec") and differs(first.rep_tokens_per_sec, reps)[0]:
             found.append((f"{first.name} timed again after {ref['name']}", again["cpp_tokens_per_sec"] / first.tokens_per_sec,
-                          first.name))
+                          ""))
     return found
