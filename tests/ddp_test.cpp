@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 
 #include "helpers.h"
 
@@ -98,7 +97,7 @@ TEST(Ddp, RankZeroWaitsForEveryRankToReadDone) {
 
 TEST(Ddp, LadderUnderTorchrun) {
   // The torchrun beside the interpreter this build was configured with (.venv's, .venv-cuda's for the CUDA build).
-  const std::string torchrun = (std::filesystem::path(GPT2BENCH_PYTHON).parent_path() / "torchrun").string();
+  const std::string torchrun = files::join(files::parent(GPT2BENCH_PYTHON), "torchrun");
   if (!files::exists(torchrun)) GTEST_SKIP() << "skipped: no " << torchrun << " beside the project's Python";
   test::TempDir d;
   const auto profile = test::write_tiny_profile(d, kProfile);

@@ -24,6 +24,33 @@ bool beats(const RungRecord& r, const RungRecord& top, nlohmann::json& e, double
   return ri.low > 1.0;  // beyond what noise alone could make of the repetitions
 }
 
+// An anti-variant's rung (slowed on purpose; on a CPU sync_every_step adds nothing) measured faster than the top
+// before and after it (`again`, where it ran) is the machine's drift, not a gain: the largest such gain (the smaller
+// of its two ratios), said in `text`; 1 where none.
+double anti_variant_drift(const std::vector<RungRecord>& records, const RungRecord* again, std::string& text) {
+  double drift = 1;
+  for (const auto& r : records) {
+    if (r.plan.kind != RungKind::kExtra || !r.plan.rung.anti || !r.ok()) continue;
+    const RungRecord* top = compared_with(records, r);
+    if (!top) continue;
+    nlohmann::json before, after;
+    double ratio = 0, ratio_after = 0;
+    bool faster = beats(r, *top, before, ratio);
+    if (again) {
+      faster = beats(r, *again, after, ratio_after) && faster;
+      ratio = std::min(ratio, ratio_after);
+    }
+    if (faster && ratio > drift) {
+      drift = ratio;
+      char buf[200];
+      std::snprintf(buf, sizeof(buf), "%s, slowed on purpose and yet %.3fx the top%s: the machine's drift",
+                    r.name().c_str(), ratio, again ? " timed before and after it" : "");
+      text = buf;
+    }
+  }
+  return drift;
+}
+
 }  // namespace
 
 KeptExtras choose_kept(const std::vector<RungRecord>& records) {
@@ -38,29 +65,8 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
   const auto again = std::find_if(records.begin(), records.end(), [](const RungRecord& r) {
     return r.plan.kind == RungKind::kControl && r.ok() && r.out.parity.verdict != "fail";
   });
-  // An anti-variant's rung (slowed on purpose; on a CPU sync_every_step adds nothing) measured faster than the top
-  // before and after it is the machine's drift, not a gain: no extra is kept for a gain no larger than that.
-  double drift = 1;
   std::string drift_text;
-  for (const auto& r : records) {
-    if (r.plan.kind != RungKind::kExtra || !r.plan.rung.anti || !r.ok()) continue;
-    const RungRecord* top = compared_with(records, r);
-    if (!top) continue;
-    nlohmann::json before, after;
-    double ratio = 0, ratio_after = 0;
-    bool faster = beats(r, *top, before, ratio);
-    if (again != records.end()) {
-      faster = beats(r, *again, after, ratio_after) && faster;
-      ratio = std::min(ratio, ratio_after);
-    }
-    if (faster && ratio > drift) {
-      drift = ratio;
-      char buf[200];
-      std::snprintf(buf, sizeof(buf), "%s, slowed on purpose and yet %.3fx the top%s: the machine's drift",
-                    r.name().c_str(), ratio, again != records.end() ? " timed before and after it" : "");
-      drift_text = buf;
-    }
-  }
+  const double drift = anti_variant_drift(records, again == records.end() ? nullptr : &*again, drift_text);
   for (const auto& r : records) {
     if (r.plan.kind != RungKind::kExtra) continue;
     const Variant* v = find_variant(r.plan.variant);
