@@ -229,6 +229,12 @@ TEST(CuptiAggregation, Categories) {
                      "c10::BFloat16 const*, int)", "kernel"), "attention");
   EXPECT_EQ(category("void gpt2::kernels::(anonymous namespace)::softmax_xent_backward_kernel<c10::BFloat16, 8>("
                      "c10::BFloat16*, long const*, float*, long, float)", "kernel"), "loss");
+  for (const char* k : {"void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernelTemplate<c10::BFloat16, "
+                        "float, 32u, 16u, 128u, false, true>(long, long, c10::BFloat16 const*, c10::BFloat16 const*, "
+                        "float const*, float const*, c10::BFloat16*, c10::BFloat16*)",
+                        "void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel<c10::BFloat16, float, false>("
+                        "long, long, float, c10::BFloat16 const*, float*, float*)"})
+    EXPECT_EQ(category(k, "kernel"), "normalization") << k;
   for (const char* way : {"forward", "backward"})
     EXPECT_EQ(category(std::string("void gpt2::kernels::(anonymous namespace)::add_ln_") + way +
                            "_kernel<c10::BFloat16, 8>(c10::BFloat16 const*, c10::BFloat16 const*, long, long)", "kernel"),

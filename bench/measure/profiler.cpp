@@ -226,7 +226,10 @@ std::string category(const std::string& raw, const std::string& kind) {
   // multi_tensor_apply_kernel<..., BinaryOpScalarFunctor<...>, std::multiplies<float>>: a for-each op's kernel on
   // CUDA (its name says the arithmetic, not the op); only the optimizer and zero_grad use them in this step.
   if (has({"adam", "_foreach", "multi_tensor_apply", "lerp", "addcdiv", "addcmul", "_amp_"})) return "optimizer";
-  if (has({"layer_norm", "layernorm", "add_ln_", "aten::mean", "aten::var", "reduce"})) return "normalization";
+  // ATen's CUDA LayerNorm also runs RowwiseMomentsCUDAKernel and GammaBetaBackwardCUDAKernelTemplate (whose
+  // "gaMMa" the matmul keys below would take).
+  if (has({"layer_norm", "layernorm", "rowwisemoments", "gammabeta", "add_ln_", "aten::mean", "aten::var", "reduce"}))
+    return "normalization";
   if (has({"mm", "matmul", "linear", "gemm", "cutlass", "xmma", "nvjet", "cublas", "ampere_sgemm", "_addmm"}))
     return "matmul";
   if (has({"copy_", "aten::to", "_to_copy", "memcpy"})) return "memcpy";
