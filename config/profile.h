@@ -26,6 +26,8 @@ enum class RungKind {
               // timed minutes apart (the kept rule's second comparison)
 };
 std::string to_string(RungKind k);
+// An extra, kept or control rung: built on the ladder's top (or its rung before batch_scaling), at its batch.
+inline bool on_the_top(RungKind k) { return k == RungKind::kExtra || k == RungKind::kKept || k == RungKind::kControl; }
 
 struct RungPlan {
   std::string name;                   // "00_baseline", "03_fused_adamw", "05_drop_sdpa", ...

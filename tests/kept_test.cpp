@@ -293,9 +293,11 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
     return nlohmann::json::parse(test::read_text(d / ("all/breakdown/" + rung + ".json")))["batch"].get<int64_t>();
   };
   int extras = 0;
-  for (const auto& x : first["rungs"])
-    if (x["kind"] == "extra" && x["status"] == "ok" && ++extras)
-      EXPECT_EQ(batch_of(x["name"]), batch_of("12_batch_scaling")) << x["name"];
+  for (const auto& x : first["rungs"]) {
+    if (x["kind"] != "extra" || x["status"] != "ok") continue;
+    ++extras;
+    EXPECT_EQ(batch_of(x["name"]), batch_of("12_batch_scaling")) << x["name"];
+  }
   EXPECT_GE(extras, 4);
   // By name it is the top's step as any other: at the batch a search for the top chose, not one of its own.
   r = test::run_gpt2bench("breakdown --profile " + profile + " --rung top_again --out " + (d / "again"));

@@ -311,7 +311,7 @@ struct Ladder {
   // compared at one batch, ref_torch_compile's second run's, and no search's time is spent. Out of memory there:
   // halved, as any batch_scaling rung.
   void take_top_batch(RungRecord& r, const std::vector<RungRecord>& records) {
-    if (r.plan.kind != RungKind::kExtra && r.plan.kind != RungKind::kKept && r.plan.kind != RungKind::kControl) return;
+    if (!on_the_top(r.plan.kind)) return;
     const RungRecord* top = compared_with(records, r);
     if (r.plan.rung.spec.search_batch && r.out.batch == 0 && top && top->plan.rung.spec.search_batch &&
         top->out.batch > 0) {
@@ -1015,24 +1015,6 @@ int run_ladder(const LadderOptions& o) {
   return conclude(ran, ladder, writer, o.out_dir);
 }
 
-namespace {
-
-// The rung an extra, kept or control rung is built on, as planned: its compare_to, past rungs the plan skipped (13_ddp
-// on one process). Null for any other rung.
-RungRecord* planned_top(std::vector<RungRecord>& records, const RungRecord& r) {
-  if (r.plan.kind != RungKind::kExtra && r.plan.kind != RungKind::kKept && r.plan.kind != RungKind::kControl)
-    return nullptr;
-  for (std::string name = r.plan.compare_to; !name.empty();) {
-    auto it = std::find_if(records.begin(), records.end(), [&](const RungRecord& o) { return o.plan.rung.name == name; });
-    if (it == records.end()) return nullptr;
-    if (it->out.status != RungStatus::kSkipped) return &*it;
-    name = it->plan.compare_to;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
 int run_breakdown(const BreakdownOptions& o) {
   Profile prof = load_profile(o.profile_path);
   DeviceInfo dev = detect_device(o.device.empty() ? prof.device : o.device);
@@ -1065,8 +1047,11 @@ int run_breakdown(const BreakdownOptions& o) {
     if (r->plan.rung.spec.search_batch) {
       // As in the ladder (take_top_batch): a rung on the top at the batch the top's search chose, searched here
       // for the top where it is not among the rungs asked for.
-      RungRecord* top = planned_top(records, *r);
-      RungRecord& owner = top && top->plan.rung.spec.search_batch ? *top : *r;
+      // The top as planned: past the rungs the plan skipped (13_ddp on one process); none run yet.
+      const RungRecord* top = on_the_top(r->plan.kind) ? compared_with(records, *r, [](const RungRecord& o) {
+        return o.out.status != RungStatus::kSkipped;
+      }) : nullptr;
+      RungRecord& owner = top && top->plan.rung.spec.search_batch ? records[static_cast<size_t>(top - records.data())] : *r;
       if (owner.out.batch == 0) {
         choose_sdpa(owner, dev, sdpa_timed);
         owner.out.batch = find_batch(owner.spec(), dev, data.train, prof.seed, *meter, owner.out.batch_search);

@@ -218,11 +218,12 @@ void TeeReporter::Finalize() {
   if (console_on_) console_.Finalize();
 }
 
-const RungRecord* compared_with(const std::vector<RungRecord>& rungs, const RungRecord& r) {
+const RungRecord* compared_with(const std::vector<RungRecord>& rungs, const RungRecord& r,
+                                const std::function<bool(const RungRecord&)>& usable) {
   for (std::string name = r.plan.compare_to; !name.empty();) {
     auto it = std::find_if(rungs.begin(), rungs.end(), [&](const RungRecord& o) { return o.plan.rung.name == name; });
     if (it == rungs.end()) return nullptr;
-    if (it->out.status == RungStatus::kOk) return &*it;
+    if (usable ? usable(*it) : it->out.status == RungStatus::kOk) return &*it;
     name = it->plan.compare_to;
   }
   return nullptr;

@@ -123,8 +123,10 @@ std::string rung_line(const RungRecord& r, const RungRecord* against);
 // ended in error, oom or interrupted), else complete.
 std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, bool aborted);
 
-// The ok rung `r` is measured against: its compare_to, or where that did not run, that one's.
-const RungRecord* compared_with(const std::vector<RungRecord>& rungs, const RungRecord& r);
+// The rung `r` is measured against: its compare_to, or where that one is not `usable`, that one's, and so on; by
+// default the ok one (where the planned one did not run).
+const RungRecord* compared_with(const std::vector<RungRecord>& rungs, const RungRecord& r,
+                                const std::function<bool(const RungRecord&)>& usable = {});
 
 // The closing table: rung, tok/s, speedup over the previous rung and over the baseline, memory, MFU, parity.
 std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda);
