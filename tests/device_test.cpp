@@ -152,7 +152,9 @@ TEST_F(CudaTest, AllocatorStatsWorkInAFreshProcess_CUDA) {
 }
 
 // The profiling pass on CUDA (H100: "error: Invalid device argument"), and its phases cover the
-// kernel time: cuBLAS's kernels come through the driver API.
+// kernel time: cuBLAS's kernels come through the driver API. Every kernel of the eager steps is launched inside
+// an ATen op, and the external correlation records name it (the trace's args.op): ATen's generic reductions
+// are categorized by it.
 TEST_F(CudaTest, ProfilingPassAttributesKernelsToPhases_CUDA) {
   test::TempDir d;
   const auto profile = test::write_tiny_profile(
@@ -163,6 +165,18 @@ TEST_F(CudaTest, ProfilingPassAttributesKernelsToPhases_CUDA) {
   for (const char* rung : {"00_baseline", "01_fused_adamw", "02_cuda_graph"}) {
     const auto j = nlohmann::json::parse(test::read_text(d / (std::string("p/breakdown/") + rung + ".json")));
     EXPECT_GE(j["phase_coverage"].get<double>(), 0.95) << rung << ": " << j.dump(2);
+    const auto trace = nlohmann::json::parse(test::read_text(d / (std::string("p/breakdown/") + rung + ".trace.json")));
+    double kernel_us = 0, with_op_us = 0;
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["cat"] != "kernel") continue;
+      kernel_us += e["dur"].get<double>();
+      if (e["args"].contains("op")) with_op_us += e["dur"].get<double>();
+      if (e["name"].get<std::string>().find("reduce_kernel") != std::string::npos) {
+        EXPECT_TRUE(e["args"].contains("op")) << rung << ": " << e.dump();
+      }
+    }
+    EXPECT_GT(kernel_us, 0.0) << rung;
+    EXPECT_GE(with_op_us, 0.95 * kernel_us) << rung;
   }
 }
 

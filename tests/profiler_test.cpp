@@ -261,5 +261,96 @@ TEST(CuptiAggregation, Categories) {
   EXPECT_EQ(category("aten::add"), "elementwise");
 }
 
+// ATen's generic CUDA kernels, as CUPTI demangles them (torch 2.14's libtorch_cuda.so), say their arithmetic, not
+// what it served: a reduce_kernel's sum is a bias gradient (the Linear's), a manual LayerNorm's scale gradient, or
+// anything else; they take the category of the top-level op that launched them. Before this, every reduce_kernel
+// counted as normalization: on native-layer rungs, where LayerNorm runs kernels of its own, those were the
+// Linears' bias gradients.
+TEST(CuptiAggregation, GenericKernelsTakeTheCategoryOfTheOpThatLaunchedThem) {
+  const std::string sum =
+      "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+      "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+      "unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+      "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+      "unsigned int, float, 4, 4>)";
+  const std::string mul =
+      "void at::native::unrolled_elementwise_kernel<at::native::BUnaryFunctor<c10::BFloat16, c10::BFloat16, "
+      "c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul>, 4, "
+      "TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, "
+      "at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int)";
+  const std::string node = "autograd::engine::evaluate_function: ";
+  EXPECT_EQ(category(sum, "kernel", node + "AddmmBackward0"), "matmul");
+  EXPECT_EQ(category(sum, "kernel", node + "MulBackward0"), "elementwise");
+  EXPECT_EQ(category(sum, "kernel", node + "NllLossBackward0"), "loss");
+  EXPECT_EQ(category(sum, "kernel"), "other");  // no op recorded: not guessed
+  EXPECT_EQ(category(mul, "kernel", node + "MaskedFillBackward0"), "attention");
+  EXPECT_EQ(category(mul, "kernel", node + "VarBackward0"), "normalization");
+  EXPECT_EQ(category(mul, "kernel", "aten::mul"), "elementwise");
+  EXPECT_EQ(category(mul, "kernel"), "elementwise");
+  for (const char* ops : {"MeanOps<float, float, float, float>", "WelfordOps<float, float, int, cuda::std::__4::pair"
+                                                                 "<float, float> >"})
+    EXPECT_EQ(category(std::string("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+                                   "at::native::") + ops + ", unsigned int, float, 4, 4> >()", "kernel", "aten::var"),
+              "normalization") << ops;
+  // A kernel whose name says its work keeps it: our GELU backward inside our Function's node is elementwise.
+  EXPECT_EQ(category("void gpt2::kernels::(anonymous namespace)::bias_gelu_backward_kernel<c10::BFloat16, 8>()",
+                     "kernel", node + "torch::autograd::CppNode<gpt2::LinearGeluFn>"), "elementwise");
+  EXPECT_EQ(category("void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>()", "kernel"),
+            "matmul");
+  // On the CPU an autograd node counts as the op it differentiates.
+  EXPECT_EQ(category(node + "NllLossBackward0"), "loss");
+  EXPECT_EQ(category(node + "LogSoftmaxBackward0"), "loss");
+  EXPECT_EQ(category(node + "VarBackward0"), "normalization");
+  EXPECT_EQ(category(node + "MeanBackward1"), "normalization");
+  EXPECT_EQ(category(node + "NativeLayerNormBackward0"), "normalization");
+  EXPECT_EQ(category(node + "MaskedFillBackward0"), "attention");
+  EXPECT_EQ(category(node + "ScaledDotProductFlashAttentionForCpuBackward0"), "attention");
+  EXPECT_EQ(category(node + "BmmBackward0"), "attention");
+  EXPECT_EQ(category(node + "AddmmBackward0"), "matmul");
+  EXPECT_EQ(category(node + "MulBackward0"), "elementwise");
+  EXPECT_EQ(category(node + "ToCopyBackward0"), "memcpy");
+  EXPECT_EQ(category(node + "EmbeddingBackward0"), "embedding");
+  EXPECT_EQ(category(node + "torch::autograd::AccumulateGrad"), "other");
+}
+
+// The collector's external-correlation records give each launch its op; a kernel takes the op of the launch with
+// its correlation id, and a kernel with no record none.
+TEST(CuptiAggregation, KernelsGetTheOpOfTheirLaunch) {
+  const auto kinds = std::vector<std::string>(std::begin(kCuptiActivityKinds), std::end(kCuptiActivityKinds));
+  EXPECT_NE(std::find(kinds.begin(), kinds.end(), "external_correlation"), kinds.end());
+  const std::vector<std::string> names = {"aten::linear", "autograd::engine::evaluate_function: AddmmBackward0"};
+  const std::unordered_map<int64_t, uint64_t> op_of = {{12, 0}, {15, 1}, {16, 7}};  // 7: no such name
+  std::vector<TraceEvent> device = {
+      {"nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTT", "kernel", "", 0, 10, 0, 0, 7, 12},
+      {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+       "at::native::sum_functor<float, float, float> > > >()", "kernel", "", 20, 10, 0, 0, 7, 15},
+      {"void at::native::reduce_kernel<512, 1>()", "kernel", "", 40, 10, 0, 0, 7, 16},
+      {"void at::native::reduce_kernel<512, 1>()", "kernel", "", 60, 10, 0, 0, 7, 17},
+  };
+  attribute_ops(device, op_of, names);
+  EXPECT_EQ(device[0].op, "aten::linear");
+  EXPECT_EQ(device[1].op, names[1]);
+  EXPECT_EQ(device[2].op, "");
+  EXPECT_EQ(device[3].op, "");
+  const ProfileSummary s = summarize(device, 1, 1e-7, "cupti");
+  EXPECT_DOUBLE_EQ(s.category_events.at("matmul"), 2.0);  // the GEMM and its bias gradient's sum
+  EXPECT_DOUBLE_EQ(s.category_events.at("other"), 2.0);
+  EXPECT_EQ(s.category_events.count("normalization"), 0u);
+  EXPECT_EQ(chrome_trace(device, {})["traceEvents"][1]["args"]["op"], names[1]);
+}
+
+// On the CPU every top-level op of the baseline's step has a category but gradient accumulation (autograd's
+// AccumulateGrad, no op's derivative): the backward's nodes count where their forward ops do.
+TEST(CpuProfiler, EveryTopLevelOpButGradientAccumulationHasACategory) {
+  const Breakdown p = profile(tiny());
+  for (const auto& n : p.summary.by_name) {
+    if (n.total_ms > 0 && category(n.name) == "other") {
+      EXPECT_NE(n.name.find("AccumulateGrad"), std::string::npos) << n.name;
+    }
+  }
+  EXPECT_GT(p.summary.category_ms.at("normalization"), 0.0);
+  EXPECT_GT(p.summary.category_ms.at("loss"), 0.0);
+}
+
 }  // namespace
 }  // namespace gpt2

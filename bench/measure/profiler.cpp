@@ -3,6 +3,7 @@
 #include <ATen/record_function.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -206,10 +207,39 @@ void FlopCounter::stop() {
 double FlopCounter::flops() const { return state_->total; }
 std::map<std::string, double> FlopCounter::by_op() const { return state_->by_op; }
 
+void attribute_ops(std::vector<TraceEvent>& device, const std::unordered_map<int64_t, uint64_t>& op_of,
+                   const std::vector<std::string>& op_names) {
+  for (auto& e : device) {
+    auto it = op_of.find(e.correlation);
+    if (it != op_of.end() && it->second < op_names.size()) e.op = op_names[it->second];
+  }
+}
+
 // ---- summaries ---------------------------------------------------------------------------------
-std::string category(const std::string& raw, const std::string& kind) {
+namespace {
+// "autograd::engine::evaluate_function: NllLossBackward0" -> "aten::nll_loss": the op an autograd node is the
+// derivative of, as ATen spells it. Any other name comes back as it is (AccumulateGrad, our Functions' CppNode<>).
+std::string forward_op(const std::string& name) {
+  static const std::string kPrefix = "autograd::engine::evaluate_function: ", kSuffix = "Backward";
+  if (name.rfind(kPrefix, 0) != 0) return name;
+  std::string node = name.substr(kPrefix.size());
+  while (!node.empty() && std::isdigit(static_cast<unsigned char>(node.back()))) node.pop_back();
+  if (!node.ends_with(kSuffix) || node.size() == kSuffix.size() || node.find_first_of(":<") != std::string::npos)
+    return name;
+  node.resize(node.size() - kSuffix.size());
+  std::string op = "aten::";
+  for (size_t i = 0; i < node.size(); ++i) {
+    const auto c = static_cast<unsigned char>(node[i]);
+    if (i > 0 && std::isupper(c)) op += '_';
+    op += static_cast<char>(std::tolower(c));
+  }
+  return op;
+}
+}  // namespace
+
+std::string category(const std::string& raw, const std::string& kind, const std::string& op) {
   if (kind == "memcpy" || kind == "memset") return "memcpy";
-  std::string n = raw;
+  std::string n = kind == "op" ? forward_op(raw) : raw;
   std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
   auto has = [&](std::initializer_list<const char*> keys) {
     for (const char* k : keys)
@@ -227,10 +257,14 @@ std::string category(const std::string& raw, const std::string& kind) {
   // CUDA (its name says the arithmetic, not the op); only the optimizer and zero_grad use them in this step.
   if (has({"adam", "_foreach", "multi_tensor_apply", "lerp", "addcdiv", "addcmul", "_amp_"})) return "optimizer";
   // ATen's CUDA LayerNorm also runs RowwiseMomentsCUDAKernel and GammaBetaBackwardCUDAKernelTemplate (whose
-  // "gaMMa" the matmul keys below would take).
-  if (has({"layer_norm", "layernorm", "rowwisemoments", "gammabeta", "add_ln_", "aten::mean", "aten::var", "reduce"}))
+  // "gaMMa" the matmul keys below would take). Means and variances (reduce_kernel<..., MeanOps/WelfordOps>) are
+  // only the manual LayerNorm's in this model.
+  if (has({"layer_norm", "layernorm", "rowwisemoments", "gammabeta", "add_ln_", "aten::mean", "aten::var", "meanops",
+           "welfordops"}))
     return "normalization";
-  if (has({"mm", "matmul", "linear", "gemm", "cutlass", "xmma", "nvjet", "cublas", "ampere_sgemm", "_addmm"}))
+  // cuBLAS's split-K GEMMs end with a splitKreduce_kernel.
+  if (has({"mm", "matmul", "linear", "gemm", "cutlass", "xmma", "nvjet", "cublas", "ampere_sgemm", "_addmm",
+           "splitkreduce"}))
     return "matmul";
   if (has({"copy_", "aten::to", "_to_copy", "memcpy"})) return "memcpy";
   // The embeddings' kernels on CUDA: index_select's gather forward; backward, the indices sorted (nothing else in
@@ -239,8 +273,10 @@ std::string category(const std::string& raw, const std::string& kind) {
            "partial_segment", "radixsort"}))
     return "embedding";
   if (kind == "op" && n.rfind("aten::", 0) == 0) return "elementwise";
-  if (kind == "kernel" && has({"elementwise", "vectorized", "unrolled", "gelu", "dropout", "tanh", "pow"}))
-    return "elementwise";
+  if (kind == "kernel" && has({"gelu", "dropout", "tanh", "pow"})) return "elementwise";
+  // A generic kernel (elementwise_kernel<..., MulFunctor>, reduce_kernel<..., sum_functor>): what launched it.
+  if (kind == "kernel" && !op.empty()) return category(op, "op");
+  if (kind == "kernel" && has({"elementwise", "vectorized", "unrolled"})) return "elementwise";
   return "other";
 }
 
@@ -254,7 +290,7 @@ ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, doubl
   double busy_ns = 0;
   std::vector<std::pair<int64_t, int64_t>> device_spans;
   for (const auto& e : events) {
-    const std::string cat = category(e.name, e.kind);
+    const std::string cat = category(e.name, e.kind, e.op);
     const bool counted_time = e.kind != "op" || e.depth == 0;  // nested ops' time is inside their caller's
     const double ms = counted_time ? e.dur_ns / 1e6 : 0.0;
     if (e.kind != "memcpy" && e.kind != "memset") s.events_per_step += per;
@@ -331,8 +367,9 @@ nlohmann::json chrome_trace(const std::vector<TraceEvent>& events, const std::ve
     list.push_back({{"name", p.name}, {"cat", "phase"}, {"ph", "X"}, {"pid", 0}, {"tid", 0},
                     {"ts", (p.start_ns - t0) / 1e3}, {"dur", (p.end_ns - p.start_ns) / 1e3}});
   for (const auto& e : events) {
-    nlohmann::json args = {{"phase", e.phase}, {"category", category(e.name, e.kind)}, {"depth", e.depth}};
+    nlohmann::json args = {{"phase", e.phase}, {"category", category(e.name, e.kind, e.op)}, {"depth", e.depth}};
     if (e.bytes) args["bytes"] = e.bytes;
+    if (!e.op.empty()) args["op"] = e.op;
     list.push_back({{"name", e.name}, {"cat", e.kind}, {"ph", "X"}, {"pid", e.kind == "op" ? 1 : 2}, {"tid", e.tid},
                     {"ts", (e.start_ns - t0) / 1e3}, {"dur", e.dur_ns / 1e3}, {"args", args}});
   }

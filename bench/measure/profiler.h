@@ -24,6 +24,7 @@ struct TraceEvent {
   int64_t bytes = 0;  // memcpy/memset
   int64_t tid = 0;    // CPU thread, or CUDA stream
   int64_t correlation = 0;  // CUDA: the id CUPTI gives the launch and the work it queued
+  std::string op{};   // CUDA: the top-level ATen op (or autograd node) that launched it, "" when none was open
 };
 
 struct PhaseInterval {
@@ -46,13 +47,21 @@ std::unique_ptr<Collector> make_collector(const DeviceInfo& d);
 // layers that launch them. ATen launches its kernels through the runtime API; cuBLAS and cuDNN launch
 // theirs through the driver API (cuLaunchKernel), so without "driver" their kernels have no launch
 // record and no phase (on the H100, 25.6 of 39.0 ms of 07_sdpa's step landed in "other").
-inline constexpr const char* kCuptiActivityKinds[] = {"concurrent_kernel", "memcpy", "memset", "runtime", "driver"};
+// "external_correlation" ties each launch to the top-level ATen op open on its thread (see attribute_ops).
+inline constexpr const char* kCuptiActivityKinds[] = {"concurrent_kernel", "memcpy",  "memset",
+                                                      "runtime",           "driver", "external_correlation"};
 
 // GPU work runs later than the launch that queued it: each device event's phase is the phase open
 // when the runtime call with the same correlation id started (`launch_at`: correlation -> start,
 // on the clock of `phases`). Events whose launch is unknown keep an empty phase.
 void attribute_phases(std::vector<TraceEvent>& device, const std::unordered_map<int64_t, int64_t>& launch_at,
                       const std::vector<PhaseInterval>& phases);
+
+// Each device event's `op`: the top-level ATen op open on the launching thread, as CUPTI's external correlation
+// records have it (`op_of`: correlation id -> an index into `op_names`, the id the collector pushed as that op
+// started). Events with no record keep an empty op.
+void attribute_ops(std::vector<TraceEvent>& device, const std::unordered_map<int64_t, uint64_t>& op_of,
+                   const std::vector<std::string>& op_names);
 
 // FLOPs of one matmul-like ATen op from its input shapes (`shapes`: one per tensor input, in order;
 // `causal`: an SDPA kernel's is_causal): mm/addmm/_addmm_activation 2·M·N·K, bmm/baddbmm 2·B·M·N·K,
@@ -79,8 +88,12 @@ class FlopCounter {
   std::unique_ptr<State> state_;
 };
 
-// matmul | attention | normalization | elementwise | embedding | loss | optimizer | memcpy | other
-std::string category(const std::string& name, const std::string& kind = "op");
+// matmul | attention | normalization | elementwise | embedding | loss | optimizer | memcpy | other, from the name
+// of an op or kernel. An autograd node's evaluate_function ("...: NllLossBackward0") is its forward op's
+// category. ATen's generic CUDA kernels (TensorIterator's elementwise and reduction templates) are named by
+// their arithmetic alone: given `op`, the top-level op that launched one, such a kernel takes that op's category
+// (a bias gradient's sum is its Linear's matmul, a manual LayerNorm's mean its normalization).
+std::string category(const std::string& name, const std::string& kind = "op", const std::string& op = "");
 
 struct NameStat {
   std::string name;

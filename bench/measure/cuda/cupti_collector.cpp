@@ -1,6 +1,9 @@
 // The CUDA profiler: CUPTI's Activity API (kernels, memcpy, memset, and the runtime calls that
 // launched them). A kernel's phase is the phase during which the runtime call with its correlation
 // id started: phases are timestamped on CUPTI's clock as they open and close, on whatever thread.
+// A kernel's op is the top-level ATen op open on the launching thread: a RecordFunction callback pushes
+// the op name's id as CUPTI's external correlation id while the op runs (as Kineto does for torch.profiler).
+#include <ATen/record_function.h>
 #include <cupti.h>
 
 #include <cxxabi.h>
@@ -28,8 +31,34 @@ struct Store {
   std::unordered_map<int64_t, int64_t> launch_at;   // correlation id -> runtime call start
   std::vector<PhaseInterval> phases;
   uint64_t phase_start = 0;
+  std::unordered_map<int64_t, uint64_t> op_of;      // correlation id -> index into op_names
+  std::mutex op_mu;                                 // the RecordFunction callbacks' (any thread)
+  std::unordered_map<std::string, uint64_t> op_ids;
+  std::vector<std::string> op_names;
 };
 Store* g_store = nullptr;
+constexpr auto kOpCorrelation = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+thread_local int t_op_depth = 0;
+
+struct Pushed : at::ObserverContext {};
+
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  if (t_op_depth++ > 0) return nullptr;  // a nested op: its kernels are its top-level caller's
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_store->op_mu);
+    auto [it, fresh] = g_store->op_ids.try_emplace(fn.name(), g_store->op_names.size());
+    if (fresh) g_store->op_names.push_back(it->first);
+    id = it->second;
+  }
+  if (cuptiActivityPushExternalCorrelationId(kOpCorrelation, id) != CUPTI_SUCCESS) return nullptr;
+  return std::make_unique<Pushed>();
+}
+
+void on_op_end(const at::RecordFunction&, at::ObserverContext* pushed) {
+  --t_op_depth;
+  if (pushed) cuptiActivityPopExternalCorrelationId(kOpCorrelation, nullptr);
+}
 
 std::string demangle(const char* name) {
   int status = 0;
@@ -78,6 +107,11 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         g_store->launch_at[a->correlationId] = static_cast<int64_t>(a->start);
         break;
       }
+      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+        auto* x = reinterpret_cast<CUpti_ActivityExternalCorrelation*>(rec);
+        if (x->externalKind == kOpCorrelation) g_store->op_of[x->correlationId] = x->externalId;
+        break;
+      }
       default:
         break;
     }
@@ -106,6 +140,7 @@ CUpti_ActivityKind activity_kind(const std::string& name) {
   if (name == "memset") return CUPTI_ACTIVITY_KIND_MEMSET;
   if (name == "runtime") return CUPTI_ACTIVITY_KIND_RUNTIME;
   if (name == "driver") return CUPTI_ACTIVITY_KIND_DRIVER;
+  if (name == "external_correlation") return CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
   throw std::logic_error("CUPTI activity kind '" + name + "' has no mapping");
 }
 
@@ -124,19 +159,24 @@ class CuptiCollector : public Collector {
     check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "register callbacks");
     for (auto k : enabled_kinds()) check(cuptiActivityEnable(k), "enable activity");
     set_phase_listener(&on_phase);
+    ops_ = at::addGlobalCallback(
+        at::RecordFunctionCallback(&on_op_start, &on_op_end).needsInputs(false).scopes({at::RecordScope::FUNCTION}));
   }
   void stop() override {
+    at::removeCallback(ops_);
     set_phase_listener(nullptr);
     cuda_backend()->synchronize();
     check(cuptiActivityFlushAll(1), "flush");
     for (auto k : enabled_kinds()) cuptiActivityDisable(k);
     attribute_phases(store_->device, store_->launch_at, store_->phases);
+    attribute_ops(store_->device, store_->op_of, store_->op_names);
   }
   std::vector<TraceEvent> events() override { return store_->device; }
   std::vector<PhaseInterval> phases() override { return store_->phases; }
 
  private:
   std::unique_ptr<Store> store_;
+  at::CallbackHandle ops_ = 0;
 };
 
 }  // namespace
