@@ -25,6 +25,9 @@ def fmt(v, spec=",.0f") -> str:
 
 PUBLISHED = json.loads((Path(__file__).with_name("published.json")).read_text())
 PHASES = ["data", "forward", "loss", "backward", "optimizer"]
+# The breakdown's kinds of work (bench/measure/profiler.cpp's category), in the chart's stacking order.
+CATEGORIES = ["matmul", "attention", "normalization", "elementwise", "embedding", "loss", "optimizer", "memcpy",
+              "other"]
 
 
 def _ok(run: Run):
@@ -107,16 +110,31 @@ def phase_chart(run: Run) -> plt.Figure | None:
     stacked, the breakdown step's time left unattributed to a phase hatched above them, and the timed step
     (the median of the repetitions) marked: where the stack ends below the mark, the time went nowhere the
     pass saw."""
-    rungs = [r for r in _ok(run) if r.profile and r.tokens_per_step]
+    return _breakdown_stack(run, "phase_ms", [(p, p) for p in PHASES] + [("other", "other (outside the phases)")],
+                            "Where the time goes, per 1,000 tokens (breakdown pass; timed step marked)")
+
+
+def category_chart(run: Run) -> plt.Figure | None:
+    """The same stack by kind of work (matmul, attention, normalization, ...: the breakdown's categories), so a
+    rung's gain shows where it came from (native layers: normalization; SDPA: attention)."""
+    rungs = [r for r in _ok(run) if r.profile and r.profile.get("category_ms")]
+    extra = sorted({c for r in rungs for c in r.profile["category_ms"]} - set(CATEGORIES))
+    return _breakdown_stack(run, "category_ms", [(c, c) for c in CATEGORIES + extra],
+                            "By kind of work, per 1,000 tokens (breakdown pass; timed step marked)")
+
+
+def _breakdown_stack(run: Run, key: str, parts: list[tuple[str, str]], title: str) -> plt.Figure | None:
+    """Each rung's breakdown[key] (ms per step) per 1,000 tokens, the parts stacked in order, labelled."""
+    rungs = [r for r in _ok(run) if r.profile and r.tokens_per_step and r.profile.get(key)]
     if not rungs:
         return None
     per_1k = [1000.0 / r.tokens_per_step for r in rungs]
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(rungs) + 2), 4.2))
     names = [r.name for r in rungs]
     bottom = [0.0] * len(rungs)
-    for phase in PHASES + ["other"]:
-        vals = [r.profile.get("phase_ms", {}).get(phase, 0.0) * k for r, k in zip(rungs, per_1k)]
-        ax.bar(names, vals, bottom=bottom, label=phase if phase != "other" else "other (outside the phases)")
+    for part, label in parts:
+        vals = [r.profile[key].get(part, 0.0) * k for r, k in zip(rungs, per_1k)]
+        ax.bar(names, vals, bottom=bottom, label=label)
         bottom = [b + v for b, v in zip(bottom, vals)]
     gap = [max(0.0, (r.profile.get("step_ms") or 0.0) * k - b) for r, k, b in zip(rungs, per_1k, bottom)]
     ax.bar(names, gap, bottom=bottom, label="unattributed (breakdown step)", color="white", edgecolor="#7f8c8d",
@@ -125,9 +143,9 @@ def phase_chart(run: Run) -> plt.Figure | None:
     ax.plot(names, timed, linestyle="none", marker="_", markersize=22, markeredgewidth=2.5, color="k",
             label="timed step (median)", zorder=5)
     ax.set_ylabel("ms per 1,000 tokens")
-    ax.set_title("Where the time goes, per 1,000 tokens (breakdown pass; timed step marked)")
+    ax.set_title(title)
     ax.tick_params(axis="x", rotation=60, labelsize=8)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, never over them
     fig.tight_layout()
     return fig
 

@@ -315,6 +315,8 @@ def build_figures(runs: list[Run]) -> dict:
             figs[tag + name] = f
         if (f := charts.phase_chart(run)) is not None:
             figs[tag + "phases"] = f
+        if (f := charts.category_chart(run)) is not None:
+            figs[tag + "categories"] = f
     if (f := charts.ablation_chart(runs)) is not None:
         figs["ablations"] = f
     if len(runs) > 1:
@@ -385,7 +387,8 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
             md += ["</details>", ""]
             parts.append("<details><summary>Full error texts</summary>" + "".join(
                 f"<p>{html.escape(name)}:</p><pre>{html.escape(text)}</pre>" for name, text in errors) + "</details>")
-        for kind in ("ladder", "waterfall", "waterfall_add_one", "waterfall_leave_one_out", "memory", "mfu", "phases"):
+        for kind in ("ladder", "waterfall", "waterfall_add_one", "waterfall_leave_one_out", "memory", "mfu", "phases",
+                     "categories"):
             if tag + kind in embedded:
                 md.append(f"![{kind}]({tag + kind}.png)")
                 parts.append(f'<img alt="{kind}" src="data:image/png;base64,{embedded[tag + kind]}">')

@@ -97,6 +97,25 @@ def test_phases_per_thousand_tokens_with_the_timed_step_marked():
     charts.plt.close("all")
 
 
+def test_categories_stack_each_kind_of_work_per_thousand_tokens():
+    run = load_run(FIXTURES / "cpu_2threads")
+    ok = [r for r in rungs_json("cpu_2threads") if r["status"] == "ok" and r.get("breakdown")]
+    ax = charts.category_chart(run).axes[0]
+    stacks = ax.containers
+    labels = [c.get_label() for c in stacks]
+    assert labels[:len(charts.CATEGORIES)] == charts.CATEGORIES and labels[-1] == "unattributed (breakdown step)"
+    for name in ("matmul", "normalization", "attention"):
+        bars = stacks[labels.index(name)]
+        assert [b.get_height() for b in bars] == pytest.approx(
+            [r["breakdown"]["category_ms"].get(name, 0.0) * 1000 / r["tokens_per_step"] for r in ok])
+    # the stack holds all the pass counted: the categories' sum is the phases' sum
+    for i, r in enumerate(ok):
+        top = stacks[-2][i].get_y() + stacks[-2][i].get_height()
+        assert top == pytest.approx(sum(r["breakdown"]["phase_ms"].values()) * 1000 / r["tokens_per_step"])
+    assert charts.category_chart(load_run(FIXTURES / "synthetic_h100")) is None  # no categories there: no chart
+    charts.plt.close("all")
+
+
 def _waterfall_bars(fig):
     """(x label, bottom, top) of each bar of a waterfall figure."""
     ax = fig.axes[0]
