@@ -339,17 +339,21 @@ TEST(CuptiAggregation, KernelsGetTheOpOfTheirLaunch) {
   EXPECT_EQ(chrome_trace(device, {})["traceEvents"][1]["args"]["op"], names[1]);
 }
 
-// On the CPU every top-level op of the baseline's step has a category but gradient accumulation (autograd's
-// AccumulateGrad, no op's derivative): the backward's nodes count where their forward ops do.
+// On the CPU every top-level op of a step has a category but gradient accumulation (autograd's AccumulateGrad, no
+// op's derivative): the backward's nodes count where their forward ops do, our Functions' where their work is.
 TEST(CpuProfiler, EveryTopLevelOpButGradientAccumulationHasACategory) {
-  const Breakdown p = profile(tiny());
-  for (const auto& n : p.summary.by_name) {
-    if (n.total_ms > 0 && category(n.name) == "other") {
-      EXPECT_NE(n.name.find("AccumulateGrad"), std::string::npos) << n.name;
+  StepSpec fused = tiny();
+  fused.model.classifier_chunk = 24, fused.model.gelu_epilogues = true, fused.model.fused_residual_norm = true;
+  for (const StepSpec& s : {tiny(), fused}) {
+    const Breakdown p = profile(s);
+    for (const auto& n : p.summary.by_name) {
+      if (n.total_ms > 0 && category(n.name) == "other") {
+        EXPECT_NE(n.name.find("AccumulateGrad"), std::string::npos) << n.name;
+      }
     }
+    EXPECT_GT(p.summary.category_ms.at("normalization"), 0.0);
+    EXPECT_GT(p.summary.category_ms.at(s.model.classifier_chunk ? "matmul" : "loss"), 0.0);
   }
-  EXPECT_GT(p.summary.category_ms.at("normalization"), 0.0);
-  EXPECT_GT(p.summary.category_ms.at("loss"), 0.0);
 }
 
 }  // namespace

@@ -262,9 +262,10 @@ std::string category(const std::string& raw, const std::string& kind, const std:
   if (has({"layer_norm", "layernorm", "rowwisemoments", "gammabeta", "add_ln_", "aten::mean", "aten::var", "meanops",
            "welfordops"}))
     return "normalization";
-  // cuBLAS's split-K GEMMs end with a splitKreduce_kernel.
+  // cuBLAS's split-K GEMMs end with a splitKreduce_kernel; our MlpGeluEpilogues node (kernels/gelu_epilogues) is
+  // the MLP's two GEMMs with GELU in their epilogues.
   if (has({"mm", "matmul", "linear", "gemm", "cutlass", "xmma", "nvjet", "cublas", "ampere_sgemm", "_addmm",
-           "splitkreduce"}))
+           "splitkreduce", "mlpgelu"}))
     return "matmul";
   if (has({"copy_", "aten::to", "_to_copy", "memcpy"})) return "memcpy";
   // The embeddings' kernels on CUDA: index_select's gather forward; backward, the indices sorted (nothing else in
