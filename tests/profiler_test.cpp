@@ -336,6 +336,7 @@ TEST(CuptiAggregation, KernelsGetTheOpOfTheirLaunch) {
   EXPECT_DOUBLE_EQ(s.category_events.at("matmul"), 2.0);  // the GEMM and its bias gradient's sum
   EXPECT_DOUBLE_EQ(s.category_events.at("other"), 2.0);
   EXPECT_EQ(s.category_events.count("normalization"), 0u);
+  EXPECT_DOUBLE_EQ(*s.op_coverage, 0.5);  // two of four equal kernels have their op
   EXPECT_EQ(chrome_trace(device, {})["traceEvents"][1]["args"]["op"], names[1]);
 }
 
@@ -353,6 +354,8 @@ TEST(CpuProfiler, EveryTopLevelOpButGradientAccumulationHasACategory) {
     }
     EXPECT_GT(p.summary.category_ms.at("normalization"), 0.0);
     EXPECT_GT(p.summary.category_ms.at(s.model.classifier_chunk ? "matmul" : "loss"), 0.0);
+    EXPECT_FALSE(p.summary.op_coverage);  // a GPU's figure
+    EXPECT_FALSE(to_json(p.summary).contains("op_coverage"));
   }
 }
 

@@ -65,7 +65,8 @@ Breakdown breakdown_rung(const StepSpec& timed, const DeviceInfo& dev, const at:
   p.summary.counted_flops_by_op = flops.by_op();
   p.summary.attribution =
       std::string(dev.cuda() ? "each kernel's and copy's device time to the phase open at its launch (CUPTI "
-                               "correlation of runtime and driver API calls)"
+                               "correlation of runtime and driver API calls); ATen's generic kernels to the category "
+                               "of the top-level op that launched them (CUPTI external correlation; op_coverage)"
                              : "each top-level ATen op's time to the phase open when it ran") +
       (graph ? "; an eager pass of the same step, since a CUDA graph replays as one launch outside the phases" : "");
   p.trace = chrome_trace(events, collector->phases());

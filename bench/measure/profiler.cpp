@@ -288,7 +288,7 @@ ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, doubl
   const double per = steps > 0 ? 1.0 / steps : 0.0;
   s.step_ms = 1e3 * wall_s * per;
   std::map<std::string, NameStat> by_name;
-  double busy_ns = 0;
+  double busy_ns = 0, device_ns = 0, device_with_op_ns = 0;
   std::vector<std::pair<int64_t, int64_t>> device_spans;
   for (const auto& e : events) {
     const std::string cat = category(e.name, e.kind, e.op);
@@ -308,8 +308,13 @@ ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, doubl
     by_name[e.name].name = e.name;
     if (e.kind == "memcpy") s.bytes_copied_per_step += e.bytes * per;
     if (e.kind == "op" && e.depth == 0) busy_ns += e.dur_ns;
-    if (e.kind != "op") device_spans.emplace_back(e.start_ns, e.start_ns + e.dur_ns);
+    if (e.kind != "op") {
+      device_spans.emplace_back(e.start_ns, e.start_ns + e.dur_ns);
+      device_ns += e.dur_ns;
+      if (!e.op.empty()) device_with_op_ns += e.dur_ns;
+    }
   }
+  if (device_ns > 0) s.op_coverage = device_with_op_ns / device_ns;
   // GPU: the union of kernel/copy intervals (concurrent streams overlap); CPU: time in ops.
   std::sort(device_spans.begin(), device_spans.end());
   int64_t covered = 0, until = INT64_MIN;
@@ -338,7 +343,7 @@ nlohmann::json to_json(const ProfileSummary& s) {
     for (const auto& n : v) a.push_back({{"name", n.name}, {"count_per_step", n.count}, {"ms_per_step", n.total_ms}});
     return a;
   };
-  return {{"source", s.source},
+  nlohmann::json j = {{"source", s.source},
           {"steps", s.steps},
           {"step_ms", s.step_ms},
           {"host_ms_per_step", s.host_ms},
@@ -356,6 +361,8 @@ nlohmann::json to_json(const ProfileSummary& s) {
           {"attribution", s.attribution},
           {"counted_flops_per_step", s.counted_flops_per_step},
           {"counted_flops_by_op", s.counted_flops_by_op}};
+  if (s.op_coverage) j["op_coverage"] = *s.op_coverage;
+  return j;
 }
 
 nlohmann::json chrome_trace(const std::vector<TraceEvent>& events, const std::vector<PhaseInterval>& phases) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -119,6 +120,9 @@ struct ProfileSummary {
   // The share of the counted time (kernels and copies on a GPU, top-level ops on the CPU) that a
   // phase holds; the rest is phase_ms["other"]. A trustworthy breakdown has it >= 0.95.
   double phase_coverage = 0;
+  // GPU: the share of the device time (kernels, copies) whose launching op the collector knows (CUPTI's external
+  // correlation); generic kernels without one fall back to their names' category. None on the CPU.
+  std::optional<double> op_coverage;
   std::string attribution;                     // how time was given to phases, in words (set by the caller)
   // FLOPs of one step counted from the matmul/SDPA ops' shapes (FlopCounter, set by the caller).
   double counted_flops_per_step = 0;
