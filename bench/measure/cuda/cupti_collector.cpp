@@ -35,16 +35,19 @@ struct Store {
   std::unordered_map<int64_t, uint64_t> op_of;      // correlation id -> index into op_names
   std::mutex op_mu;                                 // the RecordFunction callbacks' (any thread)
   std::unordered_map<std::string, uint64_t> op_ids;
-  std::vector<std::string> op_names;
+  std::vector<std::string> op_names{""};            // id 0: no op (never pushed)
 };
 Store* g_store = nullptr;
 constexpr auto kOpCorrelation = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 thread_local int t_op_depth = 0;
 
-struct Pushed : at::ObserverContext {};
+struct OpMark : at::ObserverContext {
+  bool pushed = false;
+};
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
-  if (t_op_depth++ > 0) return nullptr;  // a nested op: its kernels are its top-level caller's
+  auto mark = std::make_unique<OpMark>();
+  if (t_op_depth++ > 0) return mark;  // a nested op: its kernels are its top-level caller's
   uint64_t id = 0;
   {
     std::lock_guard<std::mutex> lock(g_store->op_mu);
@@ -52,13 +55,13 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
     if (fresh) g_store->op_names.push_back(it->first);
     id = it->second;
   }
-  if (cuptiActivityPushExternalCorrelationId(kOpCorrelation, id) != CUPTI_SUCCESS) return nullptr;
-  return std::make_unique<Pushed>();
+  mark->pushed = cuptiActivityPushExternalCorrelationId(kOpCorrelation, id) == CUPTI_SUCCESS;
+  return mark;
 }
 
-void on_op_end(const at::RecordFunction&, at::ObserverContext* pushed) {
+void on_op_end(const at::RecordFunction&, at::ObserverContext* ctx) {
   --t_op_depth;
-  if (pushed) cuptiActivityPopExternalCorrelationId(kOpCorrelation, nullptr);
+  if (ctx && static_cast<OpMark*>(ctx)->pushed) cuptiActivityPopExternalCorrelationId(kOpCorrelation, nullptr);
 }
 
 std::string demangle(const char* name) {
