@@ -298,19 +298,15 @@ TEST(CuptiAggregation, GenericKernelsTakeTheCategoryOfTheOpThatLaunchedThem) {
   EXPECT_EQ(category("void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>()", "kernel"),
             "matmul");
   // On the CPU an autograd node counts as the op it differentiates.
-  EXPECT_EQ(category(node + "NllLossBackward0"), "loss");
-  EXPECT_EQ(category(node + "LogSoftmaxBackward0"), "loss");
-  EXPECT_EQ(category(node + "VarBackward0"), "normalization");
-  EXPECT_EQ(category(node + "MeanBackward1"), "normalization");
-  EXPECT_EQ(category(node + "NativeLayerNormBackward0"), "normalization");
-  EXPECT_EQ(category(node + "MaskedFillBackward0"), "attention");
-  EXPECT_EQ(category(node + "ScaledDotProductFlashAttentionForCpuBackward0"), "attention");
-  EXPECT_EQ(category(node + "BmmBackward0"), "attention");
-  EXPECT_EQ(category(node + "AddmmBackward0"), "matmul");
-  EXPECT_EQ(category(node + "MulBackward0"), "elementwise");
-  EXPECT_EQ(category(node + "ToCopyBackward0"), "memcpy");
-  EXPECT_EQ(category(node + "EmbeddingBackward0"), "embedding");
-  EXPECT_EQ(category(node + "torch::autograd::AccumulateGrad"), "other");
+  const std::pair<const char*, const char*> nodes[] = {
+      {"NllLossBackward0", "loss"},          {"LogSoftmaxBackward0", "loss"},
+      {"VarBackward0", "normalization"},     {"MeanBackward1", "normalization"},
+      {"NativeLayerNormBackward0", "normalization"},
+      {"MaskedFillBackward0", "attention"},  {"ScaledDotProductFlashAttentionForCpuBackward0", "attention"},
+      {"BmmBackward0", "attention"},         {"AddmmBackward0", "matmul"},
+      {"MulBackward0", "elementwise"},       {"ToCopyBackward0", "memcpy"},
+      {"EmbeddingBackward0", "embedding"},   {"torch::autograd::AccumulateGrad", "other"}};
+  for (const auto& [name, want] : nodes) EXPECT_EQ(category(node + name), want) << name;
 }
 
 // The collector's external-correlation records give each launch its op; a kernel takes the op of the launch with
