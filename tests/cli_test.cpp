@@ -228,6 +228,13 @@ TEST(Cli, FlopsFormulaCountedFlopsAndMfuBasis) {
   EXPECT_EQ(doc["rungs"][0]["peak_flops"]["mfu"], doc["rungs"][1]["peak_flops"]["mfu"]);  // one denominator
   EXPECT_EQ(doc["mfu"]["basis"].get<std::string>().rfind("the highest matmul rate measured on this CPU", 0), 0u);
   EXPECT_FALSE(doc["device"]["bf16_support"].get<std::string>().empty());
+  // what the report reads a CPU's runs against (it has no datasheet): the rates measured here, each rung's
+  // the one of its precision (fp32 here), and the copy bandwidth
+  const auto& measured = doc["measured"];
+  EXPECT_GT(measured["copy_bandwidth_gbs"].get<double>(), 0.1);
+  EXPECT_TRUE(measured["matmul_tflops"].contains("bf16")) << measured.dump();  // a CPU: every precision it has
+  const double fp32 = doc["rungs"][0]["peak_flops"]["measured_matmul"].get<double>();
+  EXPECT_NEAR(measured["matmul_tflops"]["fp32"].get<double>() * 1e12, fp32, 1e-12 * fp32);
   const auto& spread = doc["rungs"][0]["spread"];
   EXPECT_EQ(spread["repetitions"], 2);
   EXPECT_GE(spread["tokens_per_sec_ci"][1].get<double>(), spread["tokens_per_sec_ci"][0].get<double>());

@@ -102,6 +102,12 @@ TEST(Device, MeasuredMatmulPeakIsPositive) {
   EXPECT_GT(measure_matmul_peak(detect_device("cpu"), MathMode::kFp32), 1e8);
 }
 
+TEST(Device, MeasuredCopyBandwidthIsPlausible) {  // bytes/s: more than 100 MB/s, less than any memory's 100 TB/s
+  const double bw = measure_copy_bandwidth(detect_device("cpu"));
+  EXPECT_GT(bw, 1e8);
+  EXPECT_LT(bw, 1e14);
+}
+
 using test::CudaTest;
 
 TEST_F(CudaTest, DescribesTheDevice_CUDA) {

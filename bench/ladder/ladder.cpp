@@ -729,8 +729,10 @@ int64_t check_rung_filter(const std::string& filter, const std::vector<RungRecor
 }
 
 // The peaks: the matmul rate measured here per precision the run uses (on the CPU in every
-// precision: the best of them is the CPU's MFU peak), and the MFU's one denominator.
-void measure_peaks(const DeviceInfo& dev, std::vector<RungRecord>& records) {
+// precision: the best of them is the CPU's MFU peak), and the MFU's one denominator; and the copy
+// bandwidth. Returned as rungs.json's "measured": what the report sets runs of devices with no
+// datasheet (CPUs) against, as it sets GPUs against their datasheets.
+nlohmann::json measure_peaks(const DeviceInfo& dev, std::vector<RungRecord>& records) {
   std::map<MathMode, double> measured;
   auto measure = [&](MathMode m) {
     if (measured.count(m)) return;
@@ -748,6 +750,13 @@ void measure_peaks(const DeviceInfo& dev, std::vector<RungRecord>& records) {
     r.plan.mfu_peak = mfu_peak;
     r.plan.mfu_basis = mfu_basis;
   }
+  std::cerr << "gpt2bench: measuring the copy bandwidth...\n";
+  nlohmann::json out = {{"copy_bandwidth_gbs", measure_copy_bandwidth(dev) / 1e9},
+                        {"how", "matmul_tflops: the best of a square GEMM (n = 8192 on a GPU, 1024 on a CPU) in each "
+                                "precision; copy_bandwidth_gbs: the best of a 256 MiB copy, bytes read + written"}};
+  for (const auto& [m, flops] : measured) out["matmul_tflops"][to_string(m)] = flops / 1e12;
+  empty_cache(dev);
+  return out;
 }
 
 // The run's time budget in seconds (0 = none): the profile's budget_minutes, else 15 minutes on a
@@ -757,9 +766,9 @@ double run_budget_s(const Profile& prof, const DeviceInfo& dev) {
   return dev.cuda() ? 0 : 15 * 60;
 }
 
-// rungs.json without its rungs: the profile, device (with its datasheet row), build, MFU basis.
+// rungs.json without its rungs: the profile, device (with its datasheet row), build, MFU basis, the measured peaks.
 nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std::vector<RungRecord>& records,
-                          const std::string& build_id) {
+                          const std::string& build_id, const nlohmann::json& measured) {
   nlohmann::json doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"plan", prof.plan},
                                      {"batch", prof.batch}, {"warmup_steps", prof.warmup_steps},
                                      {"steps", prof.steps}, {"repetitions", prof.repetitions},
@@ -780,6 +789,7 @@ nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std:
                 {"basis", records.empty() ? "" : records[0].plan.mfu_basis},
                 {"also", "median.mfu_vs_precision_peak: over the datasheet peak of the rung's own precision; "
                          "median.mfu_vs_measured_peak: over the matmul rate measured here in that precision"}};
+  doc["measured"] = measured;
   doc["fingerprint"] = fingerprint(prof, records);
   doc["build_id"] = build_id;
   return doc;
@@ -967,8 +977,8 @@ int run_ladder(const LadderOptions& o) {
   warn_if_few_repetitions(prof);
 
   // 2. The peaks, the writer, the parity reference.
-  measure_peaks(dev, records);
-  RunWriter writer(o.out_dir, run_header(prof, dev, records, build_id), std::move(kept));
+  const nlohmann::json measured = measure_peaks(dev, records);
+  RunWriter writer(o.out_dir, run_header(prof, dev, records, build_id, measured), std::move(kept));
   // From here on the CPU runs out of memory as a GPU does: at the allocation that goes over the
   // budget, wherever it is (batch search, build, warm-up, timed steps, breakdown, parity).
   meter->set_limit(prof.settings.cpu_memory_budget);

@@ -164,4 +164,24 @@ double measure_matmul_peak(const DeviceInfo& d, MathMode m) {
   return best;
 }
 
+double measure_copy_bandwidth(const DeviceInfo& d) {
+  at::NoGradGuard no_grad;
+  constexpr int64_t kBytes = int64_t{256} << 20;
+  auto src = at::ones({kBytes / 4}, at::TensorOptions().device(torch_device(d)).dtype(at::kFloat));
+  auto dst = at::empty_like(src);
+  auto timer = make_step_timer(d);
+  dst.copy_(src);  // warm-up: every page touched
+  synchronize(d);
+  double best = 0, total = 0;
+  for (int i = 0; i < 20 && (i < 3 || total < 0.1); ++i) {
+    timer->mark();
+    dst.copy_(src);
+    timer->mark();
+    const double s = timer->intervals().at(0);
+    total += s;
+    best = std::max(best, 2.0 * kBytes / s);
+  }
+  return best;
+}
+
 }  // namespace gpt2

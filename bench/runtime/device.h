@@ -77,6 +77,10 @@ void empty_cache(const DeviceInfo& d);  // return cached device memory between r
 std::optional<double> datasheet_peak_flops(const DeviceInfo& d, MathMode m);
 // The best FLOP/s of a large square GEMM in that math mode, measured here and now.
 double measure_matmul_peak(const DeviceInfo& d, MathMode m);
+// The best bytes/s (read + written) of a device-to-device copy of 256 MiB (past the caches: on 2 cores of a
+// Xeon with 480 MiB of L3 the same rate as 1 GiB, 64 MiB 1.4x it), measured here and now: what a
+// memory-bound step can hope for on this device with these threads.
+double measure_copy_bandwidth(const DeviceInfo& d);
 c10::ScalarType compute_dtype(MathMode m);  // the dtype matmuls run in
 // Sets ATen's float32 matmul precision for a scope ("high" = TF32 allowed), restoring it after.
 class MatmulPrecisionGuard {

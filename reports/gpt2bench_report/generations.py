@@ -10,24 +10,53 @@ from .charts import GIB, fmt as _f
 from .load import Run
 
 
-def _peak(run: Run, key: str) -> float | None:
-    return (run.device.get("datasheet") or {}).get(key)
+def basis(runs: list[Run]) -> str:
+    """The one basis every run's peaks are read on, so that their ratios compare: "datasheet" where each run's
+    device has a datasheet row (bench/runtime/datasheet.cpp: the GPUs the project knows), else "measured" (what
+    each run measured itself: CPUs, unknown GPUs, a mix of both)."""
+    return "datasheet" if all(r.device.get("datasheet") for r in runs) else "measured"
+
+
+_PRECISION = {"bf16_tflops": "bf16", "fp16_tflops": "fp16", "tf32_tflops": "tf32", "fp32_tflops": "fp32"}
+
+
+def _precision(run: Run, r) -> str:
+    """The datasheet key of the precision a rung's matmuls run in (TF32 only on a GPU: a CPU has none)."""
+    if any(v in r.variants for v in ("bf16_cast", "bf16_autocast")):
+        return "bf16_tflops"
+    if "fp16_autocast" in r.variants:
+        return "fp16_tflops"
+    return "tf32_tflops" if "tf32" in r.variants and run.device.get("type") == "cuda" else "fp32_tflops"
+
+
+def _peak(run: Run, key: str, on: str) -> float | None:
+    """A device's peak (TFLOP/s in a precision, or memory GB/s) on the basis `on`. Measured: rungs.json's
+    "measured", else (a run older than it) the matmul rate its rungs of that precision carry."""
+    if on == "datasheet":
+        return (run.device.get("datasheet") or {}).get(key)
+    if key == "memory_bandwidth_gbs":
+        return run.measured.get("copy_bandwidth_gbs")
+    if (v := (run.measured.get("matmul_tflops") or {}).get(_PRECISION[key])) is not None:
+        return v
+    return next((r.measured_matmul / 1e12 for r in run.rungs
+                 if r.measured_matmul and r.status != "skipped" and _precision(run, r) == key), None)
 
 
 def device_facts(runs: list[Run]) -> list[list[str]]:
-    ref = runs[0]
-    rows = [["run", "device", "memory GiB", "SMs / threads", "dense bf16 TFLOP/s", "TF32", "fp32", "memory GB/s",
-             "bf16 ratio", "bandwidth ratio", "driver", "CUDA", "torch"]]
+    ref, on = runs[0], basis(runs)
+    rows = [["run", "device", "memory GiB", "SMs / threads", "peaks", "dense bf16 TFLOP/s", "TF32", "fp32",
+             "memory GB/s", "bf16 ratio", "bandwidth ratio", "driver", "CUDA", "torch"]]
     for run in runs:
         d = run.device
 
         def ratio(key):
-            a, b = _peak(run, key), _peak(ref, key)
+            a, b = _peak(run, key, on), _peak(ref, key, on)
             return f"{a / b:.2f}x" if a and b else "-"
 
         rows.append([run.path.name, d.get("name", "?"), f"{d.get('total_memory', 0) / GIB:.1f}",
                      str(d.get("sm_count", "?")),
-                     *(_f(_peak(run, k)) for k in ("bf16_tflops", "tf32_tflops", "fp32_tflops", "memory_bandwidth_gbs")),
+                     f"datasheet ({d['datasheet'].get('model', '?')})" if on == "datasheet" else "measured",
+                     *(_f(v, ",.0f" if v >= 100 else ".3g") if (v := _peak(run, k, on)) is not None else "-" for k in ("bf16_tflops", "tf32_tflops", "fp32_tflops", "memory_bandwidth_gbs")),
                      ratio("bf16_tflops"), ratio("memory_bandwidth_gbs"), d.get("driver_version") or "-",
                      d.get("runtime_version") or "-",
                      run.build.get("torch", run.context.get("torch_version", "?"))])
@@ -45,10 +74,19 @@ def bound_by(ratio: float, compute: float | None, bandwidth: float | None) -> st
     return "compute-bound" if abs(ratio - compute) <= abs(ratio - bandwidth) else "memory-bound"
 
 
+def _compute_ratio(run: Run, ref: Run, r, base, on: str) -> float | None:
+    """The devices' peak-FLOP ratio in the rung's precision: the datasheets', or the matmul rates the two runs
+    measured for this rung's precision."""
+    if on == "measured":
+        return r.measured_matmul / base.measured_matmul if r.measured_matmul and base.measured_matmul else None
+    a, b = _peak(run, _precision(run, r), on), _peak(ref, _precision(ref, base), on)
+    return a / b if a and b else None
+
+
 def generations_table(runs: list[Run]) -> list[list[str]]:
-    """One line per rung: tok/s on each device, and each other device's ratio to the first, read against the
-    devices' dense bf16 and bandwidth ratios."""
-    ref, others = runs[0], runs[1:]
+    """One line per rung: tok/s on each device, and each other device's ratio to the first, beside the devices'
+    peak-FLOP (in the rung's precision) and bandwidth ratios, and what it reads as against them."""
+    ref, others, on = runs[0], runs[1:], basis(runs)
     names = []
     for run in runs:
         for r in run.rungs:
@@ -56,7 +94,7 @@ def generations_table(runs: list[Run]) -> list[list[str]]:
                 names.append(r.name)
     head = ["rung"] + [f"{run.device.get('name', '?')} tok/s" for run in runs]
     for run in others:
-        head += [f"{run.device.get('name', '?')} / {ref.device.get('name', '?')}", "reads as"]
+        head += [f"{run.device.get('name', '?')} / {ref.device.get('name', '?')}", "FLOPs, bandwidth ratios", "reads as"]
     rows = [head]
     for n in names:
         row = [n]
@@ -68,20 +106,18 @@ def generations_table(runs: list[Run]) -> list[list[str]]:
             r = run.rung(n)
             if r and r.ok and base and base.ok and base.tokens_per_sec:
                 ratio = r.tokens_per_sec / base.tokens_per_sec
-                compute = _ratio(run, ref, "bf16_tflops" if _bf16(r) else "tf32_tflops" if "tf32" in r.variants else "fp32_tflops")
-                row += [f"{ratio:.2f}x", bound_by(ratio, compute, _ratio(run, ref, "memory_bandwidth_gbs"))]
+                compute = _compute_ratio(run, ref, r, base, on)
+                bandwidth = _ratio(run, ref, "memory_bandwidth_gbs", on)
+                peaks = ", ".join(f"{x:.2f}x" if x else "-" for x in (compute, bandwidth))
+                row += [f"{ratio:.2f}x", peaks, bound_by(ratio, compute, bandwidth)]
             else:
-                row += ["-", "-"]
+                row += ["-", "-", "-"]
         rows.append(row)
     return rows
 
 
-def _bf16(r) -> bool:
-    return any(v in r.variants for v in ("bf16_cast", "bf16_autocast"))
-
-
-def _ratio(run: Run, ref: Run, key: str) -> float | None:
-    a, b = _peak(run, key), _peak(ref, key)
+def _ratio(run: Run, ref: Run, key: str, on: str) -> float | None:
+    a, b = _peak(run, key, on), _peak(ref, key, on)
     return a / b if a and b else None
 
 
@@ -105,12 +141,17 @@ def cost_table(runs: list[Run], prices: dict[str, float]) -> list[list[str]] | N
 
 def notes(runs: list[Run]) -> list[str]:
     out = [f"ratios are to {runs[0].device.get('name', '?')} ({runs[0].path.name}), the first run named."]
-    if any(_peak(r, "bf16_tflops") for r in runs):
-        out.append("reads as: a rung whose ratio is nearest the devices' peak-FLOP ratio (in its precision) reads "
-                   "as compute-bound, nearest their bandwidth ratio as memory-bound, and one 5% below both, or gaining "
-                   "less than half of the smaller's gain, as launch/host-bound: a heuristic, not a measurement. Peaks and bandwidth are datasheet figures "
-                   "(bench/runtime/datasheet.cpp).")
-    else:
-        out.append("no datasheet for these devices (CPUs, unknown GPUs): no compute or bandwidth ratio to read the "
-                   "rungs' ratios against.")
+    heuristic = ("reads as: a rung whose ratio is nearest the devices' peak-FLOP ratio (in its precision) reads as "
+                 "compute-bound, nearest their bandwidth ratio as memory-bound, and one 5% below both, or gaining less "
+                 "than half of the smaller's gain, as launch/host-bound: a heuristic, not a measurement.")
+    if basis(runs) == "datasheet":
+        out.append(heuristic + " Peaks and bandwidth are datasheet figures (bench/runtime/datasheet.cpp).")
+        return out
+    out.append(heuristic + " Peaks and bandwidth are what each run measured (not every device here has a datasheet): "
+               "the best square GEMM in the rung's precision (n = 1024 on a CPU, 8192 on a GPU) and the best 256 MiB "
+               "copy (bytes read + written), the same method on each device, on the threads the run had (a VM's "
+               "share, not the whole chip's).")
+    if missing := [r.path.name for r in runs if not r.measured.get("copy_bandwidth_gbs")]:
+        out.append(f"no copy bandwidth measured in {', '.join(missing)} (a run older than that measurement): no "
+                   "bandwidth ratio, so no 'reads as', against it.")
     return out

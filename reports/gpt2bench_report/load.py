@@ -43,6 +43,7 @@ class Rung:
     chunk_choice: dict | None = None  # settings.classifier_chunk: fastest — each chunk's time, the one chosen
     anti_variant: bool = False  # slowed on purpose (sync_every_step): never a run's fastest
     kept: list | None = None  # a kept rung: each candidate extra, whether it joined and why (rungs.json "kept")
+    measured_matmul: float | None = None  # FLOP/s of a GEMM in the rung's precision, measured by its run
 
     @property
     def throttled(self) -> bool:
@@ -67,6 +68,7 @@ class Run:
     references: list = field(default_factory=list)  # rungs.json's Python reference rungs, as written
     flop_shares: dict | None = None  # the baseline's flops.shares: blocks, lm_head, attention
     synthetic: str = ""  # a test fixture's own words on what in it is made up; "" for a real run
+    measured: dict = field(default_factory=dict)  # rungs.json "measured": matmul_tflops, copy_bandwidth_gbs
 
     @property
     def label(self) -> str:
@@ -161,6 +163,7 @@ def load_run(path: str | Path) -> Run:
                     chunk_choice=r.get("classifier_chunk_choice"),
                     anti_variant=bool(r.get("anti_variant", False)),
                     kept=r.get("kept"),
+                    measured_matmul=(r.get("peak_flops") or {}).get("measured_matmul") or None,
                 )
             )
         return Run(
@@ -175,6 +178,7 @@ def load_run(path: str | Path) -> Run:
             mfu_basis=rungs_doc.get("mfu", {}).get("basis", ""),
             references=list(rungs_doc.get("references", [])),
             synthetic=rungs_doc.get("synthetic", ""),
+            measured=rungs_doc.get("measured") or {},
             flop_shares=(rungs_doc["rungs"][0].get("flops", {}).get("shares") if rungs_doc["rungs"] else None),
         )
     except (KeyError, TypeError) as e:

@@ -15,7 +15,7 @@ from conftest import FIXTURES
 from gpt2bench_report import ReportError, load_run, write_report
 from gpt2bench_report import charts
 from gpt2bench_report.__main__ import main
-from gpt2bench_report.generations import cost_table
+from gpt2bench_report.generations import cost_table, generations_table
 from gpt2bench_report.render import build_figures, eager_gaps, ladder_table
 from gpt2bench_report.stats import against_previous, differs, drifts, mann_whitney_p
 
@@ -547,12 +547,13 @@ def test_generations_section_for_two_devices(tmp_path):
     assert "## Generations" in md
     rows = {r.split("|")[1].strip(): [c.strip() for c in r.strip().strip("|").split("|")]
             for r in md.split("## Generations")[1].split("\n## ")[0].splitlines() if r.startswith("| 0")}
-    assert rows["00_baseline"][3:] == ["1.10x", "compute-bound"]  # nearer 1.00 (bf16 peaks) than 1.43
-    assert rows["03_fused_adamw"][3:] == ["1.22x", "memory-bound"]  # TF32 peaks equal too: 1.22 nearer 1.43 than 1.00
-    assert rows["05_sdpa"][3:] == ["0.90x", "launch/host-bound"]
+    assert rows["00_baseline"][3:] == ["1.10x", "1.00x, 1.43x", "compute-bound"]  # nearer 1.00 (fp32 peaks) than 1.43
+    assert rows["03_fused_adamw"][3:] == ["1.22x", "1.00x, 1.43x", "memory-bound"]  # TF32 peaks equal too
+    assert rows["05_sdpa"][3:] == ["0.90x", "1.00x, 1.43x", "launch/host-bound"]
     gen = md.split("## Generations")[1].split("\n## ")[0]
     facts = next(r for r in gen.splitlines() if r.startswith(f"| {h200.name} |"))
-    assert "| 1.00x | 1.43x |" in facts and "| 580.95 | 13.0 |" in facts
+    assert "| datasheet (H200 SXM) | 989 | 494 | 67 | 4,800 | 1.00x | 1.43x |" in facts and "| 580.95 | 13.0 |" in facts
+    assert "Peaks and bandwidth are datasheet figures" in gen
     cost = next(r for r in gen.splitlines() if r.startswith(f"| {h100.name} | NVIDIA H100 80GB HBM3 | 2.50 |"))
     assert cost.rstrip(" |").split("|")[-1].strip() != ""
     assert f"| {h200.name} | NVIDIA H200 | 3.50 |" in gen  # priced by its device's name
@@ -560,6 +561,64 @@ def test_generations_section_for_two_devices(tmp_path):
         if line.startswith("| ") and "Generations" not in line:
             assert not re.search(r"[^\\ ]\|[^ \-]", line), line
     assert main([str(h100), "--out", str(out), "--price", "nonsense"]) == 2
+
+
+def test_a_rung_is_set_against_the_peak_of_its_own_precision(tmp_path):
+    # fp16 autocast over a TF32 step computes in fp16: its ratio is the fp16 peaks' (2x here), not TF32's (1x)
+    h100 = _synthetic_gpu_run(tmp_path, "H100 SXM", "NVIDIA H100 80GB HBM3", 3350, {})
+    h200 = _synthetic_gpu_run(tmp_path, "H200 SXM", "NVIDIA H200", 3350, {})
+    for d, fp16 in ((h100, 989), (h200, 1978)):
+        doc = json.loads((d / "rungs.json").read_text())
+        doc["device"]["datasheet"]["fp16_tflops"] = fp16
+        next(r for r in doc["rungs"] if r["name"] == "05_sdpa")["variants"].append("fp16_autocast")
+        (d / "rungs.json").write_text(json.dumps(doc))
+    rows = {r[0]: r for r in generations_table([load_run(h100), load_run(h200)])[1:]}
+    assert rows["05_sdpa"][4] == "2.00x, 1.00x"
+    assert rows["03_fused_adamw"][4] == "1.00x, 1.00x"  # TF32 (a GPU's)
+
+
+def _cpu_run(tmp_path, name, measured, fp32_rate, scale):
+    """A CPU run made from the fixture under another device name, with the peaks it measured (`measured`: rungs.json's
+    "measured", None for a run older than it) and each rung's fp32 matmul rate; tok/s scaled per rung."""
+    run_dir = tmp_path / name.replace(" ", "_")
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    doc["device"]["name"] = name
+    doc.pop("measured", None)
+    if measured is not None:
+        doc["measured"] = measured
+    for r in doc["rungs"]:
+        r["peak_flops"]["measured_matmul"] = fp32_rate
+        if r["status"] == "ok":
+            r["median"]["tokens_per_sec"] *= scale.get(r["name"], 1.0)
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    return run_dir
+
+
+def test_generations_of_devices_without_a_datasheet_read_against_what_each_run_measured(tmp_path):
+    # two CPUs: 2x the fp32 matmul rate, 1.25x the copy bandwidth
+    a = _cpu_run(tmp_path, "CPU A", {"matmul_tflops": {"fp32": 0.2, "bf16": 0.9}, "copy_bandwidth_gbs": 20.0}, 0.2e12, {})
+    b = _cpu_run(tmp_path, "CPU B", {"matmul_tflops": {"fp32": 0.4, "bf16": 1.5}, "copy_bandwidth_gbs": 25.0}, 0.4e12,
+                 {"00_baseline": 1.9, "03_fused_adamw": 1.3, "05_sdpa": 0.8})
+    old = _cpu_run(tmp_path, "CPU C", None, 0.3e12, {})  # before rungs.json had "measured": its rungs' rates only
+    out = tmp_path / "report"
+    assert main([str(a), str(b), str(old), "--out", str(out)]) == 0
+    gen = (out / "report.md").read_text().split("## Generations")[1].split("\n## ")[0]
+    rows = {r.split("|")[1].strip(): [c.strip() for c in r.strip().strip("|").split("|")]
+            for r in gen.splitlines() if r.startswith("| 0")}
+    assert rows["00_baseline"][4:7] == ["1.90x", "2.00x, 1.25x", "compute-bound"]
+    assert rows["03_fused_adamw"][4:7] == ["1.30x", "2.00x, 1.25x", "memory-bound"]
+    assert rows["05_sdpa"][4:7] == ["0.80x", "2.00x, 1.25x", "launch/host-bound"]
+    assert rows["00_baseline"][7:] == ["1.00x", "1.50x, -", "-"]  # CPU C: no bandwidth, no reading
+    facts = {r.split("|")[2].strip(): r for r in gen.splitlines() if r.startswith("| CPU_")}
+    assert "| measured | 1.5 | - | 0.4 | 25 | 1.67x | 1.25x |" in facts["CPU B"]
+    assert "| measured | - | - | 0.3 | - | - | - |" in facts["CPU C"]  # fp32 from its rungs; no bf16 rung ran
+    assert "what each run measured" in gen and "no copy bandwidth measured in CPU_C" in gen
+    # a known GPU beside a CPU: one basis for both, the measured one (a datasheet against a measurement would not compare)
+    h100 = _synthetic_gpu_run(tmp_path, "H100 SXM", "NVIDIA H100 80GB HBM3", 3350, {})
+    assert main([str(h100), str(a), "--out", str(out)]) == 0
+    gen = (out / "report.md").read_text().split("## Generations")[1].split("\n## ")[0]
+    assert "datasheet (" not in gen and "| measured |" in gen
 
 
 def test_cost_is_never_taken_at_an_anti_variant_rung(tmp_path):
