@@ -698,3 +698,24 @@ def test_committed_reference_runs_load_and_report(run_dir, tmp_path):
         if "ratio" in ref:
             ri = ref["ratio_interval"]
             assert f"| {ref['ratio']:.2f}x | {ri['low']:.2f}-{ri['high']:.2f}x" in md
+
+
+def test_committed_runs_of_two_cpus_side_by_side(tmp_path):
+    # Two real machines (an AMD EPYC with AVX512-BF16, an Intel Xeon with AMX-BF16): neither has a datasheet, so
+    # each rung is set against the matmul rates the two runs measured in its precision; the AMD run is older than
+    # the copy bandwidth's measurement, so no bandwidth ratio and no reading, and the notes say so.
+    amd = ROOT / "reports" / "reference" / "cpu-amd-epyc" / "20261124-214036-cpu-scaled"
+    intel = ROOT / "reports" / "reference" / "cpu-intel-xeon" / "20261125-014512-cpu-scaled"
+    out = tmp_path / "report"
+    assert main([str(amd), str(intel), "--out", str(out)]) == 0
+    gen = (out / "report.md").read_text().split("## Generations")[1].split("\n## ")[0]
+    a, b = load_run(amd), load_run(intel)
+    assert b.measured["copy_bandwidth_gbs"] > 0 and not a.measured
+    rows = {r.split("|")[1].strip(): [c.strip() for c in r.strip().strip("|").split("|")]
+            for r in gen.splitlines() if r.startswith("| 0") or r.startswith("| 1")}
+    for name in ("00_baseline", "05_bf16_cast"):  # fp32, then bf16: each its own precision's measured rates
+        ra, rb = a.rung(name), b.rung(name)
+        assert rows[name][3:] == [f"{rb.tokens_per_sec / ra.tokens_per_sec:.2f}x",
+                                  f"{rb.measured_matmul / ra.measured_matmul:.2f}x, -", "-"]
+    assert rows["00_baseline"][4] != rows["05_bf16_cast"][4]
+    assert "| measured |" in gen and f"no copy bandwidth measured in {amd.name}" in gen
