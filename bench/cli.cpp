@@ -24,6 +24,7 @@
 #include "bench/ladder/kernel_bench.h"
 #include "bench/ladder/ladder.h"
 #include "bench/runtime/launcher.h"
+#include "bench/runtime/memory.h"
 #include "config/profile.h"
 #include "bench/step/train_step.h"
 #include "config/yaml_reader.h"
@@ -414,6 +415,7 @@ std::optional<int> launched(int argc, char** argv) {
 
 int cli_main(int argc, char** argv) {
   const std::string cmd = argc > 1 ? argv[1] : "help";
+  settle_host_allocator();  // before the first large allocation (see memory.h)
   try {
     if (cmd == "ladder" || cmd == "ddp-check")
       if (auto code = launched(argc, argv)) return *code;

@@ -16,6 +16,7 @@ usage: python gpt2bench_ref.py CONFIG.json OUT.json   (CONFIG and OUT written an
 """
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -279,7 +280,9 @@ def run(cfg):
         tokens = tokens.pin_memory()
     b, t = cfg["batch"], cfg["model"]["context"]
     out = {"torch_version": torch.__version__, "python": sys.version.split()[0], "device": cfg["device"],
-           "device_name": torch.cuda.get_device_name(device) if cuda else "cpu"}
+           "device_name": torch.cuda.get_device_name(device) if cuda else "cpu",
+           # glibc's malloc thresholds as gpt2bench set them for both sides (bench/runtime/memory.h)
+           "malloc": {k: os.environ.get(k) for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")}}
     started = time.perf_counter()
     budget = cfg.get("budget_s")  # None: no time budget; else seconds for all of this (0: spent, the floor)
 

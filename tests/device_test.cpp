@@ -4,6 +4,10 @@
 
 #include <ATen/ATen.h>
 
+#include <sys/resource.h>
+
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <tuple>
 #include <nlohmann/json.hpp>
@@ -100,6 +104,34 @@ TEST(Device, CpuDetectionAndErrors) {
 
 TEST(Device, MeasuredMatmulPeakIsPositive) {
   EXPECT_GT(measure_matmul_peak(detect_device("cpu"), MathMode::kFp32), 1e8);
+}
+
+// A freed 24 MiB block (over glibc's starting mmap threshold of 128 KiB, under the settled 32 MiB) stays in the
+// heap: taken again, it faults no page in, where glibc's starting thresholds would unmap it and fault it in anew.
+TEST(HostAllocator, AFreedLargeBlockIsTakenAgainWithoutPageFaults) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ASan's allocator stands in front of glibc's";
+#else
+  EXPECT_NE(settle_host_allocator().find(", here and in the Python reference rungs"), std::string::npos);
+  EXPECT_STREQ(std::getenv("MALLOC_TRIM_THRESHOLD_"), "67108864");  // for the processes started from here
+  constexpr size_t kBytes = size_t{24} << 20;
+  auto take_touch_free = [] {
+    auto* p = static_cast<char*>(std::malloc(kBytes));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 1, kBytes);
+    asm volatile("" : : "r"(p) : "memory");  // the writes happen: malloc + memset + free is not elided
+    std::free(p);
+  };
+  auto minor_faults = [] {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+  };
+  take_touch_free();  // the heap grows to hold it once
+  const long before = minor_faults();
+  for (int i = 0; i < 3; ++i) take_touch_free();
+  EXPECT_LT(minor_faults() - before, 256) << "a 24 MiB block is 6,144 pages: refaulted 3 times, 18,432 faults";
+#endif
 }
 
 TEST(Device, MeasuredCopyBandwidthIsPlausible) {  // bytes/s: more than 100 MB/s, less than any memory's 100 TB/s

@@ -790,6 +790,7 @@ nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std:
                 {"also", "median.mfu_vs_precision_peak: over the datasheet peak of the rung's own precision; "
                          "median.mfu_vs_measured_peak: over the matmul rate measured here in that precision"}};
   doc["measured"] = measured;
+  doc["host_allocator"] = settle_host_allocator();  // set at start-up (cli_main); "" where not glibc
   doc["fingerprint"] = fingerprint(prof, records);
   doc["build_id"] = build_id;
   return doc;

@@ -4,8 +4,12 @@
 #include <c10/core/alignment.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
 #include <string>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "bench/runtime/backend.h"
 
@@ -99,6 +103,25 @@ bool reset_process_peak_rss() {
   if (!f) return false;
   f << "5";
   return static_cast<bool>(f.flush());
+}
+
+std::string settle_host_allocator() {
+#if defined(__GLIBC__)
+  constexpr int kMmap = 32 << 20, kTrim = 64 << 20;  // glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit, and twice it
+  static const bool set = [] {
+    const bool ok = mallopt(M_MMAP_THRESHOLD, kMmap) == 1 && mallopt(M_TRIM_THRESHOLD, kTrim) == 1;
+    setenv("MALLOC_MMAP_THRESHOLD_", std::to_string(kMmap).c_str(), 1);
+    setenv("MALLOC_TRIM_THRESHOLD_", std::to_string(kTrim).c_str(), 1);
+    return ok;
+  }();
+  const std::string what = "glibc malloc: mmap threshold 32 MiB, trim threshold 64 MiB (where its dynamic thresholds end)";
+  if (!set)  // mallopt refused: another malloc in front of glibc's (a sanitizer's)
+    return what + " in the Python reference rungs (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_); here mallopt "
+                  "refused them (another allocator in front of glibc's)";
+  return what + ", here and in the Python reference rungs (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_)";
+#else
+  return "";
+#endif
 }
 
 std::unique_ptr<MemoryMeter> make_cpu_memory_meter() {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "bench/runtime/device_info.h"
 
@@ -36,5 +37,14 @@ int64_t cpu_bytes_allocated();
 // (Linux /proc/self/clear_refs) and returns false where the kernel refuses.
 int64_t process_peak_rss();
 bool reset_process_peak_rss();
+
+// glibc malloc hands a large freed block back to the kernel (munmap above its mmap threshold, heap trimming
+// above its trim threshold), and the next step faults the pages in again. Both thresholds rise on their own as
+// large blocks are freed, up to 32 MiB and 64 MiB (64-bit), so how often a process refaults depends on what it
+// happened to free before. This sets both at once to where glibc's own heuristic ends, in this process
+// (mallopt) and, through MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_, in the processes it starts (the
+// Python reference rungs), so the two sides of a comparison page alike. Returns what it set, for rungs.json;
+// "" where the C library is not glibc. Idempotent (cli_main calls it first).
+std::string settle_host_allocator();
 
 }  // namespace gpt2
