@@ -3,7 +3,9 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <stdexcept>
 #include <string_view>
 
@@ -143,25 +145,33 @@ std::optional<double> datasheet_peak_flops(const DeviceInfo& d, MathMode m) {
   return tf * 1e12;
 }
 
+namespace {
+// The best rate (`work` units a second) of `op` on the device: once to warm up (library init, kernel
+// selection, pages touched), then at least 3 and at most 20 timed runs, until `min_total_s` have passed.
+double best_rate(const DeviceInfo& d, double work, double min_total_s, const std::function<void()>& op) {
+  auto timer = make_step_timer(d);
+  op();
+  synchronize(d);
+  double best = 0, total = 0;
+  for (int i = 0; i < 20 && (i < 3 || total < min_total_s); ++i) {
+    timer->mark();
+    op();
+    timer->mark();
+    const double s = timer->intervals().at(0);
+    total += s;
+    best = std::max(best, work / s);
+  }
+  return best;
+}
+}  // namespace
+
 double measure_matmul_peak(const DeviceInfo& d, MathMode m) {
   at::NoGradGuard no_grad;
   MatmulPrecisionGuard precision(m == MathMode::kTf32);
   const int64_t n = d.cuda() ? 8192 : 1024;
   auto opts = at::TensorOptions().device(torch_device(d)).dtype(compute_dtype(m));
   auto a = at::randn({n, n}, opts), b = at::randn({n, n}, opts);
-  auto timer = make_step_timer(d);
-  at::matmul(a, b);  // warm-up (library init, kernel selection)
-  synchronize(d);
-  double best = 0, total = 0;
-  for (int i = 0; i < 20 && (i < 3 || total < 0.5); ++i) {
-    timer->mark();
-    auto c = at::matmul(a, b);
-    timer->mark();
-    const double s = timer->intervals().at(0);
-    total += s;
-    best = std::max(best, 2.0 * n * n * n / s);
-  }
-  return best;
+  return best_rate(d, 2.0 * n * n * n, 0.5, [&] { at::matmul(a, b); });
 }
 
 double measure_copy_bandwidth(const DeviceInfo& d) {
@@ -169,19 +179,7 @@ double measure_copy_bandwidth(const DeviceInfo& d) {
   constexpr int64_t kBytes = int64_t{256} << 20;
   auto src = at::ones({kBytes / 4}, at::TensorOptions().device(torch_device(d)).dtype(at::kFloat));
   auto dst = at::empty_like(src);
-  auto timer = make_step_timer(d);
-  dst.copy_(src);  // warm-up: every page touched
-  synchronize(d);
-  double best = 0, total = 0;
-  for (int i = 0; i < 20 && (i < 3 || total < 0.1); ++i) {
-    timer->mark();
-    dst.copy_(src);
-    timer->mark();
-    const double s = timer->intervals().at(0);
-    total += s;
-    best = std::max(best, 2.0 * kBytes / s);
-  }
-  return best;
+  return best_rate(d, 2.0 * kBytes, 0.1, [&] { dst.copy_(src); });  // bytes read + written
 }
 
 }  // namespace gpt2

@@ -50,8 +50,8 @@ def device_facts(runs: list[Run]) -> list[list[str]]:
         d = run.device
 
         def ratio(key):
-            a, b = _peak(run, key, on), _peak(ref, key, on)
-            return f"{a / b:.2f}x" if a and b else "-"
+            x = _ratio(run, ref, key, on)
+            return f"{x:.2f}x" if x else "-"
 
         rows.append([run.path.name, d.get("name", "?"), f"{d.get('total_memory', 0) / GIB:.1f}",
                      str(d.get("sm_count", "?")),
