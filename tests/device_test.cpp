@@ -5,9 +5,11 @@
 #include <ATen/ATen.h>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <tuple>
 #include <nlohmann/json.hpp>
@@ -106,15 +108,15 @@ TEST(Device, MeasuredMatmulPeakIsPositive) {
   EXPECT_GT(measure_matmul_peak(detect_device("cpu"), MathMode::kFp32), 1e8);
 }
 
-// A freed 24 MiB block (over glibc's starting mmap threshold of 128 KiB, under the settled 32 MiB) stays in the
-// heap: taken again, it faults no page in, where glibc's starting thresholds would unmap it and fault it in anew.
-TEST(HostAllocator, AFreedLargeBlockIsTakenAgainWithoutPageFaults) {
+// A freed 96 MiB block (over every mmap threshold glibc sets itself, 32 MiB at most) stays in the heap: taken
+// again, it faults no page in, where glibc would unmap it and fault it in anew. Handed back between rungs.
+TEST(HostAllocator, AFreedLargeBlockIsTakenAgainWithoutPageFaultsAndHandedBackBetweenRungs) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "ASan's allocator stands in front of glibc's";
 #else
   EXPECT_NE(settle_host_allocator().find(", here and in the Python reference rungs"), std::string::npos);
-  EXPECT_STREQ(std::getenv("MALLOC_TRIM_THRESHOLD_"), "67108864");  // for the processes started from here
-  constexpr size_t kBytes = size_t{24} << 20;
+  EXPECT_STREQ(std::getenv("MALLOC_MMAP_MAX_"), "0");  // for the processes started from here
+  constexpr size_t kBytes = size_t{96} << 20;
   auto take_touch_free = [] {
     auto* p = static_cast<char*>(std::malloc(kBytes));
     ASSERT_NE(p, nullptr);
@@ -127,10 +129,19 @@ TEST(HostAllocator, AFreedLargeBlockIsTakenAgainWithoutPageFaults) {
     getrusage(RUSAGE_SELF, &u);
     return u.ru_minflt;
   };
+  auto resident = [] {  // bytes, /proc/self/statm's second field (pages)
+    std::ifstream f("/proc/self/statm");
+    long size = 0, pages = 0;
+    f >> size >> pages;
+    return pages * sysconf(_SC_PAGESIZE);
+  };
   take_touch_free();  // the heap grows to hold it once
   const long before = minor_faults();
   for (int i = 0; i < 3; ++i) take_touch_free();
-  EXPECT_LT(minor_faults() - before, 256) << "a 24 MiB block is 6,144 pages: refaulted 3 times, 18,432 faults";
+  EXPECT_LT(minor_faults() - before, 256) << "a 96 MiB block is 24,576 pages: refaulted 3 times, 73,728 faults";
+  const long kept = resident();
+  empty_cache(detect_device("cpu"));  // the ladder's release between rungs
+  EXPECT_GT(kept - resident(), static_cast<long>(kBytes / 2)) << "the freed block is still resident";
 #endif
 }
 

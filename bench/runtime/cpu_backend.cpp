@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "bench/runtime/backend.h"
+#include "bench/runtime/memory.h"
 
 namespace gpt2 {
 namespace {
@@ -63,7 +64,7 @@ class CpuBackend final : public Backend {
     return {};
   }
   void synchronize() const override {}
-  void empty_cache() const override {}
+  void empty_cache() const override { release_host_memory(); }
   std::string library_report() const override { return ""; }
 };
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <string>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -107,20 +108,27 @@ bool reset_process_peak_rss() {
 
 std::string settle_host_allocator() {
 #if defined(__GLIBC__)
-  constexpr int kMmap = 32 << 20, kTrim = 64 << 20;  // glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit, and twice it
+  constexpr int kTrim = std::numeric_limits<int>::max();
   static const bool set = [] {
-    const bool ok = mallopt(M_MMAP_THRESHOLD, kMmap) == 1 && mallopt(M_TRIM_THRESHOLD, kTrim) == 1;
-    setenv("MALLOC_MMAP_THRESHOLD_", std::to_string(kMmap).c_str(), 1);
+    const bool ok = mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, kTrim) == 1;
+    setenv("MALLOC_MMAP_MAX_", "0", 1);
     setenv("MALLOC_TRIM_THRESHOLD_", std::to_string(kTrim).c_str(), 1);
     return ok;
   }();
-  const std::string what = "glibc malloc: mmap threshold 32 MiB, trim threshold 64 MiB (where its dynamic thresholds end)";
+  const std::string what = "glibc malloc keeps what is freed for reuse (no block mapped apart from the heap, the heap "
+                           "not trimmed: M_MMAP_MAX 0, M_TRIM_THRESHOLD 2 GiB), handed back between rungs";
   if (!set)  // mallopt refused: another malloc in front of glibc's (a sanitizer's)
-    return what + " in the Python reference rungs (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_); here mallopt "
+    return what + " in the Python reference rungs (MALLOC_MMAP_MAX_, MALLOC_TRIM_THRESHOLD_); here mallopt "
                   "refused them (another allocator in front of glibc's)";
-  return what + ", here and in the Python reference rungs (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_)";
+  return what + ", here and in the Python reference rungs (MALLOC_MMAP_MAX_, MALLOC_TRIM_THRESHOLD_)";
 #else
   return "";
+#endif
+}
+
+void release_host_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
 #endif
 }
 

@@ -38,13 +38,17 @@ int64_t cpu_bytes_allocated();
 int64_t process_peak_rss();
 bool reset_process_peak_rss();
 
-// glibc malloc hands a large freed block back to the kernel (munmap above its mmap threshold, heap trimming
-// above its trim threshold), and the next step faults the pages in again. Both thresholds rise on their own as
-// large blocks are freed, up to 32 MiB and 64 MiB (64-bit), so how often a process refaults depends on what it
-// happened to free before. This sets both at once to where glibc's own heuristic ends, in this process
-// (mallopt) and, through MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_, in the processes it starts (the
-// Python reference rungs), so the two sides of a comparison page alike. Returns what it set, for rungs.json;
+// glibc malloc hands large freed blocks back to the kernel (munmap above its mmap threshold, heap trimming
+// above its trim threshold), and the next step faults their pages in again: on cpu-mini some 40% of a step,
+// and how much of it a process pays depends on what it happened to allocate and free before (the heap's
+// layout), not on its step. This makes glibc keep what is freed for reuse, as the caching allocator does on a
+// GPU: no block mapped apart from the heap (M_MMAP_MAX 0), the heap never trimmed during a rung, in this
+// process (mallopt) and, through MALLOC_MMAP_MAX_ and MALLOC_TRIM_THRESHOLD_, in the processes it starts (the
+// Python reference rungs), so the two sides of a comparison run alike. Returns what it set, for rungs.json;
 // "" where the C library is not glibc. Idempotent (cli_main calls it first).
 std::string settle_host_allocator();
+// Hands the heap's free memory back to the kernel (malloc_trim): the CPU's empty_cache, between rungs, so that
+// each rung's peak RSS is its own.
+void release_host_memory();
 
 }  // namespace gpt2
