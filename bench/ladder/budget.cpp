@@ -44,8 +44,12 @@ double TimeBudget::share_s(int64_t rungs_left) const {
 
 std::string format_duration(double s) {
   char buf[32];
-  const long t = std::lround(std::max(0.0, s));
-  if (t < 60) std::snprintf(buf, sizeof buf, "%lds", t);
+  s = std::max(0.0, s);
+  const long t = std::lround(s);
+  // Under 10 s the digits stay: "0s a step" said nothing of a 258 ms step.
+  if (s > 0 && s < 1) std::snprintf(buf, sizeof buf, "%ldms", std::max(1L, std::lround(s * 1000)));
+  else if (s > 0 && s < 9.95) std::snprintf(buf, sizeof buf, "%.1fs", s);
+  else if (t < 60) std::snprintf(buf, sizeof buf, "%lds", t);
   else if (t < 3600) std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
   else std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t % 3600) / 60);
   return buf;
@@ -54,14 +58,25 @@ std::string format_duration(double s) {
 std::string TimeBudget::progress(int64_t done, int64_t total) {
   const double e = elapsed_s();
   double pace = done > 0 ? e / static_cast<double>(done) : 0;
-  if (done > last_done_) pace = std::max(pace, (e - last_s_) / static_cast<double>(done - last_done_));
+  // The rungs done since the last line: their pace, and the share of the budget each was given then.
+  const double last = done > last_done_ ? (e - last_s_) / static_cast<double>(done - last_done_) : 0;
+  const double last_share = std::max(0.0, total_s_ - last_s_) / static_cast<double>(std::max<int64_t>(1, total - last_done_));
+  pace = std::max(pace, last);
   last_s_ = e;
   last_done_ = done;
   std::string out = std::to_string(done) + "/" + std::to_string(total) + " rungs, " + format_duration(e) + " elapsed";
   if (done <= 0 || done >= total) return out;
-  double left = pace * static_cast<double>(total - done);
-  if (limited()) left = std::min(left, std::max(0.0, total_s_ - e));
-  return out + ", about " + format_duration(left) + " left" + (limited() ? " (budget " + format_duration(total_s_) + ")" : "");
+  const double left = pace * static_cast<double>(total - done);
+  if (!limited()) return out + ", about " + format_duration(left) + " left";
+  // While the rungs fit their shares the budget bounds what is left. Rungs at their floor (one timed step a
+  // repetition, the shortest parity run) do not shrink with it: once the last ones took over twice their share,
+  // or the budget is spent, the rest is told at their pace (an emulated-bf16 CPU ran 27 minutes of a 15-minute
+  // budget, its progress saying "about 0s left" for the last 11).
+  if (e < total_s_ && !(last > kOverShare * last_share))
+    return out + ", about " + format_duration(std::min(left, total_s_ - e)) + " left (budget " +
+           format_duration(total_s_) + ")";
+  return out + ", about " + format_duration(left) + " left: past the " + format_duration(total_s_) +
+         " budget, the rungs at their floor";
 }
 
 }  // namespace gpt2

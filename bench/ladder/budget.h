@@ -50,8 +50,11 @@ class TimeBudget {
   double share_s(int64_t rungs_left) const;
   // "4m10s elapsed, about 6m left" for `done` of `total` rungs, said as each rung is done: the
   // rungs left at the pace of the rungs so far or of the last one, whichever is slower (a ladder's
-  // later rungs run the larger batch), and never past the budget.
+  // later rungs run the larger batch), and never past the budget while the rungs fit their shares;
+  // once the last took over kOverShare times theirs (at their floor) or the budget is spent, past it,
+  // and said so.
   std::string progress(int64_t done, int64_t total);
+  static constexpr double kOverShare = 2.0;
 
  private:
   double total_s_;
@@ -61,6 +64,6 @@ class TimeBudget {
   int64_t last_done_ = 0;   // rungs done then
 };
 
-std::string format_duration(double seconds);  // "45s", "4m10s", "1h02m"
+std::string format_duration(double seconds);  // "258ms", "4.7s", "45s", "4m10s", "1h02m"
 
 }  // namespace gpt2
