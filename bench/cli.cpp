@@ -367,7 +367,8 @@ int cmd_doctor(int argc, char** argv) {
     if (cuda->device_count() == 0) std::cout << "no CUDA device found: GPU rungs would run on the CPU instead\n";
   }
   const DeviceInfo dev = detect_device(get(f, "device", "auto"));
-  std::cout << "device: " << dev.name << " (" << (dev.cuda() ? "cuda" : "cpu") << ")\n";
+  std::cout << "device: " << dev.name << " (" << (dev.cuda() ? "cuda" : "cpu")
+            << (dev.cpu_model_id.empty() ? "" : ", " + dev.cpu_model_id) << ")\n";
   if (dev.cuda())
     std::cout << "  compute capability " << dev.cc_major << "." << dev.cc_minor << ", " << dev.sm_count << " SMs, "
               << dev.total_memory / (1 << 20) << " MiB, driver " << dev.driver_version << ", runtime "

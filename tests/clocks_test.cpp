@@ -2,6 +2,9 @@
 // flags (AMX-BF16 Sapphire Rapids, an AVX2-only AMD EPYC).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 #include "bench/measure/clocks.h"
@@ -56,6 +59,21 @@ TEST(Clocks, CpuBf16SupportFromItsFlags) {
   EXPECT_EQ(cpu_bf16_support(" fpu avx2 avx512f avx512_bf16 "), "native (AVX512-BF16)");
   EXPECT_EQ(cpu_bf16_support(" fpu sse avx avx2 fma ").rfind("emulated", 0), 0u);  // AMD EPYC Zen 3
   EXPECT_FALSE(detect_device("cpu").bf16_support.empty());
+}
+
+TEST(Clocks, CpuModelIdFromCpuinfo) {
+  // /proc/cpuinfo of the 2-core KVM guests seen here: both AMD EPYCs are named "AMD EPYC" alone.
+  const std::string zen3 =
+      "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n"
+      "stepping\t: 1\nflags\t\t: fpu avx2\n\nprocessor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 99\n"
+      "model\t\t: 9\n";
+  EXPECT_EQ(cpu_model_id(zen3), "family 25 model 1 stepping 1");  // the first processor's, not "model name"
+  EXPECT_EQ(cpu_model_id("processor\t: 0\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\n"), "family 26 model 2");
+  EXPECT_EQ(cpu_model_id("processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\n"), "");  // an Arm CPU says none
+  EXPECT_EQ(cpu_model_id(""), "");
+  std::ifstream f("/proc/cpuinfo");
+  const std::string here((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(detect_device("cpu").cpu_model_id, cpu_model_id(here));
 }
 
 TEST(Clocks, CpuFp16SupportFromItsFlags) {

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <stdexcept>
 
 #include "bench/runtime/backend.h"
@@ -37,11 +39,14 @@ class CpuBackend final : public Backend {
     DeviceInfo d;
     d.type = DeviceType::kCpu;
     std::ifstream f("/proc/cpuinfo");
+    const std::string cpuinfo((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::istringstream lines(cpuinfo);
     std::string line, flags, model;
-    while (std::getline(f, line)) {
+    while (std::getline(lines, line)) {
       if (model.empty() && line.rfind("model name", 0) == 0) model = line.substr(line.find(':') + 2);
       if (flags.empty() && line.rfind("flags", 0) == 0) flags = line.substr(line.find(':') + 1) + " ";
     }
+    d.cpu_model_id = cpu_model_id(cpuinfo);
     d.bf16_support = cpu_bf16_support(flags);
     d.fp16_support = cpu_fp16_support(flags);
     d.fp16 = d.fp16_support.rfind("native", 0) == 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <sstream>
 #include <stdexcept>
 #include <string_view>
 
@@ -34,6 +35,23 @@ std::string cpu_fp16_support(const std::string& flags) {
   if (has_flag(flags, "amx_fp16")) return "native (AMX-FP16)";
   if (has_flag(flags, "avx512_fp16")) return "native (AVX512-FP16)";
   return "none (no AVX512-FP16 or AMX-FP16: ATen's reference GEMM, 1.3 GFLOP/s against 190 in fp32 on a Xeon)";
+}
+
+std::string cpu_model_id(const std::string& cpuinfo) {
+  std::string family, model, stepping;
+  std::istringstream in(cpuinfo);
+  for (std::string line; std::getline(in, line) && !line.empty();) {  // the first processor's block
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "cpu family") family = value;
+    else if (key == "model") model = value;
+    else if (key == "stepping") stepping = value;
+  }
+  if (family.empty() || model.empty()) return "";
+  return "family " + family + " model " + model + (stepping.empty() ? "" : " stepping " + stepping);
 }
 
 const Backend& backend_for(const DeviceInfo& d) {

@@ -33,6 +33,10 @@ std::string cpu_bf16_support(const std::string& cpuinfo_flags);
 // reference GEMM: 512² matmuls ran at 1.3 GFLOP/s in fp16, 57 in bf16, 190 in fp32 on a 2-core AVX-512
 // Xeon, and a gpt2-mini fp16-autocast step took 22 s.
 std::string cpu_fp16_support(const std::string& cpuinfo_flags);
+// The first processor's "family F model M stepping S" in /proc/cpuinfo's text (x86), or "" where it says none.
+// Hypervisors hide the model name: a Zen 3 and a Zen 5 EPYC were both "AMD EPYC", and a report merging their runs
+// took them for one device (their 196% "run-to-run spread" was two CPUs' difference).
+std::string cpu_model_id(const std::string& cpuinfo);
 bool build_has_cuda();
 
 // Times work queued on the device without waiting for it: mark() at each step boundary queues a

@@ -21,6 +21,7 @@ struct DeviceInfo {
   int64_t total_memory = 0;        // bytes
   std::string driver_version, runtime_version;
   std::string pci_bus_id;          // CUDA: the device's PCI bus id (NVML finds it by that)
+  std::string cpu_model_id;        // CPU: "family 25 model 1 stepping 1" (/proc/cpuinfo), "" elsewhere
   std::string bf16_support;        // CPU: "native (amx_bf16)", "native (avx512_bf16)" or "emulated (...)"
   bool bf16 = true;                // bf16 arithmetic supported
   std::string fp16_support;        // CPU: "native (AMX-FP16)", "native (AVX512-FP16)" or "none (...)"

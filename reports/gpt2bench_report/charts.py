@@ -56,7 +56,7 @@ def ladder_chart(run: Run) -> plt.Figure:
                     xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", rotation=90, fontsize=7)
     top = 1.8 * max(tps, default=1.0)  # room for the labels above the tallest bar
     ax.set_ylabel("tokens / s (measured)")
-    ax.set_title(f"Ladder: {run.profile} on {run.device.get('name', '?')}")
+    ax.set_title(f"Ladder: {run.profile} on {run.device_name}")
     ax.tick_params(axis="x", rotation=60, labelsize=8)
     # Published seed-000 A100 speedups over its baseline, for the rungs this run reproduces, on a second axis
     # scaled so that a bar's top reads as its own speedup over the baseline there too.
@@ -201,7 +201,7 @@ def waterfall_charts(run: Run) -> dict[str, plt.Figure]:
     chain = [r for r in ok[1:] if r.kind in (None, "ladder") and run.previous(r) is not None]
     if chain:
         steps = [(r.name, r.tokens_per_sec / run.previous(r).tokens_per_sec) for r in chain]
-        out["waterfall"] = waterfall(f"Ladder waterfall: {run.profile} on {run.device.get('name', '?')}", steps,
+        out["waterfall"] = waterfall(f"Ladder waterfall: {run.profile} on {run.device_name}", steps,
                                      (chain[-1].name + " (total)", chain[-1].tokens_per_sec / base.tokens_per_sec),
                                      base.name)
     adds = [r for r in ok if r.kind == "add_one"]

@@ -6,6 +6,8 @@ $/device-hour the user supplies (no built-in prices)."""
 
 from __future__ import annotations
 
+import math
+
 from .charts import GIB, fmt as _f
 from .load import Run
 
@@ -51,9 +53,9 @@ def device_facts(runs: list[Run]) -> list[list[str]]:
 
         def ratio(key):
             x = _ratio(run, ref, key, on)
-            return f"{x:.2f}x" if x else "-"
+            return times(x) if x else "-"
 
-        rows.append([run.path.name, d.get("name", "?"), f"{d.get('total_memory', 0) / GIB:.1f}",
+        rows.append([run.path.name, run.device_name, f"{d.get('total_memory', 0) / GIB:.1f}",
                      str(d.get("sm_count", "?")),
                      f"datasheet ({d['datasheet'].get('model', '?')})" if on == "datasheet" else "measured",
                      *(_f(v, ",.0f" if v >= 100 else ".3g") if (v := _peak(run, k, on)) is not None else "-" for k in ("bf16_tflops", "tf32_tflops", "fp32_tflops", "memory_bandwidth_gbs")),
@@ -61,6 +63,12 @@ def device_facts(runs: list[Run]) -> list[list[str]]:
                      d.get("runtime_version") or "-",
                      run.build.get("torch", run.context.get("torch_version", "?"))])
     return rows
+
+
+def times(x: float) -> str:
+    """A ratio as "1.23x", and under 0.01 with its two significant digits ("0.00054x": an emulated bf16 matmul
+    beside a native one was "0.00x")."""
+    return f"{x:.2f}x" if x >= 0.01 else f"{x:.2g}x"
 
 
 def bound_by(ratio: float, compute: float | None, bandwidth: float | None) -> str:
@@ -71,7 +79,12 @@ def bound_by(ratio: float, compute: float | None, bandwidth: float | None) -> st
     # below both ratios (by over 5%), or less than half of the smaller one's gain
     if ratio < 0.95 * lo or (lo > 1.0 and ratio - 1.0 < 0.5 * (lo - 1.0)):
         return "launch/host-bound"
-    return "compute-bound" if abs(ratio - compute) <= abs(ratio - bandwidth) else "memory-bound"
+    # nearest in factors, not differences (0.013x is 24x off 0.00054x and 52x off 0.68x); more than 2x off
+    # both, neither explains it (an emulated-bf16 CPU's step beside one with bf16 matmuls)
+    off_compute, off_bandwidth = abs(math.log(ratio / compute)), abs(math.log(ratio / bandwidth))
+    if min(off_compute, off_bandwidth) > math.log(2):
+        return "neither (2x+ off both)"
+    return "compute-bound" if off_compute <= off_bandwidth else "memory-bound"
 
 
 def _compute_ratio(run: Run, ref: Run, r, base, on: str) -> float | None:
@@ -92,9 +105,9 @@ def generations_table(runs: list[Run]) -> list[list[str]]:
         for r in run.rungs:
             if r.ok and r.name not in names:
                 names.append(r.name)
-    head = ["rung"] + [f"{run.device.get('name', '?')} tok/s" for run in runs]
+    head = ["rung"] + [f"{run.device_name} tok/s" for run in runs]
     for run in others:
-        head += [f"{run.device.get('name', '?')} / {ref.device.get('name', '?')}", "FLOPs, bandwidth ratios", "reads as"]
+        head += [f"{run.device_name} / {ref.device_name}", "FLOPs, bandwidth ratios", "reads as"]
     rows = [head]
     for n in names:
         row = [n]
@@ -108,8 +121,8 @@ def generations_table(runs: list[Run]) -> list[list[str]]:
                 ratio = r.tokens_per_sec / base.tokens_per_sec
                 compute = _compute_ratio(run, ref, r, base, on)
                 bandwidth = _ratio(run, ref, "memory_bandwidth_gbs", on)
-                peaks = ", ".join(f"{x:.2f}x" if x else "-" for x in (compute, bandwidth))
-                row += [f"{ratio:.2f}x", peaks, bound_by(ratio, compute, bandwidth)]
+                peaks = ", ".join(times(x) if x else "-" for x in (compute, bandwidth))
+                row += [times(ratio), peaks, bound_by(ratio, compute, bandwidth)]
             else:
                 row += ["-", "-", "-"]
         rows.append(row)
@@ -127,23 +140,24 @@ def cost_table(runs: list[Run], prices: dict[str, float]) -> list[list[str]] | N
     (`--price NAME=USD`). None when no price applies."""
     rows = [["run", "device", "$ / device-hour", "fastest rung", "tok/s", "$ / 1M tokens"]]
     for run in runs:
-        price = prices.get(run.path.name, prices.get(run.device.get("name", "")))
+        price = prices.get(run.path.name, prices.get(run.device_name, prices.get(run.device.get("name", ""))))
         ok = [r for r in run.rungs if r.ok and r.tokens_per_sec and not r.anti_variant]
         if price is None or not ok:
             continue
         best = max(ok, key=lambda r: r.tokens_per_sec)
         world = run.device.get("world_size", 1) or 1
         usd = price * world / 3600 / best.tokens_per_sec * 1e6
-        rows.append([run.path.name, run.device.get("name", "?"), f"{price:.2f}" + (f" x {world}" if world > 1 else ""),
+        rows.append([run.path.name, run.device_name, f"{price:.2f}" + (f" x {world}" if world > 1 else ""),
                      best.name, _f(best.tokens_per_sec), f"{usd:.3f}"])
     return rows if len(rows) > 1 else None
 
 
 def notes(runs: list[Run]) -> list[str]:
-    out = [f"ratios are to {runs[0].device.get('name', '?')} ({runs[0].path.name}), the first run named."]
+    out = [f"ratios are to {runs[0].device_name} ({runs[0].path.name}), the first run named."]
     heuristic = ("reads as: a rung whose ratio is nearest the devices' peak-FLOP ratio (in its precision) reads as "
                  "compute-bound, nearest their bandwidth ratio as memory-bound, and one 5% below both, or gaining less "
-                 "than half of the smaller's gain, as launch/host-bound: a heuristic, not a measurement.")
+                 "than half of the smaller's gain, as launch/host-bound, one more than 2x off both as neither (nearest "
+                 "in factors): a heuristic, not a measurement.")
     if basis(runs) == "datasheet":
         out.append(heuristic + " Peaks and bandwidth are datasheet figures (bench/runtime/datasheet.cpp).")
         return out

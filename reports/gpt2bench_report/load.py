@@ -71,8 +71,21 @@ class Run:
     measured: dict = field(default_factory=dict)  # rungs.json "measured": matmul_tflops, copy_bandwidth_gbs
 
     @property
+    def device_name(self) -> str:
+        """The device's name; a CPU's with its family and model where the run recorded them, and its bf16 support:
+        hypervisors hide the model name (a Zen 3 and a Zen 5 EPYC were both "AMD EPYC")."""
+        d = self.device
+        name = d.get("name", "?")
+        if d.get("type") != "cpu":
+            return name
+        bf16 = d.get("bf16_support", "")
+        bf16 = "bf16 emulated" if bf16.startswith("emulated") else bf16.removeprefix("native (").removesuffix(")")
+        extra = ", ".join(x for x in (d.get("cpu_model_id"), bf16) if x)
+        return f"{name} ({extra})" if extra else name
+
+    @property
     def label(self) -> str:
-        return f"{self.device.get('name', '?')} [{self.path.name}]" + (" (SYNTHETIC)" if self.synthetic else "")
+        return f"{self.device_name} [{self.path.name}]" + (" (SYNTHETIC)" if self.synthetic else "")
 
     def rung(self, name: str) -> Rung | None:
         return next((r for r in self.rungs if r.name == name), None)
@@ -102,6 +115,29 @@ class Run:
                 return r
             name = r.compare_to
         return None
+
+
+def same_device(a: Run, b: Run) -> bool:
+    """Whether two runs ran on one kind of device: the same name and type, a CPU's same bf16 and fp16 support, and
+    the same family and model where both runs recorded them (runs before 2026-11-25 did not). A name alone is not
+    enough: a hypervisor called a Zen 3 (AVX2) and a Zen 5 (AVX512-BF16) EPYC both "AMD EPYC"."""
+    da, db = a.device, b.device
+    keys = ("name", "type", "bf16_support", "fp16_support")
+    if any(da.get(k) != db.get(k) for k in keys):
+        return False
+    return not (da.get("cpu_model_id") and db.get("cpu_model_id")) or da["cpu_model_id"] == db["cpu_model_id"]
+
+
+def device_groups(runs: list[Run]) -> list[list[Run]]:
+    """The runs by device (same_device with each group's first run), in the order given."""
+    groups: list[list[Run]] = []
+    for run in runs:
+        group = next((g for g in groups if same_device(g[0], run)), None)
+        if group is None:
+            groups.append([run])
+        else:
+            group.append(run)
+    return groups
 
 
 def _read_json(path: Path) -> dict:

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from . import charts, generations
-from .load import Run
+from .load import Run, device_groups
 from .stats import ALPHA, MIN_REPS_FOR_U, against_previous, differs, drifts
 
 
@@ -242,7 +242,7 @@ def device_table(runs: list[Run]) -> list[list[str]]:
     rows = [["run", "device", "type", "SMs / threads", "memory GiB", "torch", "git", "world size", "status"]]
     for run in runs:
         d = run.device
-        rows.append([run.path.name + (" (SYNTHETIC)" if run.synthetic else ""), d.get("name", "?"), d.get("type", "?"), str(d.get("sm_count", "?")),
+        rows.append([run.path.name + (" (SYNTHETIC)" if run.synthetic else ""), run.device_name, d.get("type", "?"), str(d.get("sm_count", "?")),
                      f"{d.get('total_memory', 0) / charts.GIB:.1f}", run.build.get("torch", run.context.get("torch_version", "?")),
                      run.build.get("git_sha", "?"), str(d.get("world_size", 1)), run.status])
     return rows
@@ -251,9 +251,10 @@ def device_table(runs: list[Run]) -> list[list[str]]:
 def spread_groups(runs: list[Run]) -> list[list[Run]]:
     """Runs of one device, profile and plan, two or more of them: the groups whose run-to-run spread is shown."""
     groups: dict[tuple, list[Run]] = {}
-    for run in runs:
-        d = run.device  # sm_count: a CPU's threads, so OMP_NUM_THREADS=1 is another "device"
-        groups.setdefault((d.get("name"), d.get("sm_count"), d.get("world_size", 1), run.profile, run.plan), []).append(run)
+    for i, same in enumerate(device_groups(runs)):
+        for run in same:
+            d = run.device  # sm_count: a CPU's threads, so OMP_NUM_THREADS=1 is another "device"
+            groups.setdefault((i, d.get("sm_count"), d.get("world_size", 1), run.profile, run.plan), []).append(run)
     return [g for g in groups.values() if len(g) > 1]
 
 
@@ -348,7 +349,7 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
         parts.append(f"<p class='warn'>{html.escape(warn)}</p>")
     md += ["## Devices", "", _md(device_table(runs)), ""]
     parts += ["<h2>Devices</h2>", _html_table(device_table(runs))]
-    if len({(r.device.get("name"), r.device.get("type")) for r in runs}) > 1:
+    if len(device_groups(runs)) > 1:
         tables = [generations.device_facts(runs), generations.generations_table(runs)]
         if prices and (cost := generations.cost_table(runs, prices)):
             tables.append(cost)
@@ -357,7 +358,7 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
         parts += ["<h2>Generations</h2>"] + [_html_table(t) for t in tables]
         parts += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in gnotes) + "</ul>"]
     for group in spread_groups(runs):
-        head = f"Run-to-run spread: {group[0].device.get('name', '?')}, profile {group[0].profile}, plan {group[0].plan}"
+        head = f"Run-to-run spread: {group[0].device_name}, profile {group[0].profile}, plan {group[0].plan}"
         note = ("each run's tok/s is the median of its repetitions; across the runs: their median, range, and range "
                 "over median. Two runs' figures differ by more than noise only beyond this spread; ratios within one "
                 "run (vs prev, vs base) are the sounder comparison.")

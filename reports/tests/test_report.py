@@ -13,9 +13,10 @@ import pytest
 
 from conftest import FIXTURES
 from gpt2bench_report import ReportError, load_run, write_report
+from gpt2bench_report.load import device_groups, same_device
 from gpt2bench_report import charts
 from gpt2bench_report.__main__ import main
-from gpt2bench_report.generations import cost_table, generations_table
+from gpt2bench_report.generations import bound_by, cost_table, generations_table, times
 from gpt2bench_report.render import build_figures, eager_gaps, ladder_table
 from gpt2bench_report.stats import against_previous, differs, drifts, mann_whitney_p
 
@@ -610,7 +611,7 @@ def test_generations_of_devices_without_a_datasheet_read_against_what_each_run_m
     assert rows["03_fused_adamw"][4:7] == ["1.30x", "2.00x, 1.25x", "memory-bound"]
     assert rows["05_sdpa"][4:7] == ["0.80x", "2.00x, 1.25x", "launch/host-bound"]
     assert rows["00_baseline"][7:] == ["1.00x", "1.50x, -", "-"]  # CPU C: no bandwidth, no reading
-    facts = {r.split("|")[2].strip(): r for r in gen.splitlines() if r.startswith("| CPU_")}
+    facts = {r.split("|")[2].strip().split(" (")[0]: r for r in gen.splitlines() if r.startswith("| CPU_")}  # less "(bf16 ...)"
     assert "| measured | 1.5 | - | 0.4 | 25 | 1.67x | 1.25x |" in facts["CPU B"]
     assert "| measured | - | - | 0.3 | - | - | - |" in facts["CPU C"]  # fp32 from its rungs; no bf16 rung ran
     assert "what each run measured" in gen and "no copy bandwidth measured in CPU_C" in gen
@@ -719,3 +720,48 @@ def test_committed_runs_of_two_cpus_side_by_side(tmp_path):
                                   f"{rb.measured_matmul / ra.measured_matmul:.2f}x, -", "-"]
     assert rows["00_baseline"][4] != rows["05_bf16_cast"][4]
     assert "| measured |" in gen and f"no copy bandwidth measured in {amd.name}" in gen
+
+
+def test_two_cpus_of_one_name_are_two_devices(tmp_path):
+    # A hypervisor names a Zen 5 (AVX512-BF16) and a Zen 3 (AVX2, bf16 emulated) EPYC both "AMD EPYC": merged as one
+    # device they made a "run-to-run spread" of 196% out of two CPUs' difference and no Generations section. Their
+    # committed runs are two devices (their bf16 support differs), named apart, set side by side.
+    zen5 = ROOT / "reports" / "reference" / "cpu-amd-epyc" / "20261124-214036-cpu-scaled"
+    zen3 = ROOT / "reports" / "reference" / "cpu-amd-epyc-zen3" / "20261125-120524-cpu-scaled"
+    a, b = load_run(zen5), load_run(zen3)
+    assert a.device["name"] == b.device["name"] == "AMD EPYC"
+    assert not same_device(a, b) and len(device_groups([a, b])) == 2
+    assert (a.device_name, b.device_name) == ("AMD EPYC (AVX512-BF16)", "AMD EPYC (bf16 emulated)")
+    out = tmp_path / "report"
+    assert main([str(zen5), str(zen3), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "## Run-to-run spread" not in md and "## Generations" in md
+    gen = md.split("## Generations")[1].split("\n## ")[0]
+    row = next(r for r in gen.splitlines() if r.startswith("| 06_native_layers"))
+    # 226 against 26,515 tok/s, beside an emulated bf16 GEMM at 0.00096x the native one's: digits kept, not "0.00x"
+    assert [c.strip() for c in row.strip().strip("|").split("|")][3:5] == ["0.0085x", "0.00096x, -"]
+
+    # The family and model, where runs record them (since 2026-11-25), part the CPUs the flags do not: a Zen 4 and
+    # a Zen 5 both have AVX512-BF16. A run without them (older) stays one device with either.
+    def cpu(model_id):
+        run = load_run(zen5)
+        if model_id:
+            run.device = dict(run.device, cpu_model_id=model_id)
+        return run
+
+    zen4, zen5_new, old = cpu("family 25 model 17 stepping 1"), cpu("family 26 model 2 stepping 1"), cpu(None)
+    assert not same_device(zen4, zen5_new) and same_device(old, zen5_new) and same_device(zen5_new, cpu("family 26 model 2 stepping 1"))
+    assert zen4.device_name == "AMD EPYC (family 25 model 17 stepping 1, AVX512-BF16)"
+    assert [len(g) for g in device_groups([zen5_new, zen4, old])] == [2, 1]
+
+
+def test_a_device_ratio_reads_against_the_nearest_peak_ratio_in_factors():
+    assert times(1.234) == "1.23x" and times(0.0085) == "0.0085x" and times(0.000964) == "0.00096x"
+    assert bound_by(1.10, 1.00, 1.43) == "compute-bound"
+    assert bound_by(1.30, 2.00, 1.25) == "memory-bound"
+    assert bound_by(0.80, 2.00, 1.25) == "launch/host-bound"
+    # 0.013x is 24x off a 0.00054x compute ratio and 52x off a 0.68x bandwidth ratio: nearest compute, by far neither
+    assert bound_by(0.013, 0.00054, 0.68) == "neither (2x+ off both)"
+    # in factors, not differences: 0.3x is 1.5x off 0.2x and 2.7x off 0.8x (0.1 and 0.5 apart)
+    assert bound_by(0.3, 0.2, 0.8) == "compute-bound"
+    assert bound_by(0.5, 0.2, 0.8) == "memory-bound"  # 2.5x off 0.2, 1.6x off 0.8 (0.3 from both)
