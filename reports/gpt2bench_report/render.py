@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from . import charts, generations
-from .load import Run, device_groups
+from .load import Run, Rung, device_groups
 from .stats import ALPHA, MIN_REPS_FOR_U, against_previous, differs, drifts
 
 
@@ -34,6 +34,14 @@ def _parity(r) -> str:
 _STATE = {"real": "real", "noise": "within noise", "drift": "drift", "under drift": "real, under drift"}
 
 
+def _own_skips(r: Rung, error: str) -> list[dict]:
+    """The skipped variants a rung's row explains: its own variant's, where it is among them (the ones before it
+    are explained on their own rows: 13_ddp had repeated tf32's, pinned_memory's and cuda_graph's reasons),
+    else every one when the error gives none; a reason the error already holds is not said twice."""
+    own = [s for s in r.skipped if s.get("variant") == r.variant]
+    return [s for s in (own or ([] if error else r.skipped)) if s.get("reason", "") not in error]
+
+
 def ladder_table(run: Run) -> list[list[str]]:
     """Rows of the per-run table: every rung, skipped and failed ones included, with why."""
     rows = [["rung", "status", "tok/s", "vs prev", "vs base", "step ms", "peak alloc GiB", "MFU", "parity", "noise",
@@ -43,7 +51,7 @@ def ladder_table(run: Run) -> list[list[str]]:
         prev = run.previous(r)
         if not r.ok:
             error = _first_line(r.error)
-            why = "; ".join([error] * bool(error) + [f"{s['variant']}: {s['reason']}" for s in r.skipped])
+            why = "; ".join([error] * bool(error) + [f"{s['variant']}: {s['reason']}" for s in _own_skips(r, error)])
             rows.append([r.name, r.status, "-", "-", "-", "-", "-", "-", "-", why, "-", "-"])
             continue
         verdict = against_previous(run, r)

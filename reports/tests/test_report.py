@@ -379,7 +379,8 @@ def test_multi_line_errors_keep_tables_one_line_and_the_run_is_partial(tmp_path)
     run = load_run(run_dir)
     assert run.status == "partial"
     row = {r[0]: r for r in ladder_table(run)[1:]}[failed["name"]]
-    assert row[9].startswith("CUDA graph capture failed: CUDA error: operation not permitted when stream is capturing;")
+    # The error's first line alone: the variants skipped below this rung have their reasons on their own rows.
+    assert row[9] == "CUDA graph capture failed: CUDA error: operation not permitted when stream is capturing"
     out = write_report([run], tmp_path / "report")
     md = (out / "report.md").read_text()
     for line in md.splitlines():
@@ -699,6 +700,24 @@ def test_committed_reference_runs_load_and_report(run_dir, tmp_path):
         if "ratio" in ref:
             ri = ref["ratio_interval"]
             assert f"| {ref['ratio']:.2f}x | {ri['low']:.2f}-{ri['high']:.2f}x" in md
+
+
+def test_a_skipped_rung_gives_its_own_reason_once():
+    # The Zen 3's cpu-mini run: each skipped rung's row says why it did not run, its own variant's reason, not
+    # again the reasons of the skipped variants below it (13_ddp had repeated tf32's, pinned_memory's and
+    # cuda_graph's), and a reason its error already gives is not said twice.
+    run = load_run(ROOT / "reports" / "reference" / "cpu-amd-epyc-zen3" / "20261125-121752-cpu-mini")
+    why = {r[0]: r[9] for r in ladder_table(run)[1:] if r[1] == "skipped"}
+    reasons = {s["variant"]: s["reason"] for r in run.rungs for s in r.skipped}
+    assert why["13_ddp"].startswith("the same step as 12_batch_scaling here (skipped here: tf32, pinned_memory,")
+    assert why["13_ddp"].endswith("; ddp: " + reasons["ddp"])
+    assert why["02_tf32"].endswith("; tf32: " + reasons["tf32"])
+    for name, text in why.items():
+        assert all(text.count(reason) <= 1 for reason in reasons.values()), name
+        own = run.rung(name).variant
+        assert [v for v in reasons if reasons[v] in text and v != own] == [], name
+    assert why["15_top+fp16_autocast"] == "fp16_autocast does not run here: " + reasons["fp16_autocast"]
+    assert why["23_top+kept"] == "no extra beat the top rung in this run (rungs.json: kept)"
 
 
 def test_committed_runs_of_two_cpus_side_by_side(tmp_path):
