@@ -702,6 +702,39 @@ def test_committed_reference_runs_load_and_report(run_dir, tmp_path):
             assert f"| {ref['ratio']:.2f}x | {ri['low']:.2f}-{ri['high']:.2f}x" in md
 
 
+def test_the_readme_quotes_the_committed_runs_as_they_are():
+    # The README's table of the latest CPU runs: every ratio it quotes is the one rungs.json holds (the reference's
+    # ratio, its interval and its "again"), the rung named is the one compared, the commit the run's.
+    readme = (ROOT / "README.md").read_text()
+    rows = [r for r in readme.splitlines() if r.startswith("  | ") and "-cpu-" in r and "`" in r]
+    assert len(rows) >= 5
+    for row in rows:
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        run_name, sha = re.fullmatch(r"`([^`]+)` \((\w+)\)", cells[1]).groups()
+        doc = json.loads((ROOT / "reports" / "reference" / run_name / "rungs.json").read_text())
+        assert doc["build"]["git_sha"].startswith(sha), run_name
+        refs = doc["references"]
+
+        def quoted(ref):
+            ri, again = ref["ratio_interval"], ref["again"]["ratio"]
+            return f"{ref['ratio']:.2f}x", f"({ri['low']:.2f}-{ri['high']:.2f}x), again {again:.2f}x"
+
+        def check(cell, ref):
+            ratio, rest = quoted(ref)
+            assert re.search(rf"(\*\*)?{re.escape(ratio)}(\*\*)? {re.escape(rest)}", cell), (run_name, cell, ratio, rest)
+
+        eager = next(r for r in refs if r["name"] == "ref_torch_eager")
+        check(cells[2], eager)
+        compiled = [r for r in refs if r["name"] == "ref_torch_compile"]
+        assert cells[3].startswith(compiled[0]["compared_with"] + " "), (run_name, cells[3])
+        check(cells[3], compiled[0])
+        if len(compiled) > 1:
+            assert f": {compiled[1]['compared_with']} " in cells[4], (run_name, cells[4])
+            check(cells[4], compiled[1])
+        else:
+            assert "no second run" in cells[4]
+
+
 def test_a_skipped_rung_gives_its_own_reason_once():
     # The Zen 3's cpu-mini run: each skipped rung's row says why it did not run, its own variant's reason, not
     # again the reasons of the skipped variants below it (13_ddp had repeated tf32's, pinned_memory's and
