@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <chrono>
 #include <map>
+#include <thread>
 #include <tuple>
 #include <nlohmann/json.hpp>
 
@@ -102,6 +104,25 @@ TEST(Device, CpuDetectionAndErrors) {
       EXPECT_NE(std::string(e.what()).find("this build has no CUDA"), std::string::npos);
     }
   }
+}
+
+// How often best_rate runs an op: once to warm up, then until the time asked for has passed, at least 3 times
+// (the best of them), at most 20 — and once where one run alone takes that long (an emulated-bf16 GEMM's 2.4 s).
+TEST(Device, BestRateTimesAnOpAtLeastThreeTimesUnlessOneRunTakesTheWholeTime) {
+  const DeviceInfo cpu = detect_device("cpu");
+  auto runs_of = [&](double op_s, double min_total_s) {
+    int runs = 0;
+    const double rate = best_rate(cpu, 1.0, min_total_s, [&] {
+      ++runs;
+      std::this_thread::sleep_for(std::chrono::duration<double>(op_s));
+    });
+    EXPECT_GT(rate, 0.0);
+    EXPECT_LE(rate, 1.0 / op_s);  // the best of what was timed: no run is shorter than the sleep
+    return runs;
+  };
+  EXPECT_EQ(runs_of(0.25, 0.2), 2);    // one timed run is the whole time: warm-up + 1
+  EXPECT_EQ(runs_of(0.02, 0.058), 4);  // the time passes at the 3rd run (a run would need 2.9x its sleep to end it first)
+  EXPECT_EQ(runs_of(0.001, 10.0), 21);  // never past 20 timed runs
 }
 
 TEST(Device, MeasuredMatmulPeakIsPositive) {

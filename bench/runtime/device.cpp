@@ -163,25 +163,22 @@ std::optional<double> datasheet_peak_flops(const DeviceInfo& d, MathMode m) {
   return tf * 1e12;
 }
 
-namespace {
-// The best rate (`work` units a second) of `op` on the device: once to warm up (library init, kernel
-// selection, pages touched), then at least 3 and at most 20 timed runs, until `min_total_s` have passed.
 double best_rate(const DeviceInfo& d, double work, double min_total_s, const std::function<void()>& op) {
   auto timer = make_step_timer(d);
   op();
   synchronize(d);
   double best = 0, total = 0;
-  for (int i = 0; i < 20 && (i < 3 || total < min_total_s); ++i) {
+  for (int i = 0; i < 20; ++i) {
     timer->mark();
     op();
     timer->mark();
     const double s = timer->intervals().at(0);
     total += s;
     best = std::max(best, work / s);
+    if (total >= min_total_s && (i >= 2 || s >= min_total_s)) break;
   }
   return best;
 }
-}  // namespace
 
 double measure_matmul_peak(const DeviceInfo& d, MathMode m) {
   at::NoGradGuard no_grad;

@@ -1,5 +1,5 @@
 // defines: detect_device, torch_device, StepTimer/make_step_timer, BatchMover, Executor, synchronize,
-//          empty_cache, datasheet_peak_flops, measure_matmul_peak. The device-specific parts come from
+//          empty_cache, datasheet_peak_flops, best_rate, measure_matmul_peak. The device-specific parts come from
 //          the device's Backend (bench/runtime/backend.h: cpu_backend.cpp, cuda/cuda_backend.cpp).
 #pragma once
 #include <c10/core/Device.h>
@@ -79,6 +79,11 @@ void empty_cache(const DeviceInfo& d);  // return cached device memory between r
 // Dense peak FLOP/s from the datasheet (bench/datasheet.h) for known GPUs at the precision the rung
 // computes in; nullopt for any other device, the CPU included, and for a precision without tensor cores.
 std::optional<double> datasheet_peak_flops(const DeviceInfo& d, MathMode m);
+// The best rate (`work` units a second) of `op` on the device: run once to warm up (library init, kernel
+// selection, pages touched), then timed until `min_total_s` have passed, at least 3 times and at most 20 —
+// once, where one run alone takes `min_total_s` (an emulated-bf16 CPU's 1024^3 GEMM took 2.4 s: three of them
+// had cost every ladder's start 7 s more there).
+double best_rate(const DeviceInfo& d, double work, double min_total_s, const std::function<void()>& op);
 // The best FLOP/s of a large square GEMM in that math mode, measured here and now.
 double measure_matmul_peak(const DeviceInfo& d, MathMode m);
 // The best bytes/s (read + written) of a device-to-device copy of 256 MiB (past the caches: on 2 cores of a
