@@ -7,10 +7,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <chrono>
 #include <map>
 #include <thread>
 #include <tuple>

@@ -175,7 +175,7 @@ double best_rate(const DeviceInfo& d, double work, double min_total_s, const std
     const double s = timer->intervals().at(0);
     total += s;
     best = std::max(best, work / s);
-    if (total >= min_total_s && (i >= 2 || s >= min_total_s)) break;
+    if (s >= min_total_s || (i >= 2 && total >= min_total_s)) break;
   }
   return best;
 }

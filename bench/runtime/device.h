@@ -81,8 +81,8 @@ void empty_cache(const DeviceInfo& d);  // return cached device memory between r
 std::optional<double> datasheet_peak_flops(const DeviceInfo& d, MathMode m);
 // The best rate (`work` units a second) of `op` on the device: run once to warm up (library init, kernel
 // selection, pages touched), then timed until `min_total_s` have passed, at least 3 times and at most 20 —
-// once, where one run alone takes `min_total_s` (an emulated-bf16 CPU's 1024^3 GEMM took 2.4 s: three of them
-// had cost every ladder's start 7 s more there).
+// once, where one run alone takes `min_total_s` (an emulated-bf16 CPU's 1024^3 GEMM took 2.4 s: timing it three
+// times had cost every ladder's start about 5 s more there).
 double best_rate(const DeviceInfo& d, double work, double min_total_s, const std::function<void()>& op);
 // The best FLOP/s of a large square GEMM in that math mode, measured here and now.
 double measure_matmul_peak(const DeviceInfo& d, MathMode m);
