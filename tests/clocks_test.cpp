@@ -48,6 +48,40 @@ TEST(Clocks, AThermalOrHardwareSlowdownIsThrottledAPowerCapAloneIsOnlyRecorded) 
   EXPECT_EQ(s.reasons, std::vector<std::string>{"sw_power_cap"});
 }
 
+// A dense step holds an H100 at its 700 W limit: NVML sets sw_power_cap and the SM clock settles some 80-95% of
+// the boost maximum. That is the device's sustained speed, recorded, never a THROTTLED rung.
+TEST(Clocks, APowerCappedClockIsRecordedNotThrottled) {
+  auto samples = steady(1980, 0, 4);                                  // the first samples, under the cap
+  for (auto& x : steady(1620, kReasonSwPowerCap, 16)) samples.push_back(x);  // 82% of the maximum
+  const ClockSummary s = summarize_clocks(samples, 1980);
+  EXPECT_FALSE(s.throttled) << s.throttled_why;
+  EXPECT_EQ(s.sm_mhz_median, 1620);
+  EXPECT_DOUBLE_EQ(s.power_capped_share, 0.8);
+  EXPECT_EQ(s.uncapped_sm_mhz_median, 1980);
+  EXPECT_EQ(s.reasons, std::vector<std::string>{"sw_power_cap"});
+  const auto j = to_json(s);
+  EXPECT_DOUBLE_EQ(j["power_capped_share"].get<double>(), 0.8);
+  EXPECT_FALSE(j["throttled"].get<bool>());
+  // every sample capped: no clock is left to judge, and none is flagged
+  const ClockSummary all = summarize_clocks(steady(1500, kReasonSwPowerCap), 1980);
+  EXPECT_FALSE(all.throttled);
+  EXPECT_DOUBLE_EQ(all.power_capped_share, 1.0);
+  EXPECT_EQ(all.uncapped_sm_mhz_median, 0);
+}
+
+// A clock held low where the power cap does not explain it (clocks locked under the maximum, applications
+// clocks lowered) is flagged, judged on the samples the cap did not hold.
+TEST(Clocks, ALowClockThePowerCapDoesNotExplainIsThrottled) {
+  auto samples = steady(1650, kReasonSwPowerCap, 10);
+  for (auto& x : steady(1305, kReasonAppClocksSetting, 10)) samples.push_back(x);
+  const ClockSummary s = summarize_clocks(samples, 1980);
+  EXPECT_TRUE(s.throttled);
+  EXPECT_NE(s.throttled_why.find("median SM clock 1305 MHz (the samples not power-capped) is 66% of the 1980 MHz maximum"),
+            std::string::npos)
+      << s.throttled_why;
+  EXPECT_EQ(s.reasons, (std::vector<std::string>{"applications_clocks_setting", "sw_power_cap"}));
+}
+
 TEST(Clocks, UnavailableOnTheCpu) {
   const ClockSummary s = make_clock_sampler(detect_device("cpu"))->take();
   EXPECT_FALSE(s.available);

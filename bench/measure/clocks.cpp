@@ -20,30 +20,37 @@ ClockSummary summarize_clocks(const std::vector<ClockSample>& samples, double ma
   s.available = true;
   s.samples = static_cast<int>(samples.size());
   s.max_sm_mhz = max_sm_mhz;
-  std::vector<double> sm, mem, power;
+  std::vector<double> sm, uncapped, mem, power;
   uint64_t seen = 0;
   for (const auto& x : samples) {
     sm.push_back(x.sm_mhz), mem.push_back(x.mem_mhz), power.push_back(x.power_w);
+    if (!(x.reasons & kReasonSwPowerCap)) uncapped.push_back(x.sm_mhz);
     s.temp_c_max = std::max(s.temp_c_max, x.temp_c);
     seen |= x.reasons;
   }
   s.sm_mhz_median = median(sm), s.mem_mhz_median = median(mem), s.power_w_median = median(power);
-  const std::pair<uint64_t, const char*> names[] = {{kReasonSwPowerCap, "sw_power_cap"},
+  if (!samples.empty()) s.power_capped_share = 1.0 - static_cast<double>(uncapped.size()) / samples.size();
+  if (!uncapped.empty()) s.uncapped_sm_mhz_median = median(uncapped);
+  const std::pair<uint64_t, const char*> names[] = {{kReasonGpuIdle, "gpu_idle"},
+                                                    {kReasonAppClocksSetting, "applications_clocks_setting"},
+                                                    {kReasonSwPowerCap, "sw_power_cap"},
                                                     {kReasonHwSlowdown, "hw_slowdown"},
+                                                    {kReasonSyncBoost, "sync_boost"},
                                                     {kReasonSwThermal, "sw_thermal_slowdown"},
                                                     {kReasonHwThermal, "hw_thermal_slowdown"},
                                                     {kReasonHwPowerBrake, "hw_power_brake_slowdown"}};
   for (const auto& [bit, name] : names)
     if (seen & bit) s.reasons.push_back(name);
-  char buf[160];
+  char buf[200];
   if (const uint64_t bad = seen & (kReasonHwSlowdown | kReasonSwThermal | kReasonHwThermal | kReasonHwPowerBrake)) {
     s.throttled = true;
     for (const auto& [bit, name] : names)
       if (bad & bit) s.throttled_why += (s.throttled_why.empty() ? "" : ", ") + std::string(name);
   }
-  if (max_sm_mhz > 0 && !samples.empty() && s.sm_mhz_median < 0.9 * max_sm_mhz) {
-    std::snprintf(buf, sizeof(buf), "median SM clock %.0f MHz is %.0f%% of the %.0f MHz maximum", s.sm_mhz_median,
-                  100 * s.sm_mhz_median / max_sm_mhz, max_sm_mhz);
+  if (max_sm_mhz > 0 && !uncapped.empty() && s.uncapped_sm_mhz_median < 0.9 * max_sm_mhz) {
+    std::snprintf(buf, sizeof(buf), "median SM clock %.0f MHz%s is %.0f%% of the %.0f MHz maximum",
+                  s.uncapped_sm_mhz_median, uncapped.size() < samples.size() ? " (the samples not power-capped)" : "",
+                  100 * s.uncapped_sm_mhz_median / max_sm_mhz, max_sm_mhz);
     s.throttled_why = s.throttled ? std::string(buf) + "; " + s.throttled_why : std::string(buf);
     s.throttled = true;
   }
@@ -66,6 +73,8 @@ nlohmann::json to_json(const ClockSummary& s) {
           {"temp_c_max", s.temp_c_max},
           {"max_sm_mhz", s.max_sm_mhz},
           {"reasons", s.reasons},
+          {"power_capped_share", s.power_capped_share},
+          {"uncapped_sm_mhz_median", s.uncapped_sm_mhz_median},
           {"throttled", s.throttled},
           {"throttled_why", s.throttled_why}};
 }
@@ -91,7 +100,6 @@ struct Nvml {
   int (*by_pci)(const char*, Device*) = nullptr;
   int (*by_index)(unsigned, Device*) = nullptr;
   int (*clock)(Device, int, unsigned*) = nullptr;
-  int (*app_clock)(Device, int, unsigned*) = nullptr;
   int (*max_clock)(Device, int, unsigned*) = nullptr;
   int (*power)(Device, unsigned*) = nullptr;
   int (*temperature)(Device, int, unsigned*) = nullptr;
@@ -105,7 +113,6 @@ struct Nvml {
     sym(by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
     sym(by_index, "nvmlDeviceGetHandleByIndex_v2");
     sym(clock, "nvmlDeviceGetClockInfo");
-    sym(app_clock, "nvmlDeviceGetApplicationsClock");
     sym(max_clock, "nvmlDeviceGetMaxClockInfo");
     sym(power, "nvmlDeviceGetPowerUsage");
     sym(temperature, "nvmlDeviceGetTemperature");
@@ -123,8 +130,9 @@ class NvmlSampler : public ClockSampler {
  public:
   NvmlSampler(Nvml nvml, Nvml::Device dev) : nvml_(nvml), dev_(dev) {
     unsigned mhz = 0;
-    if (nvml_.app_clock && nvml_.app_clock(dev_, kClockSm, &mhz) == 0 && mhz > 0) max_sm_ = mhz;
-    else if (nvml_.max_clock && nvml_.max_clock(dev_, kClockSm, &mhz) == 0) max_sm_ = mhz;
+    // The boost clock's top, not the applications clock: GPU Boost runs above that (an A100's is 1,155 MHz
+    // of its 1,410), so a clock held under it by a lowered setting still reads as low here.
+    if (nvml_.max_clock && nvml_.max_clock(dev_, kClockSm, &mhz) == 0) max_sm_ = mhz;
   }
   ~NvmlSampler() override { stop(); }
   void start() override {

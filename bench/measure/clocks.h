@@ -13,8 +13,9 @@
 
 namespace gpt2 {
 
-// NVML's clock-event ("throttle") reason bits that the verdict reads.
-inline constexpr uint64_t kReasonSwPowerCap = 0x4, kReasonHwSlowdown = 0x8, kReasonSwThermal = 0x20,
+// NVML's clock-event ("throttle") reason bits (nvml.h's nvmlClocksEventReason*).
+inline constexpr uint64_t kReasonGpuIdle = 0x1, kReasonAppClocksSetting = 0x2, kReasonSwPowerCap = 0x4,
+                          kReasonHwSlowdown = 0x8, kReasonSyncBoost = 0x10, kReasonSwThermal = 0x20,
                           kReasonHwThermal = 0x40, kReasonHwPowerBrake = 0x80;
 
 struct ClockSample {
@@ -27,13 +28,18 @@ struct ClockSummary {
   std::string unavailable_why;
   int samples = 0;
   double sm_mhz_median = 0, mem_mhz_median = 0, power_w_median = 0, temp_c_max = 0;
-  double max_sm_mhz = 0;             // NVML's maximum for the current application settings
+  double max_sm_mhz = 0;             // NVML's maximum SM clock (the boost clock's top)
   std::vector<std::string> reasons;  // every reason seen in any sample, by name
+  double power_capped_share = 0;     // samples with the software power cap holding the clock down
+  double uncapped_sm_mhz_median = 0; // the median SM clock of the other samples (0: none)
   bool throttled = false;
   std::string throttled_why;
 };
-// Throttled: the median SM clock is below 90% of `max_sm_mhz`, or a thermal or hardware-slowdown
-// reason was set in any sample. A software power cap alone is recorded, not flagged.
+// Throttled: a thermal or hardware-slowdown reason was set in any sample, or the samples the power cap
+// did not hold have a median SM clock below 90% of `max_sm_mhz` (clocks locked low, a slow power state).
+// The software power cap is recorded (its share of the samples), not flagged: a dense step on an H100
+// runs at its 700 W limit, its clock some 80-95% of the boost maximum, in every healthy run; that is the
+// device's sustained speed, not a fault that makes a variant read slower than it is.
 ClockSummary summarize_clocks(const std::vector<ClockSample>& samples, double max_sm_mhz);
 ClockSummary unavailable_clocks(const std::string& why);
 nlohmann::json to_json(const ClockSummary& s);

@@ -154,6 +154,13 @@ def run_notes(run: Run) -> list[str]:
         if r.throttled:
             notes.append(f"{r.name} was THROTTLED while timed: {r.clocks.get('throttled_why', '')} (NVML); "
                          "its tok/s understates the step.")
+    capped = [r for r in run.rungs if r.clocks and (r.clocks.get("power_capped_share") or 0) >= 0.5]
+    if capped:
+        notes.append("At the power limit while timed (NVML's sw_power_cap in most samples; the device's sustained "
+                     "speed under that load, not throttling): " + ", ".join(
+                         f"{r.name} ({100 * r.clocks['power_capped_share']:.0f}%, SM clock "
+                         f"{r.clocks.get('sm_mhz_median', 0):.0f} of {r.clocks.get('max_sm_mhz', 0):.0f} MHz)"
+                         for r in capped) + ".")
     return notes
 
 

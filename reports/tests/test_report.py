@@ -395,6 +395,27 @@ def test_multi_line_errors_keep_tables_one_line_and_the_run_is_partial(tmp_path)
     assert "CUDA kernel errors might be asynchronously reported | at some other API call</pre>" in html_text
 
 
+def test_a_power_capped_rung_is_noted_not_throttled(tmp_path):
+    # NVML's clocks as gpt2bench writes them for a dense step at an H100's 700 W limit (bench/measure/clocks.cpp).
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    ok = [r for r in doc["rungs"] if r["status"] == "ok"]
+    ok[0]["clocks"] = {"available": True, "throttled": False, "sm_mhz_median": 1620.0, "max_sm_mhz": 1980.0,
+                       "power_capped_share": 0.8, "uncapped_sm_mhz_median": 1980.0, "reasons": ["sw_power_cap"]}
+    ok[1]["clocks"] = {"available": True, "throttled": False, "sm_mhz_median": 1980.0, "max_sm_mhz": 1980.0,
+                       "power_capped_share": 0.1, "uncapped_sm_mhz_median": 1980.0, "reasons": ["sw_power_cap"]}
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    rows = {r[0]: r for r in ladder_table(run)[1:]}
+    assert rows[ok[0]["name"]][1] == "ok"
+    md = (write_report([run], tmp_path / "report") / "report.md").read_text()
+    assert "THROTTLED" not in md
+    assert "At the power limit while timed" in md
+    assert f"{ok[0]['name']} (80%, SM clock 1620 of 1980 MHz)" in md
+    assert f"{ok[1]['name']} (" not in md.split("At the power limit")[1].split("\n")[0]  # 10% of its samples only
+
+
 def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     # A copy of a fixture as a newer gpt2bench writes it: the MFU's basis, the spread, NVML's clocks.
     run_dir = tmp_path / "run"
@@ -431,6 +452,7 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     assert "Mann-Whitney U" in md and "order statistics" in md
     assert "bf16 on this CPU is emulated" in md
     assert f"{ok[1]['name']} was THROTTLED while timed: median SM clock 1410 MHz" in md
+    assert "At the power limit" not in md  # no rung was
     assert f"{ok[2]['name']} cudnn (flash 1.25, cudnn 1.1; PyTorch's own: flash)" in md
     assert f"{ok[3]['name']} cudnn (as {ok[2]['name']}: the same attention)" in md
     assert "faster by more than 1%" in md
