@@ -365,6 +365,18 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   EXPECT_EQ(compiled["config"]["model"]["padded_vocab"], 104);  // tiny's 97 padded as vocab_padding pads
   EXPECT_EQ(compiled["parity"]["verdict"], "pass") << compiled.dump();
   EXPECT_NEAR(compiled["parity"]["grad_norm_ratio"].get<double>(), 1.0, kPrecisionGradTol) << compiled.dump();
+  // torch.compile both ways (the model alone; the model returning its loss), each timed, the faster the figure
+  EXPECT_EQ(compiled["config"]["compile_scopes"], nlohmann::json({"model", "model_and_loss"}));
+  const auto& res = compiled["result"];
+  const auto& scopes = res["compile_scopes"];
+  ASSERT_EQ(scopes.size(), 2u) << res.dump();
+  const std::string faster = scopes["model"]["median_step_s"] <= scopes["model_and_loss"]["median_step_s"] ? "model" : "model_and_loss";
+  EXPECT_EQ(res["compile_scope"], faster);
+  EXPECT_EQ(res["tokens_per_sec"], scopes[faster]["tokens_per_sec"]);
+  EXPECT_EQ(res["step_s"], scopes[faster]["step_s"]);  // the ratio's interval is the faster form's repetitions
+  EXPECT_NE(r.output.find("torch " + res["torch_version"].get<std::string>() + ", compiled: " + faster + ")"),
+            std::string::npos) << r.output;
+  EXPECT_FALSE(eager["result"].contains("compile_scope"));
 
   // An interpreter that cannot run the script: an error entry naming it, the ladder's rungs kept.
   auto bad = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "bad") + " --rung ref_torch_eager",

@@ -6,7 +6,8 @@
 //                               baseline's AdamW form), compared with 00_baseline
 //            ref_torch_compile  bf16 weights, fused AdamW, F.* layers, SDPA (PyTorch's choice of
 //                               kernel), the vocabulary padded, torch.compile(model) in its default
-//                               mode; compared with the fastest one-process C++ rung at its batch
+//                               mode, the model alone and the model returning its loss both timed, the
+//                               faster taken; compared with the fastest one-process C++ rung at its batch
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 

@@ -106,6 +106,15 @@ def run_notes(run: Run) -> list[str]:
                      "distribution-free, at the coverage shown). The C++ rung is timed again right after each "
                      "reference: its two timings bracket the Python one, and a ratio that holds at both is not the "
                      "machine's drift between them. First step: torch.compile's compilation where compiled.")
+        scoped = [ref for ref in run.references if (ref.get("result") or {}).get("compile_scopes")]
+        if scoped:
+            notes.append("torch.compile both ways a user writes it, each timed, the faster the reference's tok/s: "
+                         "the model alone, the loss eager after it (seed 000's code), and the model returning its "
+                         "loss (nanoGPT's; the loss inside the graph): " + "; ".join(
+                             f"{ref['name']} at batch {ref.get('config', {}).get('batch', '?')}: " + ", ".join(
+                                 f"{scope} {_fmt(v.get('tokens_per_sec'))} tok/s"
+                                 for scope, v in ref["result"]["compile_scopes"].items())
+                             + f" ({ref['result'].get('compile_scope', '?')} taken)" for ref in scoped) + ".")
     bf16 = run.device.get("bf16_support", "")
     if run.device.get("type") == "cpu" and bf16.startswith("emulated"):
         notes.append("bf16 on this CPU is emulated (no AMX-BF16 or AVX512-BF16): bf16 matmuls run through "

@@ -4,6 +4,7 @@ Its losses against the C++ baseline's are checked end to end by ctest (Cli.Refer
 import importlib.util
 from pathlib import Path
 
+import pytest
 import torch
 
 _SPEC = importlib.util.spec_from_file_location(
@@ -73,3 +74,19 @@ def test_the_eager_gap_table_takes_what_the_cpp_collector_takes():
     assert launches == 1.0
     assert [r["name"] for r in rows] == ["ampere_sgemm_128x64_tn", "memcpy", "memset"]
     assert rows[1]["ms_per_step"] == 0.01
+
+
+def test_both_compile_scopes_train_the_same_step():
+    # ref_torch_compile times torch.compile over the model alone (the loss eager after it) and over the model that
+    # returns its loss; either is the reference's figure, so both must compute the same step: equal losses, fp32.
+    m = dict(GPT2_124M, n_layer=1, n_embd=32, n_head=2, context=16, vocab_size=97, padded_vocab=104)
+    cfg = {"model": m, "seed": 7, "precision": "fp32", "attention": "sdpa", "layers": "native", "batch": 2,
+           "optimizer": {"form": "loop", "lr": 1e-2, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}}
+    tokens = torch.arange(200) % 7  # a pattern it learns within the steps
+    losses = {}
+    for scope in (None, "model", "model_and_loss"):
+        step, data = ref.build_step(cfg, "cpu", tokens, scope)
+        losses[scope] = [float(step(*data.next())) for _ in range(3)]
+    assert losses[None][0] > losses[None][2]  # it trains
+    for scope in ("model", "model_and_loss"):
+        assert losses[scope] == pytest.approx(losses[None], rel=1e-5), scope
