@@ -344,6 +344,7 @@ def run(cfg):
         profiled = cfg.get("breakdown_steps", 0) if i == len(scopes) - 1 else 0
         forms[scope], step, data = timed_model(cfg, device, tokens, scope, share, profiled, sync)
         live = (scope, step, data)
+        del step, data  # `live` alone holds this scope's model: freed before the next is built
     best = min(forms, key=lambda k: forms[k]["median_step_s"])
     last = forms[scopes[-1]]
     out.update({k: v for k, v in forms[best].items() if k not in ("breakdown", "breakdown_steps")})
@@ -359,9 +360,8 @@ def run(cfg):
             live = None
             if cuda:
                 torch.cuda.empty_cache()
-            step, data = build_step(cfg, device, tokens, best)
-            step(*data.next())
-            live = (best, step, data)
+            live = (best,) + build_step(cfg, device, tokens, best)
+            live[1](*live[2].next())
         out["breakdown"] = breakdown(live[1], live[2], last["breakdown_steps"], cuda, sync)
     out["elapsed_s"] = time.perf_counter() - started
     return out
