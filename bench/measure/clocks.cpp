@@ -130,8 +130,8 @@ class NvmlSampler : public ClockSampler {
  public:
   NvmlSampler(Nvml nvml, Nvml::Device dev) : nvml_(nvml), dev_(dev) {
     unsigned mhz = 0;
-    // The boost clock's top, not the applications clock: GPU Boost runs above that (an A100's is 1,155 MHz
-    // of its 1,410), so a clock held under it by a lowered setting still reads as low here.
+    // The boost clock's top, not the applications clock: GPU Boost runs above that (NVIDIA/DCGM#152 shows an
+    // A100's nvidia-smi -q at SM 1,410 MHz with applications clocks of 1,155), so it is no ceiling to judge by.
     if (nvml_.max_clock && nvml_.max_clock(dev_, kClockSm, &mhz) == 0) max_sm_ = mhz;
   }
   ~NvmlSampler() override { stop(); }
