@@ -294,6 +294,12 @@ def breakdown(step, data, n, cuda, sync):
 
 
 def run(cfg):
+    # Eager: one form; compiled: each scope in turn, the faster kept as the reference's figure.
+    scopes = (cfg.get("compile_scopes") or ["model"]) if cfg["compile"] else [None]
+    unknown = [s for s in scopes if s not in (None, "model", "model_and_loss")]
+    if unknown:
+        raise ValueError(f"compile_scopes: {unknown} (expected model, model_and_loss)")
+
     device = torch.device(cfg["device"])
     cuda = device.type == "cuda"
     if cuda:
@@ -309,9 +315,6 @@ def run(cfg):
            "malloc": {k: os.environ.get(k) for k in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_")}}
     started = time.perf_counter()
     budget = cfg.get("budget_s")  # None: no time budget; else seconds for all of this (0: spent, the floor)
-
-    # Eager: one form; compiled: each scope in turn, the faster kept as the reference's figure.
-    scopes = (cfg.get("compile_scopes") or ["model"]) if cfg["compile"] else [None]
 
     # 1. Parity: the first parity_steps losses from the seed, dropout off, on the data from its start (the first
     #    scope's form: every form computes the same step).

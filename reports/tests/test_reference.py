@@ -90,3 +90,9 @@ def test_both_compile_scopes_train_the_same_step():
     assert losses[None][0] > losses[None][2]  # it trains
     for scope in ("model", "model_and_loss"):
         assert losses[scope] == pytest.approx(losses[None], rel=1e-5), scope
+
+
+def test_an_unknown_compile_scope_is_refused_not_run_eager():
+    with pytest.raises(ValueError, match=r"compile_scopes: \['model_and_los'\]"):
+        ref.run({"device": "cpu", "tokens": "/nonexistent", "batch": 1, "model": {"context": 4}, "compile": True,
+                 "compile_scopes": ["model", "model_and_los"]})
