@@ -338,28 +338,38 @@ def run(cfg):
     # 2. The timed model, each scope in turn: built, compiled by its first step (timed apart), warmed up, then
     #    repetitions of `steps` steps, one device synchronisation a repetition, in its share of what the budget
     #    has left. The last scope's share holds the breakdown pass's time (it runs once, for the faster scope).
-    forms, live = {}, None
+    #    A scope that fails (inductor cannot compile it, the device runs out of memory) is recorded with its error
+    #    and the others stand; only when every one fails does the reference fail, with the last error.
+    forms, failed, live = {}, {}, None
     for i, scope in enumerate(scopes):
         live = None  # the last scope's model and optimizer state freed before the next is built
         if cuda:
             torch.cuda.empty_cache()
         share = None if budget is None else (budget - (time.perf_counter() - started)) / (len(scopes) - i)
         profiled = cfg.get("breakdown_steps", 0) if i == len(scopes) - 1 else 0
-        forms[scope], step, data = timed_model(cfg, device, tokens, scope, share, profiled, sync)
+        try:
+            forms[scope], step, data = timed_model(cfg, device, tokens, scope, share, profiled, sync)
+        except Exception as e:  # noqa: BLE001 — any failure of one form; all failing is raised below
+            if len(scopes) == 1 or (not forms and i == len(scopes) - 1):
+                raise
+            failed[scope] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            continue
         live = (scope, step, data)
         del step, data  # `live` alone holds this scope's model: freed before the next is built
     best = min(forms, key=lambda k: forms[k]["median_step_s"])
-    last = forms[scopes[-1]]
+    # the breakdown's time was the last scope's to keep; had that one failed, the pass runs all the same
+    last = forms.get(scopes[-1], {"breakdown_steps": cfg.get("breakdown_steps", 0)})
     out.update({k: v for k, v in forms[best].items() if k not in ("breakdown", "breakdown_steps")})
     out.setdefault("first_step_s", forms[best]["timed_model_first_step_s"])  # no parity run: compiled here
     if cfg["compile"]:
         out["compile_scope"] = best
         out["compile_scopes"] = {k: {f: v[f] for f in ("tokens_per_sec", "median_step_s", "step_s", "steps_per_repetition",
                                                          "timed_model_first_step_s")} for k, v in forms.items()}
+        out["compile_scopes"].update({k: {"error": why} for k, why in failed.items()})
     if "breakdown" in last:  # dropped for the time budget
         out["breakdown"] = last["breakdown"]
     elif last["breakdown_steps"]:  # 3. The breakdown pass, after the timed steps: profiling never perturbs them.
-        if live[0] != best:  # the faster scope's model was freed: built again (compiled: from inductor's caches)
+        if live is None or live[0] != best:  # the faster scope's model was freed: built again (compiled: cached)
             live = None
             if cuda:
                 torch.cuda.empty_cache()

@@ -96,3 +96,31 @@ def test_an_unknown_compile_scope_is_refused_not_run_eager():
     with pytest.raises(ValueError, match=r"compile_scopes: \['model_and_los'\]"):
         ref.run({"device": "cpu", "tokens": "/nonexistent", "batch": 1, "model": {"context": 4}, "compile": True,
                  "compile_scopes": ["model", "model_and_los"]})
+
+
+def test_a_compile_scope_that_fails_is_recorded_and_the_other_stands(tmp_path, monkeypatch):
+    # e.g. inductor refusing the graph with the loss, or the device out of memory in it: the reference keeps the
+    # other form's figures, and says why the failed one has none; every form failing fails the reference.
+    m = dict(GPT2_124M, n_layer=1, n_embd=32, n_head=2, context=16, vocab_size=97, padded_vocab=104)
+    tokens = tmp_path / "tokens"
+    tokens.write_bytes((torch.arange(400) % 7).numpy().tobytes())
+    cfg = {"name": "ref_torch_compile", "device": "cpu", "tokens": str(tokens), "batch": 2, "model": m, "seed": 7,
+           "precision": "fp32", "attention": "sdpa", "layers": "native", "compile": True,
+           "compile_scopes": ["model", "model_and_loss"], "parity_steps": 0, "warmup_steps": 1, "steps": 2,
+           "repetitions": 3, "breakdown_steps": 1,
+           "optimizer": {"form": "loop", "lr": 1e-3, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}}
+    real = ref.make_step
+
+    def failing(model, opt, scope):
+        if scope == "model_and_loss":
+            raise RuntimeError("InductorError: cannot compile\n  (traceback)")
+        return real(model, opt, None)  # eager for the one that stands: the test needs no compiler
+
+    monkeypatch.setattr(ref, "make_step", failing)
+    out = ref.run(cfg)
+    assert out["compile_scope"] == "model"
+    assert out["compile_scopes"]["model_and_loss"] == {"error": "RuntimeError: InductorError: cannot compile"}
+    assert out["tokens_per_sec"] == out["compile_scopes"]["model"]["tokens_per_sec"] > 0
+    assert out["breakdown"]["steps"] == 1  # the pass ran for the form that stands, though the failed one held its time
+    with pytest.raises(RuntimeError, match="cannot compile"):
+        ref.run(dict(cfg, compile_scopes=["model_and_loss"]))
