@@ -112,7 +112,7 @@ def run_notes(run: Run) -> list[str]:
                          "the model alone, the loss eager after it (seed 000's code), and the model returning its "
                          "loss (nanoGPT's; the loss inside the graph): " + "; ".join(
                              f"{ref['name']} at batch {ref.get('config', {}).get('batch', '?')}: " + ", ".join(
-                                 f"{scope} {_fmt(v.get('tokens_per_sec'))} tok/s"
+                                 f"{scope} failed ({v['error']})" if "error" in v else f"{scope} {_fmt(v.get('tokens_per_sec'))} tok/s"
                                  for scope, v in ref["result"]["compile_scopes"].items())
                              + f" ({ref['result'].get('compile_scope', '?')} taken)" for ref in scoped) + ".")
     bf16 = run.device.get("bf16_support", "")

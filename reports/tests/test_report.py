@@ -485,6 +485,11 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
          "result": {"tokens_per_sec": 1000.0, "first_step_s": 30.0, "torch_version": "2.13.0+cpu",
                     "compile_scope": "model_and_loss",
                     "compile_scopes": {"model": {"tokens_per_sec": 950.0}, "model_and_loss": {"tokens_per_sec": 1000.0}}}},
+        {"name": "ref_torch_compile", "status": "ok", "config": {"batch": 32}, "compared_with": base["name"],
+         "cpp_tokens_per_sec": 1200.0, "ratio": 1.25,
+         "result": {"tokens_per_sec": 960.0, "first_step_s": 30.0, "torch_version": "2.13.0+cpu", "compile_scope": "model",
+                    "compile_scopes": {"model": {"tokens_per_sec": 960.0},
+                                       "model_and_loss": {"error": "OutOfMemoryError: CUDA out of memory."}}}},
         {"name": "ref_torch_compile", "status": "error", "config": {"batch": 4},
          "error": "python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler: No working C++ compiler found"},
         {"name": "ref_torch_compile", "status": "interrupted", "config": {"batch": 16},
@@ -502,7 +507,8 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
     assert "| ref_torch_compile | 16 | not finished: interrupted (--resume runs it again) | - |" in md  # not an error
     assert "blocks' weight matmuls 63.9%, LM head 29.0%, causal attention 7.1%" in md
     assert ("the model returning its loss (nanoGPT's; the loss inside the graph): ref_torch_compile at batch 8: "
-            "model 950 tok/s, model_and_loss 1,000 tok/s (model_and_loss taken).") in md
+            "model 950 tok/s, model_and_loss 1,000 tok/s (model_and_loss taken); ref_torch_compile at batch 32: "
+            "model 960 tok/s, model_and_loss failed (OutOfMemoryError: CUDA out of memory.) (model taken).") in md
 
 
 def test_the_eager_gap_sets_each_reference_beside_its_cpp_rung_op_by_op(tmp_path):
