@@ -48,8 +48,8 @@ TEST(Clocks, AThermalOrHardwareSlowdownIsThrottledAPowerCapAloneIsOnlyRecorded) 
   EXPECT_EQ(s.reasons, std::vector<std::string>{"sw_power_cap"});
 }
 
-// A dense step holds an H100 at its 700 W limit: NVML sets sw_power_cap and the SM clock settles some 80-95% of
-// the boost maximum. That is the device's sustained speed, recorded, never a THROTTLED rung.
+// Dense matmuls can hold an H100 at its 700 W limit: NVML sets sw_power_cap and the SM clock settles under the
+// boost maximum (here 82% of it). That is the device's sustained speed, recorded, never a THROTTLED rung.
 TEST(Clocks, APowerCappedClockIsRecordedNotThrottled) {
   auto samples = steady(1980, 0, 4);                                  // the first samples, under the cap
   for (auto& x : steady(1620, kReasonSwPowerCap, 16)) samples.push_back(x);  // 82% of the maximum

@@ -37,9 +37,10 @@ struct ClockSummary {
 };
 // Throttled: a thermal or hardware-slowdown reason was set in any sample, or the samples the power cap
 // did not hold have a median SM clock below 90% of `max_sm_mhz` (clocks locked low, a slow power state).
-// The software power cap is recorded (its share of the samples), not flagged: a dense step on an H100
-// runs at its 700 W limit, its clock some 80-95% of the boost maximum, in every healthy run; that is the
-// device's sustained speed, not a fault that makes a variant read slower than it is.
+// The software power cap is recorded (its share of the samples), not flagged: dense matmuls can hold an
+// H100 at its 700 W limit, the SM clock under the boost maximum, in a healthy run (a 3090 under its cap
+// ran 3-11% below its rated boost: ashalliants/ninfer-3090#72); that is the device's sustained speed, not a
+// fault that makes a variant read slower than it is.
 ClockSummary summarize_clocks(const std::vector<ClockSample>& samples, double max_sm_mhz);
 ClockSummary unavailable_clocks(const std::string& why);
 nlohmann::json to_json(const ClockSummary& s);
