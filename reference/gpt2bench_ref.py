@@ -373,7 +373,7 @@ def run(cfg):
             live = None
             if cuda:
                 torch.cuda.empty_cache()
-            live = (best,) + build_step(cfg, device, tokens, best)
+            live = (best,) + build_step(cfg, device, tokens, best)[1:]
             live[1](*live[2].next())
         out["breakdown"] = breakdown(live[1], live[2], last["breakdown_steps"], cuda, sync)
     out["elapsed_s"] = time.perf_counter() - started
@@ -381,17 +381,18 @@ def run(cfg):
 
 
 def build_step(cfg, device, tokens, scope):
+    """(the model, its training step in `scope`'s form, the batches it reads)."""
     model, opt = build(cfg, device)
-    return make_step(model, opt, scope), Batches(tokens, cfg["batch"], cfg["model"]["context"], device)
+    return model, make_step(model, opt, scope), Batches(tokens, cfg["batch"], cfg["model"]["context"], device)
 
 
 def timed_model(cfg, device, tokens, scope, share, profiled, sync):
     """One form of the step timed: (its figures, the step, its batches). `share`: seconds it may take (None: no
     budget); `profiled`: breakdown steps to leave time for, dropped first if they do not fit."""
     begun = time.perf_counter()
-    model, opt = build(cfg, device)
+    model, step, data = build_step(cfg, device, tokens, scope)
     res = {"parameters": parameter_count(model)}
-    step, data = make_step(model, opt, scope), Batches(tokens, cfg["batch"], cfg["model"]["context"], device)
+    del model  # the step holds it
     t0 = time.perf_counter()
     step(*data.next())
     sync()

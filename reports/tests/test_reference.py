@@ -85,7 +85,7 @@ def test_both_compile_scopes_train_the_same_step():
     tokens = torch.arange(200) % 7  # a pattern it learns within the steps
     losses = {}
     for scope in (None, "model", "model_and_loss"):
-        step, data = ref.build_step(cfg, "cpu", tokens, scope)
+        _, step, data = ref.build_step(cfg, "cpu", tokens, scope)
         losses[scope] = [float(step(*data.next())) for _ in range(3)]
     assert losses[None][0] > losses[None][2]  # it trains
     for scope in ("model", "model_and_loss"):
