@@ -26,7 +26,8 @@ template <typename T>
 constexpr int kPack = 16 / sizeof(T);  // elements of T in 16 bytes: the kVec of a full pack
 
 // Whether rows of n elements of T can be read in 16-byte packs: n holds whole packs and every pointer (a row
-// start; the other rows then are too) is 16-byte aligned. Else a kernel takes one element at a time.
+// start; the other rows then are too) is 16-byte aligned (a null one, an operand the call has not, passes).
+// Else a kernel takes one element at a time.
 template <typename T>
 bool packable(int64_t n, std::initializer_list<const void*> ptrs) {
   if (n % kPack<T> != 0) return false;

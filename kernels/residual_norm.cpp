@@ -4,6 +4,8 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include "kernels/philox.h"
+
 namespace gpt2::kernels {
 namespace {
 
@@ -19,40 +21,71 @@ void check_args(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamm
               "add_layer_norm: x, r, gamma and beta must share one floating dtype");
 }
 
+void check_p(double p) {
+  TORCH_CHECK(p >= 0 && p < 1, "add_layer_norm: the dropout probability must be in [0, 1), got ", p);
+}
+
+float keep_scale(double p) { return static_cast<float>(1.0 / (1.0 - p)); }
+
 struct AddLayerNorm : torch::autograd::Function<AddLayerNorm> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
                                                 const at::Tensor& r, const at::Tensor& gamma, const at::Tensor& beta,
-                                                double eps) {
-    AddNormForward f = add_layer_norm_forward(x, r, gamma, beta, eps);
-    ctx->save_for_backward({f.s, f.mean, f.rstd, gamma, beta});
+                                                double eps, double p) {
+    AddNormForward f = add_layer_norm_forward(x, r, gamma, beta, eps, p);
+    ctx->save_for_backward({f.s, f.mean, f.rstd, gamma, beta, f.keep});
+    ctx->saved_data["p"] = p;
     return {f.s, f.y};
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
     const auto saved = ctx->get_saved_variables();
-    const AddNormForward f{saved[0], at::Tensor(), saved[1], saved[2]};
+    const AddNormForward f{saved[0], at::Tensor(), saved[1], saved[2], saved[5], ctx->saved_data["p"].toDouble()};
     const at::Tensor dy = grad[1].defined() ? grad[1].contiguous() : at::zeros_like(f.s);
     const at::Tensor ds_out = grad[0].defined() ? grad[0].contiguous() : at::Tensor();
     AddNormBackward b = add_layer_norm_backward(ds_out, dy, f, saved[3], saved[4]);
-    return {b.ds, b.ds, b.dgamma, b.dbeta, at::Tensor()};
+    return {b.ds, b.dr, b.dgamma, b.dbeta, at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
 AddNormForward add_layer_norm_forward_reference(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                                const at::Tensor& beta, double eps) {
+                                                const at::Tensor& beta, double eps, double p, const at::Tensor& keep) {
   check_args(x, r, gamma, beta);
-  at::Tensor s = x + r;
+  check_p(p);
+  if (p == 0) {
+    at::Tensor s = x + r;
+    auto [y, mean, rstd] = at::native_layer_norm(s, {x.size(1)}, gamma, beta, eps);
+    return {s, y, mean, rstd, {}, 0};
+  }
+  at::Tensor kept = keep.defined() ? keep : at::empty_like(x, at::kBool).bernoulli_(1.0 - p);
+  TORCH_CHECK(kept.scalar_type() == at::kBool && kept.sizes() == x.sizes(),
+              "add_layer_norm: the dropout mask must be bool of x's shape ", x.sizes());
+  // in fp32 and rounded once, as the kernel does: x + r·(keep·scale)
+  at::Tensor s = (x.to(at::kFloat) + r.to(at::kFloat) * (kept.to(at::kFloat) * keep_scale(p))).to(x.scalar_type());
   auto [y, mean, rstd] = at::native_layer_norm(s, {x.size(1)}, gamma, beta, eps);
-  return {s, y, mean, rstd};
+  return {s, y, mean, rstd, kept, p};
 }
 
 AddNormForward add_layer_norm_forward(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                      const at::Tensor& beta, double eps) {
+                                      const at::Tensor& beta, double eps, double p) {
   check_args(x, r, gamma, beta);
-  return x.is_cuda() ? add_layer_norm_forward_cuda(x, r, gamma, beta, eps)
-                     : add_layer_norm_forward_reference(x, r, gamma, beta, eps);
+  check_p(p);
+  return x.is_cuda() ? add_layer_norm_forward_cuda(x, r, gamma, beta, eps, p)
+                     : add_layer_norm_forward_reference(x, r, gamma, beta, eps, p);
+}
+
+at::Tensor dropout_keep_mask(uint64_t seed, uint64_t offset, int64_t N, int64_t C, double p) {
+  check_p(p);
+  const DropoutMask drop{seed, offset, keep_threshold(p), keep_scale(p)};
+  at::Tensor keep = at::empty({N, C}, at::kBool);
+  bool* out = keep.data_ptr<bool>();
+  for (int64_t e = 0; e < N * C; e += 4) {
+    bool four[4];
+    drop.keeps<4>(static_cast<uint64_t>(e), four);
+    for (int64_t k = 0; k < 4 && e + k < N * C; ++k) out[e + k] = four[k];
+  }
+  return keep;
 }
 
 AddNormBackward add_layer_norm_backward_reference(const at::Tensor& ds_out, const at::Tensor& dy,
@@ -60,7 +93,11 @@ AddNormBackward add_layer_norm_backward_reference(const at::Tensor& ds_out, cons
                                                   const at::Tensor& beta) {
   auto [dx, dgamma, dbeta] = at::native_layer_norm_backward(dy, f.s, {f.s.size(1)}, f.mean, f.rstd, gamma, beta,
                                                             {true, true, true});
-  return {ds_out.defined() ? ds_out + dx : dx, dgamma, dbeta};
+  at::Tensor ds = ds_out.defined() ? ds_out + dx : dx;
+  at::Tensor dr = f.keep.defined()
+                      ? (ds.to(at::kFloat) * (f.keep.to(at::kFloat) * keep_scale(f.p))).to(ds.scalar_type())
+                      : ds;
+  return {ds, dgamma, dbeta, dr};
 }
 
 AddNormBackward add_layer_norm_backward(const at::Tensor& ds_out, const at::Tensor& dy, const AddNormForward& f,
@@ -72,11 +109,11 @@ AddNormBackward add_layer_norm_backward(const at::Tensor& ds_out, const at::Tens
 }
 
 std::pair<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                                 const at::Tensor& beta, double eps) {
+                                                 const at::Tensor& beta, double eps, double p) {
   const int64_t C = x.size(-1);
   const auto dt = x.scalar_type();
   const auto rows = [&](const at::Tensor& t) { return t.to(dt).reshape({-1, C}).contiguous(); };
-  auto out = AddLayerNorm::apply(rows(x), rows(r), gamma.to(dt), beta.to(dt), eps);
+  auto out = AddLayerNorm::apply(rows(x), rows(r), gamma.to(dt), beta.to(dt), eps, p);
   return {out[0].view(x.sizes()), out[1].view(x.sizes())};
 }
 

@@ -2,28 +2,39 @@
 //          (s, y) = (x + r, LayerNorm(x + r)) in one pass over the row, where the unfused step writes x + r in
 //          one kernel and reads it back in the next; and in the backward, LayerNorm's input gradient added to
 //          the residual stream's gradient in the same pass (a CUDA kernel each way on GPUs, ATen elsewhere).
+//          In training, the residual branch's dropout is folded in: s = x + dropout(r), its mask drawn in the
+//          forward kernel (kernels/philox.h) and applied to r's gradient in the backward one.
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <utility>
 
 namespace gpt2::kernels {
 
 struct AddNormForward {
-  at::Tensor s, y, mean, rstd;  // s = x + r and y = LayerNorm(s), (N × C); the rows' mean and 1/std, (N)
+  at::Tensor s, y, mean, rstd;  // s = x + dropout(r) and y = LayerNorm(s), (N × C); the rows' mean and 1/std, (N)
+  at::Tensor keep;              // dropout's mask, bool (N × C): r's kept elements; undefined without dropout
+  double p = 0;                 // the dropout probability (kept elements are scaled by 1 / (1 - p))
 };
 struct AddNormBackward {
-  at::Tensor ds, dgamma, dbeta;  // ds = ds_out + LayerNorm'(dy), (N × C): the gradient of x and of r
+  at::Tensor ds, dgamma, dbeta;  // ds = ds_out + LayerNorm'(dy), (N × C): the gradient of x
+  at::Tensor dr;                 // the gradient of r: ds·keep / (1 - p); ds itself without dropout
 };
 
-// x, r (N × C) contiguous, one dtype; gamma, beta (C) of that dtype. The CUDA kernel for CUDA tensors, the
-// reference (ATen's native_layer_norm) otherwise; mean and rstd as each computes them.
+// x, r (N × C) contiguous, one dtype; gamma, beta (C) of that dtype; 0 <= p < 1 the dropout on r. The CUDA kernel
+// for CUDA tensors, the reference (ATen's native_layer_norm) otherwise; mean and rstd as each computes them.
 AddNormForward add_layer_norm_forward(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                      const at::Tensor& beta, double eps);
+                                      const at::Tensor& beta, double eps, double p = 0);
+// `keep` the mask to apply when p > 0 (undefined: one drawn from the CPU generator).
 AddNormForward add_layer_norm_forward_reference(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                                const at::Tensor& beta, double eps);
+                                                const at::Tensor& beta, double eps, double p = 0,
+                                                const at::Tensor& keep = {});
+// The mask drawn from the current CUDA generator's Philox state (graph-safe: ATen's capture-aware offsets).
 AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                           const at::Tensor& beta, double eps);
+                                           const at::Tensor& beta, double eps, double p = 0);
+// The CUDA kernel's mask, drawn here on the host: kernels/philox.h for (seed, offset) over N × C elements.
+at::Tensor dropout_keep_mask(uint64_t seed, uint64_t offset, int64_t N, int64_t C, double p);
 // ds_out (the gradient reaching s from the residual stream) may be undefined: none.
 AddNormBackward add_layer_norm_backward(const at::Tensor& ds_out, const at::Tensor& dy, const AddNormForward& f,
                                         const at::Tensor& gamma, const at::Tensor& beta);
@@ -33,9 +44,10 @@ AddNormBackward add_layer_norm_backward_reference(const at::Tensor& ds_out, cons
 AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at::Tensor& dy, const AddNormForward& f,
                                              const at::Tensor& gamma, const at::Tensor& beta);
 
-// (x + r, LayerNorm(x + r)) for x, r (..., C), differentiable in x, r, gamma and beta. r is promoted to x's
-// dtype and gamma, beta cast to it (under autocast the residual stream is fp32 and LayerNorm runs in fp32).
+// (x + dropout(r, p), LayerNorm(the same)) for x, r (..., C), differentiable in x, r, gamma and beta (p = 0: no
+// dropout). r is promoted to x's dtype and gamma, beta cast to it (under autocast the residual stream is fp32
+// and LayerNorm runs in fp32).
 std::pair<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                                 const at::Tensor& beta, double eps);
+                                                 const at::Tensor& beta, double eps, double p = 0);
 
 }  // namespace gpt2::kernels

@@ -11,7 +11,8 @@
 #pragma once
 #include <cstdint>
 
-#include "kernels/packs.h"  // Pack, load, store, GPT2_LANE_FN, GPT2_UNROLL
+#include "kernels/packs.h"   // Pack, load, store, GPT2_LANE_FN, GPT2_UNROLL
+#include "kernels/philox.h"  // DropoutMask
 
 namespace gpt2::kernels::lanes {
 
@@ -25,19 +26,27 @@ GPT2_LANE_FN int64_t acc_index(int64_t j, int64_t C) {
   return (j % kVec) * (C / kVec) + j / kVec;
 }
 
-// Forward, sweep 1: s = x + r (rounded to T) written; returns the lane's sum of s.
-template <typename T, int kVec>
-GPT2_LANE_FN float add_and_sum(const T* x, const T* r, T* s, int64_t C, int lane) {
+// Forward, sweep 1: s = x + r (rounded to T) written; returns the lane's sum of s. With kDropout, r is the
+// residual branch before its dropout: element j of row `row` is kept (keep[j] = true, r·scale added) or
+// dropped (false, nothing added) as drop says for element row·C + j, and keep (the row's) is written.
+template <typename T, int kVec, bool kDropout = false>
+GPT2_LANE_FN float add_and_sum(const T* x, const T* r, T* s, int64_t C, int lane, const DropoutMask& drop = {},
+                               int64_t row = 0, bool* keep = nullptr) {
   float sum = 0.0f;
   for (int64_t p = lane; p < C / kVec; p += kLanes) {
     const Pack<T, kVec> a = load<T, kVec>(x, p), b = load<T, kVec>(r, p);
     Pack<T, kVec> out;
+    Pack<bool, kVec> kept{};
+    if constexpr (kDropout) drop.keeps<kVec>(static_cast<uint64_t>(row * C + p * kVec), kept.v);
     GPT2_UNROLL
     for (int k = 0; k < kVec; ++k) {
-      out.v[k] = static_cast<T>(static_cast<float>(a.v[k]) + static_cast<float>(b.v[k]));
+      float branch = static_cast<float>(b.v[k]);
+      if constexpr (kDropout) branch *= kept.v[k] ? drop.scale : 0.0f;
+      out.v[k] = static_cast<T>(static_cast<float>(a.v[k]) + branch);
       sum += static_cast<float>(out.v[k]);
     }
     store<T, kVec>(s, p, out);
+    if constexpr (kDropout) store<bool, kVec>(keep, p, kept);
   }
   return sum;
 }
@@ -99,10 +108,12 @@ GPT2_LANE_FN GradSums grad_sums(const T* dy, const T* s, const T* gamma, float m
 }
 
 // Backward, sweep 2: ds = ds_out + rstd·(dy·gamma - mean(dy·gamma) - xhat·mean(dy·gamma·xhat)), the two means
-// from the whole warp's GradSums; ds_out may be null (no gradient from the residual stream).
+// from the whole warp's GradSums; ds_out may be null (no gradient from the residual stream). With keep (the
+// forward's dropout mask, else null), dr = ds·keep·scale too: the residual branch's gradient through its dropout.
 template <typename T, int kVec>
 GPT2_LANE_FN void grad_input(const T* dy, const T* s, const T* gamma, const T* ds_out, T* ds, float mean, float rstd,
-                             float mean_dy_gamma, float mean_dy_gamma_xhat, int64_t C, int lane) {
+                             float mean_dy_gamma, float mean_dy_gamma_xhat, int64_t C, int lane,
+                             const bool* keep = nullptr, float scale = 1.0f, T* dr = nullptr) {
   for (int64_t p = lane; p < C / kVec; p += kLanes) {
     const Pack<T, kVec> d = load<T, kVec>(dy, p), a = load<T, kVec>(s, p), g = load<T, kVec>(gamma, p);
     Pack<T, kVec> o{};
@@ -116,6 +127,13 @@ GPT2_LANE_FN void grad_input(const T* dy, const T* s, const T* gamma, const T* d
       out.v[k] = static_cast<T>(dx + (ds_out ? static_cast<float>(o.v[k]) : 0.0f));
     }
     store<T, kVec>(ds, p, out);
+    if (keep) {
+      const Pack<bool, kVec> kept = load<bool, kVec>(keep, p);
+      Pack<T, kVec> branch;
+      GPT2_UNROLL
+      for (int k = 0; k < kVec; ++k) branch.v[k] = static_cast<T>(static_cast<float>(out.v[k]) * (kept.v[k] ? scale : 0.0f));
+      store<T, kVec>(dr, p, branch);
+    }
   }
 }
 

@@ -23,6 +23,7 @@
 #include "kernels/classifier.h"
 #include "kernels/gelu_epilogues.h"
 #include "kernels/gelu_epilogues_gemm.h"
+#include "kernels/philox.h"
 #include "kernels/residual_norm.h"
 #include "kernels/residual_norm_lanes.h"
 #include "kernels/bias_gelu_columns.h"
@@ -353,22 +354,27 @@ TEST(Kernels, AddLayerNormMatchesAddThenLayerNorm) {
 // The CUDA kernels' row sweeps (kernels/residual_norm_lanes.h), run here with the 32 lanes of a warp one after
 // another and their sums added where the kernel adds them with shuffles: which lane reads which elements, in
 // 16-byte packs or one at a time, and where gamma's and beta's sums sit, against the ATen reference.
+// With p > 0 the residual branch's dropout too: the lanes draw the mask, which must be the host's draw of the
+// same (seed, offset) whatever the packing, and the reference applies it.
 template <typename T, int kVec>
-void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int64_t C) {
+void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int64_t C, double p = 0) {
   namespace L = kernels::lanes;
   ASSERT_EQ(C % kVec, 0);
   auto t = [&](std::vector<int64_t> shape) { return at::randn(shape).to(dtype); };
   const at::Tensor x = t({N, C}), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = t({N, C}), ds_out = t({N, C});
-  const kernels::AddNormForward want = kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5);
-  const kernels::AddNormBackward wb = kernels::add_layer_norm_backward_reference(ds_out, dy, want, gamma, beta);
-  at::Tensor s = at::empty_like(x), y = at::empty_like(x), ds = at::empty_like(x), mean = at::empty({N}),
-             rstd = at::empty({N});
+  const kernels::DropoutMask drop{5, 8, kernels::keep_threshold(p), static_cast<float>(1.0 / (1.0 - p))};
+  at::Tensor keep = at::zeros({N, C}, at::kBool);
+  at::Tensor s = at::empty_like(x), y = at::empty_like(x), ds = at::empty_like(x), dr = at::empty_like(x),
+             mean = at::empty({N}), rstd = at::empty({N});
   std::vector<float> acc(2 * C, 0.0f);  // one warp's accumulators: it visits every row here
   auto row = [](const at::Tensor& a, int64_t i) { return a.data_ptr<T>() + i * a.size(1); };
+  auto keep_row = [&](int64_t i) { return keep.data_ptr<bool>() + i * C; };
   const T *pg = gamma.data_ptr<T>(), *pb = beta.data_ptr<T>();
   for (int64_t i = 0; i < N; ++i) {
     float sum = 0, sq = 0;
-    for (int lane = 0; lane < L::kLanes; ++lane) sum += L::add_and_sum<T, kVec>(row(x, i), row(r, i), row(s, i), C, lane);
+    for (int lane = 0; lane < L::kLanes; ++lane)
+      sum += p > 0 ? L::add_and_sum<T, kVec, true>(row(x, i), row(r, i), row(s, i), C, lane, drop, i, keep_row(i))
+                   : L::add_and_sum<T, kVec>(row(x, i), row(r, i), row(s, i), C, lane);
     const float m = sum / static_cast<float>(C);
     for (int lane = 0; lane < L::kLanes; ++lane) sq += L::squared_deviation<T, kVec>(row(s, i), m, C, lane);
     const float rs = 1.0f / std::sqrt(sq / static_cast<float>(C) + 1e-5f);
@@ -381,8 +387,12 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
     }
     for (int lane = 0; lane < L::kLanes; ++lane)
       L::grad_input<T, kVec>(row(dy, i), row(s, i), pg, row(ds_out, i), row(ds, i), m, rs,
-                             g.dy_gamma / static_cast<float>(C), g.dy_gamma_xhat / static_cast<float>(C), C, lane);
+                             g.dy_gamma / static_cast<float>(C), g.dy_gamma_xhat / static_cast<float>(C), C, lane,
+                             p > 0 ? keep_row(i) : nullptr, drop.scale, p > 0 ? row(dr, i) : nullptr);
   }
+  const kernels::AddNormForward want =
+      kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, p, p > 0 ? keep : at::Tensor());
+  const kernels::AddNormBackward wb = kernels::add_layer_norm_backward_reference(ds_out, dy, want, gamma, beta);
   at::Tensor dgamma = at::empty({C}), dbeta = at::empty({C});
   for (int64_t j = 0; j < C; ++j) {
     dgamma[j] = acc[L::acc_index<kVec>(j, C)];
@@ -392,7 +402,12 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
   auto close = [&](const at::Tensor& a, const at::Tensor& b, double atol) {
     return at::allclose(a.to(at::kFloat), b.to(at::kFloat), tol, atol);
   };
-  const std::string what = std::string(c10::toString(dtype)) + " kVec " + std::to_string(kVec) + " C " + std::to_string(C);
+  const std::string what = std::string(c10::toString(dtype)) + " kVec " + std::to_string(kVec) + " C " +
+                           std::to_string(C) + " p " + std::to_string(p);
+  if (p > 0) {
+    EXPECT_TRUE(at::equal(keep, kernels::dropout_keep_mask(5, 8, N, C, p))) << what;
+    EXPECT_TRUE(close(dr, wb.dr, tol)) << what;
+  }
   EXPECT_TRUE(at::equal(s, want.s)) << what;  // the same rounding of one sum
   EXPECT_TRUE(close(y, want.y, tol)) << what;
   EXPECT_TRUE(close(mean, want.mean.view(-1), 1e-5) && close(rstd, want.rstd.view(-1), 1e-4)) << what;
@@ -411,6 +426,78 @@ TEST(Kernels, AddLayerNormLaneSweepsMatchTheReference) {
   }
   expect_lane_sweeps_match_the_reference<float, 1>(at::kFloat, 5, 100);
   expect_lane_sweeps_match_the_reference<c10::BFloat16, 1>(at::kBFloat16, 5, 100);
+  // with the residual branch's dropout: packed by 4 and 8, one element a lane, a row length not a multiple of 4
+  // (a Philox block shared by two rows)
+  for (int64_t C : {768, 40}) {
+    expect_lane_sweeps_match_the_reference<float, 4>(at::kFloat, 6, C, 0.1);
+    expect_lane_sweeps_match_the_reference<c10::BFloat16, 8>(at::kBFloat16, 6, C, 0.5);
+  }
+  expect_lane_sweeps_match_the_reference<float, 1>(at::kFloat, 5, 102, 0.1);
+  expect_lane_sweeps_match_the_reference<c10::BFloat16, 1>(at::kBFloat16, 5, 99, 0.3);
+}
+
+// Random123's known answers for Philox4x32-10 (its kat_vectors): the generator is the published one.
+TEST(Kernels, PhiloxIsRandom123sPhilox4x32_10) {
+  using kernels::PhiloxBlock;
+  auto expect = [](PhiloxBlock ctr, uint32_t k0, uint32_t k1, PhiloxBlock want) {
+    const PhiloxBlock got = kernels::philox4x32_10(ctr, k0, k1);
+    EXPECT_EQ(got.v0, want.v0);
+    EXPECT_EQ(got.v1, want.v1);
+    EXPECT_EQ(got.v2, want.v2);
+    EXPECT_EQ(got.v3, want.v3);
+  };
+  expect({0, 0, 0, 0}, 0, 0, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
+  expect({~0u, ~0u, ~0u, ~0u}, ~0u, ~0u, {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd});
+  expect({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, 0xa4093822, 0x299f31d0,
+         {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1});
+}
+
+// The dropout mask keeps 1 - p of the elements, is the same for the same (seed, offset) and another for another
+// offset (each call's) or seed, and its rows are not copies of one another.
+TEST(Kernels, DropoutMaskKeepsOneMinusPAndChangesWithSeedAndOffset) {
+  const int64_t N = 256, C = 768;  // 196,608 draws: the kept share's standard deviation is 0.0007 at p = 0.1
+  for (double p : {0.1, 0.5}) {
+    const at::Tensor keep = kernels::dropout_keep_mask(7, 0, N, C, p);
+    EXPECT_NEAR(keep.to(at::kFloat).mean().item<double>(), 1 - p, 0.005) << p;
+    EXPECT_TRUE(at::equal(keep, kernels::dropout_keep_mask(7, 0, N, C, p)));
+    for (const at::Tensor& other : {kernels::dropout_keep_mask(7, 4, N, C, p), kernels::dropout_keep_mask(8, 0, N, C, p)}) {
+      // independent masks agree on p² + (1 - p)² of the elements
+      EXPECT_NEAR(keep.eq(other).to(at::kFloat).mean().item<double>(), p * p + (1 - p) * (1 - p), 0.01) << p;
+    }
+    EXPECT_FALSE(at::equal(keep[0], keep[1]));
+  }
+  EXPECT_THROW(kernels::dropout_keep_mask(7, 0, N, C, 1.0), c10::Error);
+}
+
+// The fused op with the residual branch's dropout (the CPU path: its mask from the CPU generator) is x +
+// dropout(r) then LayerNorm, forward and backward, with the mask it drew: r's gradient is the stream's through
+// the mask, x's the stream's itself; p = 0 draws nothing.
+TEST(Kernels, AddLayerNormWithDropoutIsDropoutThenAddThenLayerNorm) {
+  at::manual_seed(13);
+  const double p = 0.25;
+  const at::Tensor x = at::randn({4, 6, 40}), r = at::randn({4, 6, 40}), gamma = at::randn({40}),
+                   beta = at::randn({40}), gs = at::randn({4, 6, 40}), gy = at::randn({4, 6, 40});
+  std::vector<at::Tensor> b{x.clone().requires_grad_(), r.clone().requires_grad_(), gamma.clone().requires_grad_(),
+                            beta.clone().requires_grad_()};
+  auto [s, y] = kernels::add_layer_norm(b[0], b[1], b[2], b[3], 1e-5, p);
+  torch::autograd::backward({s, y}, {gs, gy});
+  const at::Tensor keep = s.detach().ne(x);  // a kept r (never 0 here) moves s off x
+  EXPECT_NEAR(keep.to(at::kFloat).mean().item<double>(), 1 - p, 0.06);
+  std::vector<at::Tensor> a{x.clone().requires_grad_(), r.clone().requires_grad_(), gamma.clone().requires_grad_(),
+                            beta.clone().requires_grad_()};
+  const at::Tensor s_want = a[0] + a[1] * keep.to(at::kFloat) / (1 - p);
+  const at::Tensor y_want = at::layer_norm(s_want, {40}, a[2], a[3], 1e-5);
+  torch::autograd::backward({s_want, y_want}, {gs, gy});
+  EXPECT_TRUE(at::allclose(s, s_want, 1e-6, 1e-6));
+  EXPECT_TRUE(at::allclose(y, y_want, 1e-5, 1e-5));
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(at::allclose(b[i].grad(), a[i].grad(), 1e-4, 1e-5)) << "input " << i;
+  EXPECT_TRUE(at::equal(b[1].grad().eq(0), keep.logical_not()));  // dropped elements get no gradient
+  // no dropout: nothing drawn, s = x + r
+  const kernels::AddNormForward f = kernels::add_layer_norm_forward(x.view({-1, 40}), r.view({-1, 40}), gamma, beta, 1e-5);
+  EXPECT_FALSE(f.keep.defined());
+  EXPECT_TRUE(at::equal(f.s, (x + r).view({-1, 40})));
+  EXPECT_THROW(kernels::add_layer_norm(x, r, gamma, beta, 1e-5, 1.0), c10::Error);
+  EXPECT_THROW(kernels::add_layer_norm(x, r, gamma, beta, 1e-5, -0.1), c10::Error);
 }
 
 // The fused bias-GELU backward's CUDA kernel body (kernels/bias_gelu_columns.h), run here for every (slab, pack)
@@ -585,6 +672,55 @@ TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {
           << dtype << " " << C;
     }
   }
+}
+
+// The forward kernel's dropout mask is kernels/philox.h's draw from the CUDA generator's (seed, offset) at the
+// call — the host's draw of the same, bit for bit, packed or not — and s, y, ds and dr are the reference's with
+// that mask; the next call draws another mask.
+TEST_F(KernelsCuda, AddLayerNormDropoutKernelsMatchTheHostDrawAndTheReference_CUDA) {
+  at::manual_seed(14);
+  at::Generator gen = at::globalContext().defaultGenerator(at::Device(at::kCUDA, 0));
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    for (auto [N, C] : {std::pair<int64_t, int64_t>{8192, 768}, {37, 100}, {5, 99}}) {
+      auto t = [&](std::vector<int64_t> shape) { return at::randn(shape, on_gpu()).to(dtype); };
+      const at::Tensor x = t({N, C}), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = t({N, C}), ds_out = t({N, C});
+      const double p = 0.1;
+      const uint64_t seed = gen.current_seed(), offset = gen.get_offset();
+      const kernels::AddNormForward got = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p);
+      const std::string what = std::string(c10::toString(dtype)) + " N " + std::to_string(N) + " C " + std::to_string(C);
+      ASSERT_TRUE(got.keep.defined()) << what;
+      EXPECT_TRUE(at::equal(got.keep.cpu(), kernels::dropout_keep_mask(seed, offset, N, C, p))) << what;
+      const kernels::AddNormForward want = kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, p, got.keep);
+      const double tol = dtype == at::kFloat ? 1e-5 : 2e-2;
+      auto close = [&](const at::Tensor& a, const at::Tensor& b, double atol) {
+        return at::allclose(a.to(at::kFloat), b.to(at::kFloat), tol, atol);
+      };
+      EXPECT_TRUE(close(got.s, want.s, 0)) << what;
+      EXPECT_TRUE(close(got.y, want.y, tol)) << what;
+      const kernels::AddNormBackward gb = kernels::add_layer_norm_backward_cuda(ds_out, dy, got, gamma, beta);
+      const kernels::AddNormBackward wb = kernels::add_layer_norm_backward_reference(ds_out, dy, want, gamma, beta);
+      EXPECT_TRUE(close(gb.ds, wb.ds, tol)) << what;
+      EXPECT_TRUE(close(gb.dr, wb.dr, tol)) << what;
+      EXPECT_TRUE(close(gb.dgamma, wb.dgamma, tol * std::sqrt(double(N)))) << what;
+      const kernels::AddNormForward again = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p);
+      EXPECT_FALSE(at::equal(again.keep, got.keep)) << what;
+    }
+  }
+}
+
+// Under a CUDA graph (the cuda_graph rung's executor), each replay draws a new mask: the kernel reads the
+// generator's offset on the device, which ATen advances before every replay.
+TEST_F(KernelsCuda, AddLayerNormDropoutDrawsANewMaskEachGraphReplay_CUDA) {
+  at::manual_seed(15);
+  const at::Tensor r = at::randn({256, 768}, on_gpu()), gamma = at::ones({768}, on_gpu()), beta = at::zeros({768}, on_gpu());
+  StepBody body = [&](const at::Tensor& x, const at::Tensor&) {
+    return kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, 0.5).keep.to(at::kFloat);
+  };
+  auto exec = make_executor(ExecutorKind::kCudaGraph, dev_, body, {});
+  const at::Tensor x = at::randn({256, 768}, on_gpu()), y = at::zeros({1}, on_gpu());
+  const at::Tensor a = exec->run(x, y).clone(), b = exec->run(x, y).clone();
+  EXPECT_NEAR(a.mean().item<double>(), 0.5, 0.01);
+  EXPECT_NEAR(a.eq(b).to(at::kFloat).mean().item<double>(), 0.5, 0.01);  // independent draws agree on half
 }
 
 }  // namespace

@@ -171,5 +171,30 @@ TEST(Model, ScratchAndNativeLayersAgree) {
   EXPECT_TRUE(at::allclose(gelu_tanh_scratch(x), at::gelu(x, "tanh"), 1e-5, 1e-6));
 }
 
+// In training the fused blocks drop the residual branches out with drop_resid's p, each once: at p = 1 - 1e-9
+// (every branch dropped; the embeddings' and attention's dropout off) the hidden state is the final norm of the
+// embeddings, as the unfused blocks give; in eval it is not.
+TEST(Model, FusedResidualNormDropsTheResidualBranchesInTraining) {
+  ModelOptions o = test::tiny_model();
+  o.attention = AttentionImpl::kSdpa;
+  o.dropout = 1 - 1e-9;
+  auto idx = at::randint(o.vocab_size, {3, 11}, at::kLong);
+  std::vector<at::Tensor> train;
+  for (bool fused : {false, true}) {
+    o.fused_residual_norm = fused;
+    GPT2 m(o);
+    init_weights(*m, 1);
+    m->drop_emb->options.p(0.0);
+    for (const auto& b : *m->blocks) b->as<BlockImpl>()->attn->dropout = 0.0;
+    m->train();
+    train.push_back(m->hidden(idx));
+    const at::Tensor emb = m->tok_emb(idx) + m->pos_emb(at::arange(11, at::kLong));
+    EXPECT_TRUE(at::allclose(train.back(), m->final_norm(emb), 1e-5, 1e-5)) << fused;
+    m->eval();
+    EXPECT_FALSE(at::allclose(m->hidden(idx), train.back(), 1e-2, 1e-2)) << fused;
+  }
+  EXPECT_TRUE(at::allclose(train[0], train[1], 1e-5, 1e-5));
+}
+
 }  // namespace
 }  // namespace gpt2

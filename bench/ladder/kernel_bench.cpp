@@ -54,26 +54,29 @@ at::Tensor input(at::IntArrayRef shape, const at::TensorOptions& opts) {
   return at::randn(shape, opts).requires_grad_();
 }
 
-// The residual add and the LayerNorm after it (a block has two), rows of the stream.
+// The residual add and the LayerNorm after it (a block has two), rows of the stream; with the profile's dropout
+// on the residual branch (training), which ours draws in the same pass and ATen in a dropout kernel before the add.
 KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
   const StepSpec s = spec_with(base, dev, {});
   const int64_t N = s.batch * s.model.context, C = s.model.n_embd;
+  const double p = s.model.dropout;
   const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
   const at::Tensor x = input({N, C}, opts), r = input({N, C}, opts), g = input({C}, opts), b = input({C}, opts);
   const at::Tensor gs = at::randn({N, C}, opts), gh = at::randn({N, C}, opts);
   const double eps = LayerNormImpl::kEps;
   auto ours = [&] {
-    auto [sum, h] = kernels::add_layer_norm(x, r, g, b, eps);
+    auto [sum, h] = kernels::add_layer_norm(x, r, g, b, eps, p);
     (void)torch::autograd::grad({sum, h}, {x, r, g, b}, {gs, gh});
   };
   auto aten = [&] {
-    const at::Tensor sum = x + r;
+    const at::Tensor sum = p > 0 ? x + at::dropout(r, p, /*train=*/true) : x + r;
     (void)torch::autograd::grad({sum, at::layer_norm(sum, {C}, g, b, eps)}, {x, r, g, b}, {gs, gh});
   };
   std::ostringstream shape;
-  shape << "N=" << N << " C=" << C << " " << c10::toString(opts.dtype().toScalarType());
+  shape << "N=" << N << " C=" << C << " " << c10::toString(opts.dtype().toScalarType()) << " dropout=" << p;
   return time_in_turns("fused_residual_norm", shape.str(),
-                       {{"ours: add_layer_norm (kernels/residual_norm)", ours}, {"ATen: x + r, then layer_norm", aten}},
+                       {{"ours: add_layer_norm (kernels/residual_norm)", ours},
+                        {p > 0 ? "ATen: x + dropout(r), then layer_norm" : "ATen: x + r, then layer_norm", aten}},
                        rounds, 5.0, timer);
 }
 

@@ -3,11 +3,16 @@
 // gradient plus the residual stream's gradient in one sweep, with gamma's and beta's gradients summed per warp
 // over the rows it visits (in shared memory), then per block, and the blocks' sums added after. Each lane moves
 // 16 bytes at a time where the rows allow (C a multiple of 16 bytes' elements, as GPT-2's 768 is, and the rows
-// aligned), one element otherwise. The backward runs as many blocks as the GPU holds at once (its rows strided
+// aligned), one element otherwise. With dropout (training), the forward keeps or drops each element of r by
+// kernels/philox.h's counter-based draw from the CUDA generator's (seed, offset) — ATen's graph-safe state, read
+// in the kernel, so a captured step draws a new mask on each replay — and writes the mask; the backward writes
+// r's gradient, ds through that mask, in the same sweep as ds. The backward runs as many blocks as the GPU holds at once (its rows strided
 // over them): a memory-bound pass needs every warp slot busy to keep enough loads in flight.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <ATen/cuda/PhiloxUtils.cuh>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/sum.h>
@@ -22,6 +27,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "kernels/philox.h"
 #include "kernels/residual_norm.h"
 #include "kernels/residual_norm_lanes.h"
 
@@ -37,16 +43,24 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 // The row sweeps are kernels/residual_norm_lanes.h's (tested on the CPU with the lanes simulated); the kernels
 // add the lanes' sums between them.
-template <typename T, int kVec>
+template <typename T, int kVec, bool kDropout>
 __global__ void add_ln_forward_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
                                       const T* __restrict__ beta, T* __restrict__ s, T* __restrict__ y,
                                       float* __restrict__ mean, float* __restrict__ rstd, int64_t N, int64_t C,
-                                      float eps) {
+                                      float eps, at::PhiloxCudaState rng, uint32_t threshold, float scale,
+                                      bool* __restrict__ keep) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= N) return;
   const int64_t base = row * C;
-  const float m = warp_sum(lanes::add_and_sum<T, kVec>(x + base, r + base, s + base, C, lane)) / static_cast<float>(C);
+  DropoutMask drop;
+  if constexpr (kDropout) {
+    const auto seeds = at::cuda::philox::unpack(rng);
+    drop = {std::get<0>(seeds), std::get<1>(seeds), threshold, scale};
+  }
+  const float m = warp_sum(lanes::add_and_sum<T, kVec, kDropout>(x + base, r + base, s + base, C, lane, drop, row,
+                                                                 kDropout ? keep + base : nullptr)) /
+                  static_cast<float>(C);
   const float rs = rsqrtf(warp_sum(lanes::squared_deviation<T, kVec>(s + base, m, C, lane)) / static_cast<float>(C) + eps);
   lanes::normalize<T, kVec>(s + base, gamma, beta, y + base, m, rs, C, lane);
   if (lane == 0) mean[row] = m, rstd[row] = rs;
@@ -56,7 +70,8 @@ template <typename T, int kVec>
 __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __restrict__ dy,
                                        const T* __restrict__ s, const float* __restrict__ mean,
                                        const float* __restrict__ rstd, const T* __restrict__ gamma,
-                                       T* __restrict__ ds, float* __restrict__ partial, int64_t N, int64_t C) {
+                                       T* __restrict__ ds, float* __restrict__ partial, int64_t N, int64_t C,
+                                       const bool* __restrict__ keep, float scale, T* __restrict__ dr) {
   extern __shared__ float acc[];  // per warp: C sums for gamma's gradient, then C for beta's (lanes::acc_index)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* dg = acc + static_cast<int64_t>(warp) * 2 * C;
@@ -72,7 +87,7 @@ __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __
     const float sum1 = warp_sum(g.dy_gamma) / static_cast<float>(C);
     const float sum2 = warp_sum(g.dy_gamma_xhat) / static_cast<float>(C);
     lanes::grad_input<T, kVec>(dy + base, s + base, gamma, ds_out ? ds_out + base : nullptr, ds + base, m, rs, sum1,
-                               sum2, C, lane);
+                               sum2, C, lane, keep ? keep + base : nullptr, scale, keep ? dr + base : nullptr);
   }
   __syncthreads();  // the block's warps' sums added: its (2, C) row of the (blocks, 2, C) partials
   float* out = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
@@ -110,27 +125,47 @@ int64_t resident_backward_blocks(size_t smem, int64_t C) {
 }  // namespace
 
 AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                           const at::Tensor& beta, double eps) {
+                                           const at::Tensor& beta, double eps, double p) {
   TORCH_CHECK(x.is_cuda(), "add_layer_norm_forward_cuda: CUDA tensors expected");
+  TORCH_CHECK(p >= 0 && p < 1, "add_layer_norm_forward_cuda: the dropout probability must be in [0, 1), got ", p);
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t N = x.size(0), C = x.size(1);
   AddNormForward f{at::empty_like(x), at::empty_like(x), at::empty({N}, x.options().dtype(at::kFloat)),
-                   at::empty({N}, x.options().dtype(at::kFloat))};
+                   at::empty({N}, x.options().dtype(at::kFloat)), {}, p};
+  const bool dropout = p > 0;
+  if (dropout) f.keep = at::empty_like(x, at::kBool);
   if (N == 0) return f;
+  at::PhiloxCudaState rng;
+  if (dropout) {  // one offset step a call: each element's bits are keyed by its index within the call
+    auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(std::nullopt,
+                                                                   at::cuda::detail::getDefaultCUDAGenerator());
+    const std::lock_guard<std::mutex> lock(gen->mutex_);
+    rng = gen->philox_cuda_state(4);
+  }
+  const uint32_t threshold = dropout ? keep_threshold(p) : 0;
+  const float scale = dropout ? static_cast<float>(1.0 / (1.0 - p)) : 1.0f;
+  bool* keep = dropout ? f.keep.data_ptr<bool>() : nullptr;
   const auto blocks = static_cast<unsigned>((N + kWarpsPerBlock - 1) / kWarpsPerBlock);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "add_layer_norm_forward_cuda", [&] {
     const scalar_t *px = x.data_ptr<scalar_t>(), *pr = r.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>(),
                    *pb = beta.data_ptr<scalar_t>();
     scalar_t *ps = f.s.data_ptr<scalar_t>(), *py = f.y.data_ptr<scalar_t>();
-    auto launch = [&](auto vec) {
-      add_ln_forward_kernel<scalar_t, decltype(vec)::value><<<blocks, kWarpsPerBlock * 32, 0,
-                                                             at::cuda::getCurrentCUDAStream()>>>(
-          px, pr, pg, pb, ps, py, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), N, C, static_cast<float>(eps));
+    auto launch = [&](auto vec, auto drop) {
+      add_ln_forward_kernel<scalar_t, decltype(vec)::value, decltype(drop)::value>
+          <<<blocks, kWarpsPerBlock * 32, 0, at::cuda::getCurrentCUDAStream()>>>(
+              px, pr, pg, pb, ps, py, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), N, C, static_cast<float>(eps),
+              rng, threshold, scale, keep);
     };
-    if (packable<scalar_t>(C, {px, pr, pg, pb, ps, py}))
-      launch(std::integral_constant<int, kPack<scalar_t>>{});
+    auto with_dropout = [&](auto vec) {
+      if (dropout)
+        launch(vec, std::true_type{});
+      else
+        launch(vec, std::false_type{});
+    };
+    if (packable<scalar_t>(C, {px, pr, pg, pb, ps, py, keep}))
+      with_dropout(std::integral_constant<int, kPack<scalar_t>>{});
     else
-      launch(std::integral_constant<int, 1>{});
+      with_dropout(std::integral_constant<int, 1>{});
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return f;
@@ -142,11 +177,15 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
   const int64_t N = f.s.size(0), C = f.s.size(1);
   const size_t smem = sizeof(float) * 2 * C * kWarpsPerBlock;
   at::Tensor ds = at::empty_like(f.s);
+  const bool dropout = f.keep.defined();
+  at::Tensor dr = dropout ? at::empty_like(f.s) : ds;
+  const bool* keep = dropout ? f.keep.data_ptr<bool>() : nullptr;
+  const float scale = dropout ? static_cast<float>(1.0 / (1.0 - f.p)) : 1.0f;
   at::Tensor sums;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, f.s.scalar_type(), "add_layer_norm_backward_cuda", [&] {
     const scalar_t *po = ds_out.defined() ? ds_out.data_ptr<scalar_t>() : nullptr, *pdy = dy.data_ptr<scalar_t>(),
                    *ps = f.s.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>();
-    scalar_t* pds = ds.data_ptr<scalar_t>();
+    scalar_t *pds = ds.data_ptr<scalar_t>(), *pdr = dr.data_ptr<scalar_t>();
     auto launch = [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
       // a warp per row, up to as many blocks as the GPU holds at once
@@ -155,16 +194,17 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
       at::Tensor partial = at::empty({blocks, 2, C}, f.s.options().dtype(at::kFloat));
       add_ln_backward_kernel<scalar_t, kVec><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
                                                at::cuda::getCurrentCUDAStream()>>>(
-          po, pdy, ps, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), pg, pds, partial.data_ptr<float>(), N, C);
+          po, pdy, ps, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), pg, pds, partial.data_ptr<float>(), N, C,
+          keep, scale, pdr);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       sums = at::sum(partial, 0);  // (2, C)
     };
-    if (packable<scalar_t>(C, {po ? po : pdy, pdy, ps, pg, pds}))
+    if (packable<scalar_t>(C, {po ? po : pdy, pdy, ps, pg, pds, pdr, keep}))
       launch(std::integral_constant<int, kPack<scalar_t>>{});
     else
       launch(std::integral_constant<int, 1>{});
   });
-  return {ds, sums[0].to(gamma.scalar_type()), sums[1].to(beta.scalar_type())};
+  return {ds, sums[0].to(gamma.scalar_type()), sums[1].to(beta.scalar_type()), dr};
 }
 
 }  // namespace gpt2::kernels
