@@ -10,6 +10,10 @@
 #                                   time the call has left after the build, less a reserve; stopped cleanly
 #                                   (SIGTERM: the finished rungs kept) if it runs on towards the limit; the run
 #                                   directory tarred into $OUT, ready for reports/reference/<device>/ as written
+#   scripts/gpu_session.sh first    a lease of 15 minutes in one call: the build with the tests, our kernels'
+#                                   tests (KernelsCuda.*, at most FIRST_TESTS_S) and timings (kernels.json), then
+#                                   the ladder stage on what the call has left; `resume` on the warm machine
+#                                   after it if the lease has 4 minutes left, else the next lease resumes
 #   scripts/gpu_session.sh resume   the newest runs/*-gpu-124m finished (gpt2bench ladder --resume): the rungs
 #                                   and references not done, under the same deadline. On a machine that went
 #                                   cold, untar the last call's tarball in the checkout and carry runs/<name>.
@@ -17,11 +21,12 @@
 # the build; a cold one builds first (1.5-4 minutes), and the ladder's budget is what is left.
 # The call's clock (tests of this script set them): GPU_SESSION_LIMIT_S, the call's limit (600);
 # GPU_SESSION_STOP_S, how long before it gpt2bench is stopped (40: the stop, the tar and the way back);
-# GPU_SESSION_RESERVE_S, how long before it the budget ends (100: a rung at its floor, a reference's compile).
+# GPU_SESSION_RESERVE_S, how long before it the budget ends (100: a rung at its floor, a reference's compile);
+# GPU_SESSION_FIRST_TESTS_S, the first stage's bound on its kernels' tests and timings together (90).
 set -u
 stage=${1:-}
-case "$stage" in tests | ladder | resume) shift ;; *)
-  echo "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume [gpt2bench ladder options]" >&2
+case "$stage" in tests | ladder | resume | first) shift ;; *)
+  echo "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume|first [gpt2bench ladder options]" >&2
   exit 2
   ;;
 esac
@@ -29,6 +34,7 @@ esac
 KIT=.device-kit
 [ -x "$KIT/build.sh" ] || { echo "gpu_session: copy ../shared/device to $KIT first (and carry it)" >&2; exit 2; }
 LIMIT_S=${GPU_SESSION_LIMIT_S:-600} STOP_S=${GPU_SESSION_STOP_S:-40} RESERVE_S=${GPU_SESSION_RESERVE_S:-100}
+FIRST_TESTS_S=${GPU_SESSION_FIRST_TESTS_S:-90}
 SECONDS=0
 left_s() { echo $((LIMIT_S - SECONDS)); }
 mkdir -p "$OUT"
@@ -82,7 +88,22 @@ if [ "$stage" = tests ]; then
   exit 0
 fi
 
-# ladder / resume: the run directory, and gpu-124m with the budget that fits what the build left of the call
+# first: the build with the tests, our kernels checked and timed within FIRST_TESTS_S, then on as the ladder stage
+if [ "$stage" = first ]; then
+  TARGETS=gpt2bench_tests "$KIT/build.sh" true || exit 1
+  echo "gpu_session: built in ${SECONDS}s; $(left_s)s of the call left"
+  "$KIT/build.sh" build-cuda/gpt2bench doctor >"$OUT/doctor.txt" 2>&1
+  until_s=$((SECONDS + FIRST_TESTS_S))
+  run_until $((until_s - SECONDS)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='KernelsCuda.*' \
+    >"$OUT/kernels-cuda.log" 2>&1
+  echo "gpu_session: KernelsCuda.* exited $?"
+  grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/kernels-cuda.log"
+  run_until $((until_s - SECONDS)) "$KIT/build.sh" build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml \
+    --out "$OUT/kernels.json" >"$OUT/kernels.log" 2>&1
+  cat "$OUT/kernels.log"
+fi
+
+# ladder / resume / first: the run directory, and gpu-124m with the budget that fits what the build left of the call
 if [ "$stage" = resume ]; then
   run=$(ls -dt runs/*-gpu-124m 2>/dev/null | head -1)
   [ -n "$run" ] && [ -f "$run/rungs.json" ] || {

@@ -3,7 +3,7 @@
 # usage errors, a failing _CUDA test failing the stage with its line shown, a crash followed by each test alone,
 # the ladder stage's profile (gpu-124m with the budget the call has left) and tarred run directory under $OUT, a
 # ladder stopped before the call's deadline with its run kept and tarred, a call the build left too little of,
-# and the resume stage.
+# the resume stage, and the first stage (a 15-minute lease's one call: kernels' tests and timings, then the ladder).
 set -u
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/gpu_session.sh"
 T=$(mktemp -d)
@@ -17,7 +17,7 @@ check() {  # check WHAT CONDITION...
 cd "$T" && mkdir -p checkout/.device-kit checkout/build-cuda checkout/profiles out && cd checkout
 out=$(OUT="$T/out" "$SCRIPT" 2>&1); rc=$?
 check "no stage: exit 2 with the usage" [ $rc -eq 2 ]
-check "no stage: usage shown" grep -q "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume" <<<"$out"
+check "no stage: usage shown" grep -q "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume|first" <<<"$out"
 out=$("$SCRIPT" tests 2>&1); rc=$?
 check "no OUT: exit 2" [ $rc -eq 2 ]
 check "no OUT: said" grep -q "set OUT" <<<"$out"
@@ -35,6 +35,7 @@ case "$*" in
 *=CudaTest.Crashes_CUDA) kill -SEGV $$ ;;
 *=CudaTest.Fine_CUDA | *=KernelsCuda.Kernel_CUDA) exit 0 ;;
 esac
+case "$*" in *KernelsCuda*) [ -n "${FAKE_KERNELS_HANG:-}" ] && { sleep 60 & wait $!; } ;; esac
 echo "[  PASSED  ] 3 tests."
 case "$*" in *KernelsCuda*) exit 0 ;; esac
 [ -n "${FAKE_CRASH:-}" ] && kill -SEGV $$
@@ -112,5 +113,24 @@ out=$(OUT="$T/out" "$SCRIPT" resume 2>&1); rc=$?
 check "resume with no run: exit 2" [ $rc -eq 2 ]
 check "resume with no run: what to carry said" grep -q "carry runs/<name>" <<<"$out"
 
-[ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, a crash, the ladder's budget and tarball, the deadline, resume: ok"
+# first: the kernels' tests (bounded), their timings, then the ladder on what is left, all in one call
+rm -rf runs "$T/out" && mkdir "$T/out"
+out=$(OUT="$T/out" "$SCRIPT" first 2>&1); rc=$?
+check "first: exit 0" [ $rc -eq 0 ]
+check "first: the kernels' tests logged and their verdict shown" \
+  bash -c "[ -s '$T/out/kernels-cuda.log' ] && grep -q 'PASSED' <<<'$out'"
+check "first: the kernels' timings under OUT" [ -s "$T/out/kernels.json" ]
+check "first: the ladder ran, logged" grep -q "ladder: done" "$T/out/first.log"
+check "first: not every _CUDA test (the tests stage's)" [ ! -f "$T/out/all-cuda.log" ]
+check "first: the run tarred" bash -c "ls '$T'/out/*-gpu-124m.tgz >/dev/null"
+# kernels' tests that hang are stopped at FIRST_TESTS_S and the ladder still runs, on the budget left
+rm -rf runs "$T/out" && mkdir "$T/out"
+out=$(OUT="$T/out" FAKE_KERNELS_HANG=1 GPU_SESSION_FIRST_TESTS_S=2 "$SCRIPT" first 2>&1); rc=$?
+check "first, hung tests: exit 0 (the ladder ran)" [ $rc -eq 0 ]
+check "first, hung tests: their stop said" grep -q "KernelsCuda.\* exited 124" <<<"$out"
+check "first, hung tests: the ladder's budget is what they left (600 s less 2, less 100)" \
+  grep -qE "^budget_minutes: 8\.[2-3] " "$T/out/gpu-124m-budget.yaml"
+rm -rf runs
+
+[ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, a crash, the ladder's budget and tarball, the deadline, resume, first: ok"
 exit $fail
