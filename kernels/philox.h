@@ -46,16 +46,20 @@ struct DropoutMask {
                               static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32)};
     return philox4x32_10(counter, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32) ^ kKeyTag);
   }
-  // Whether elements e0 .. e0 + n - 1 are kept (one Philox block per 4 elements met).
+  // Whether elements e0 .. e0 + n - 1 are kept, bit k for element e0 + k (n <= 32; one Philox block per 4
+  // elements met): one register, where n bools would take n.
   template <int n>
-  GPT2_LANE_FN void keeps(uint64_t e0, bool (&out)[n]) const {
+  GPT2_LANE_FN uint32_t keeps(uint64_t e0) const {
+    static_assert(n >= 1 && n <= 32, "keeps: at most 32 elements at a time");
     PhiloxBlock b{};
+    uint32_t out = 0;
     GPT2_UNROLL
     for (int k = 0; k < n; ++k) {
       const uint64_t e = e0 + k;
       if (k == 0 || e % 4 == 0) b = bits(e / 4);
-      out[k] = word(b, e % 4) < threshold;
+      out |= static_cast<uint32_t>(word(b, e % 4) < threshold) << k;
     }
+    return out;
   }
 };
 

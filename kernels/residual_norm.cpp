@@ -32,14 +32,14 @@ struct AddLayerNorm : torch::autograd::Function<AddLayerNorm> {
                                                 const at::Tensor& r, const at::Tensor& gamma, const at::Tensor& beta,
                                                 double eps, double p) {
     AddNormForward f = add_layer_norm_forward(x, r, gamma, beta, eps, p);
-    ctx->save_for_backward({f.s, f.mean, f.rstd, gamma, beta, f.keep});
+    ctx->save_for_backward({f.s, f.mean, f.rstd, gamma, beta, f.keep, f.rng});
     ctx->saved_data["p"] = p;
     return {f.s, f.y};
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
     const auto saved = ctx->get_saved_variables();
-    const AddNormForward f{saved[0], at::Tensor(), saved[1], saved[2], saved[5], ctx->saved_data["p"].toDouble()};
+    const AddNormForward f{saved[0], at::Tensor(), saved[1], saved[2], saved[5], saved[6], ctx->saved_data["p"].toDouble()};
     const at::Tensor dy = grad[1].defined() ? grad[1].contiguous() : at::zeros_like(f.s);
     const at::Tensor ds_out = grad[0].defined() ? grad[0].contiguous() : at::Tensor();
     AddNormBackward b = add_layer_norm_backward(ds_out, dy, f, saved[3], saved[4]);
@@ -56,7 +56,7 @@ AddNormForward add_layer_norm_forward_reference(const at::Tensor& x, const at::T
   if (p == 0) {
     at::Tensor s = x + r;
     auto [y, mean, rstd] = at::native_layer_norm(s, {x.size(1)}, gamma, beta, eps);
-    return {s, y, mean, rstd, {}, 0};
+    return {s, y, mean, rstd, {}, {}, 0};
   }
   at::Tensor kept = keep.defined() ? keep : at::empty_like(x, at::kBool).bernoulli_(1.0 - p);
   TORCH_CHECK(kept.scalar_type() == at::kBool && kept.sizes() == x.sizes(),
@@ -64,7 +64,7 @@ AddNormForward add_layer_norm_forward_reference(const at::Tensor& x, const at::T
   // in fp32 and rounded once, as the kernel does: x + r·(keep·scale)
   at::Tensor s = (x.to(at::kFloat) + r.to(at::kFloat) * (kept.to(at::kFloat) * keep_scale(p))).to(x.scalar_type());
   auto [y, mean, rstd] = at::native_layer_norm(s, {x.size(1)}, gamma, beta, eps);
-  return {s, y, mean, rstd, kept, p};
+  return {s, y, mean, rstd, kept, {}, p};
 }
 
 AddNormForward add_layer_norm_forward(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
@@ -81,9 +81,8 @@ at::Tensor dropout_keep_mask(uint64_t seed, uint64_t offset, int64_t N, int64_t 
   at::Tensor keep = at::empty({N, C}, at::kBool);
   bool* out = keep.data_ptr<bool>();
   for (int64_t e = 0; e < N * C; e += 4) {
-    bool four[4];
-    drop.keeps<4>(static_cast<uint64_t>(e), four);
-    for (int64_t k = 0; k < 4 && e + k < N * C; ++k) out[e + k] = four[k];
+    const uint32_t four = drop.keeps<4>(static_cast<uint64_t>(e));
+    for (int64_t k = 0; k < 4 && e + k < N * C; ++k) out[e + k] = (four >> k) & 1u;
   }
   return keep;
 }
@@ -94,9 +93,14 @@ AddNormBackward add_layer_norm_backward_reference(const at::Tensor& ds_out, cons
   auto [dx, dgamma, dbeta] = at::native_layer_norm_backward(dy, f.s, {f.s.size(1)}, f.mean, f.rstd, gamma, beta,
                                                             {true, true, true});
   at::Tensor ds = ds_out.defined() ? ds_out + dx : dx;
-  at::Tensor dr = f.keep.defined()
-                      ? (ds.to(at::kFloat) * (f.keep.to(at::kFloat) * keep_scale(f.p))).to(ds.scalar_type())
-                      : ds;
+  at::Tensor keep = f.keep;
+  if (!keep.defined() && f.rng.defined()) {  // a CUDA forward's: its mask drawn again from its (seed, offset)
+    const at::Tensor rng = f.rng.cpu();
+    keep = dropout_keep_mask(static_cast<uint64_t>(rng[0].item<int64_t>()), static_cast<uint64_t>(rng[1].item<int64_t>()),
+                             f.s.size(0), f.s.size(1), f.p)
+               .to(f.s.device());
+  }
+  at::Tensor dr = keep.defined() ? (ds.to(at::kFloat) * (keep.to(at::kFloat) * keep_scale(f.p))).to(ds.scalar_type()) : ds;
   return {ds, dgamma, dbeta, dr};
 }
 

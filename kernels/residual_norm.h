@@ -3,7 +3,8 @@
 //          one kernel and reads it back in the next; and in the backward, LayerNorm's input gradient added to
 //          the residual stream's gradient in the same pass (a CUDA kernel each way on GPUs, ATen elsewhere).
 //          In training, the residual branch's dropout is folded in: s = x + dropout(r), its mask drawn in the
-//          forward kernel (kernels/philox.h) and applied to r's gradient in the backward one.
+//          forward kernel (kernels/philox.h) and drawn again in the backward one for r's gradient: no mask is
+//          stored, only the (seed, offset) it came from.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -14,8 +15,10 @@ namespace gpt2::kernels {
 
 struct AddNormForward {
   at::Tensor s, y, mean, rstd;  // s = x + dropout(r) and y = LayerNorm(s), (N × C); the rows' mean and 1/std, (N)
-  at::Tensor keep;              // dropout's mask, bool (N × C): r's kept elements; undefined without dropout
-  double p = 0;                 // the dropout probability (kept elements are scaled by 1 / (1 - p))
+  at::Tensor keep;  // the reference's dropout mask, bool (N × C): r's kept elements; undefined without dropout
+  at::Tensor rng;   // the CUDA kernel's instead: the (seed, offset) it drew with, int64 (2) on the device, written
+                    // by the kernel (under a CUDA graph, each replay's); the mask is dropout_keep_mask of them
+  double p = 0;     // the dropout probability (kept elements are scaled by 1 / (1 - p))
 };
 struct AddNormBackward {
   at::Tensor ds, dgamma, dbeta;  // ds = ds_out + LayerNorm'(dy), (N × C): the gradient of x
@@ -30,10 +33,11 @@ AddNormForward add_layer_norm_forward(const at::Tensor& x, const at::Tensor& r, 
 AddNormForward add_layer_norm_forward_reference(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
                                                 const at::Tensor& beta, double eps, double p = 0,
                                                 const at::Tensor& keep = {});
-// The mask drawn from the current CUDA generator's Philox state (graph-safe: ATen's capture-aware offsets).
+// The mask drawn from the current CUDA generator's Philox state (graph-safe: ATen's capture-aware offsets) and
+// not stored: f.rng says where it came from.
 AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
                                            const at::Tensor& beta, double eps, double p = 0);
-// The CUDA kernel's mask, drawn here on the host: kernels/philox.h for (seed, offset) over N × C elements.
+// The CUDA kernels' mask, drawn here on the host: kernels/philox.h for (seed, offset) over N × C elements.
 at::Tensor dropout_keep_mask(uint64_t seed, uint64_t offset, int64_t N, int64_t C, double p);
 // ds_out (the gradient reaching s from the residual stream) may be undefined: none.
 AddNormBackward add_layer_norm_backward(const at::Tensor& ds_out, const at::Tensor& dy, const AddNormForward& f,

@@ -27,8 +27,9 @@ GPT2_LANE_FN int64_t acc_index(int64_t j, int64_t C) {
 }
 
 // Forward, sweep 1: s = x + r (rounded to T) written; returns the lane's sum of s. With kDropout, r is the
-// residual branch before its dropout: element j of row `row` is kept (keep[j] = true, r·scale added) or
-// dropped (false, nothing added) as drop says for element row·C + j, and keep (the row's) is written.
+// residual branch before its dropout: element j of row `row` is kept (r·scale added) or dropped (nothing added)
+// as drop says for element row·C + j; keep (the row's mask), where given, is written (the CPU tests' view of it:
+// the kernel writes none, its backward draws the same bits again).
 template <typename T, int kVec, bool kDropout = false>
 GPT2_LANE_FN float add_and_sum(const T* x, const T* r, T* s, int64_t C, int lane, const DropoutMask& drop = {},
                                int64_t row = 0, bool* keep = nullptr) {
@@ -36,17 +37,22 @@ GPT2_LANE_FN float add_and_sum(const T* x, const T* r, T* s, int64_t C, int lane
   for (int64_t p = lane; p < C / kVec; p += kLanes) {
     const Pack<T, kVec> a = load<T, kVec>(x, p), b = load<T, kVec>(r, p);
     Pack<T, kVec> out;
-    Pack<bool, kVec> kept{};
-    if constexpr (kDropout) drop.keeps<kVec>(static_cast<uint64_t>(row * C + p * kVec), kept.v);
+    uint32_t kept = 0;
+    if constexpr (kDropout) kept = drop.keeps<kVec>(static_cast<uint64_t>(row * C + p * kVec));
     GPT2_UNROLL
     for (int k = 0; k < kVec; ++k) {
       float branch = static_cast<float>(b.v[k]);
-      if constexpr (kDropout) branch *= kept.v[k] ? drop.scale : 0.0f;
+      if constexpr (kDropout) branch *= (kept >> k) & 1u ? drop.scale : 0.0f;
       out.v[k] = static_cast<T>(static_cast<float>(a.v[k]) + branch);
       sum += static_cast<float>(out.v[k]);
     }
     store<T, kVec>(s, p, out);
-    if constexpr (kDropout) store<bool, kVec>(keep, p, kept);
+    if (kDropout && keep) {
+      Pack<bool, kVec> mask;
+      GPT2_UNROLL
+      for (int k = 0; k < kVec; ++k) mask.v[k] = (kept >> k) & 1u;
+      store<bool, kVec>(keep, p, mask);
+    }
   }
   return sum;
 }
@@ -108,13 +114,16 @@ GPT2_LANE_FN GradSums grad_sums(const T* dy, const T* s, const T* gamma, float m
 }
 
 // Backward, sweep 2: ds = ds_out + rstd·(dy·gamma - mean(dy·gamma) - xhat·mean(dy·gamma·xhat)), the two means
-// from the whole warp's GradSums; ds_out may be null (no gradient from the residual stream). With keep (the
-// forward's dropout mask, else null), dr = ds·keep·scale too: the residual branch's gradient through its dropout.
-template <typename T, int kVec>
+// from the whole warp's GradSums; ds_out may be null (no gradient from the residual stream). With kDropout,
+// dr = ds·scale where drop kept element row·C + j, else 0: the residual branch's gradient through its dropout,
+// the forward's mask drawn again.
+template <typename T, int kVec, bool kDropout = false>
 GPT2_LANE_FN void grad_input(const T* dy, const T* s, const T* gamma, const T* ds_out, T* ds, float mean, float rstd,
                              float mean_dy_gamma, float mean_dy_gamma_xhat, int64_t C, int lane,
-                             const bool* keep = nullptr, float scale = 1.0f, T* dr = nullptr) {
+                             const DropoutMask& drop = {}, int64_t row = 0, T* dr = nullptr) {
   for (int64_t p = lane; p < C / kVec; p += kLanes) {
+    uint32_t kept = 0;
+    if constexpr (kDropout) kept = drop.keeps<kVec>(static_cast<uint64_t>(row * C + p * kVec));
     const Pack<T, kVec> d = load<T, kVec>(dy, p), a = load<T, kVec>(s, p), g = load<T, kVec>(gamma, p);
     Pack<T, kVec> o{};
     if (ds_out) o = load<T, kVec>(ds_out, p);
@@ -127,11 +136,11 @@ GPT2_LANE_FN void grad_input(const T* dy, const T* s, const T* gamma, const T* d
       out.v[k] = static_cast<T>(dx + (ds_out ? static_cast<float>(o.v[k]) : 0.0f));
     }
     store<T, kVec>(ds, p, out);
-    if (keep) {
-      const Pack<bool, kVec> kept = load<bool, kVec>(keep, p);
+    if constexpr (kDropout) {
       Pack<T, kVec> branch;
       GPT2_UNROLL
-      for (int k = 0; k < kVec; ++k) branch.v[k] = static_cast<T>(static_cast<float>(out.v[k]) * (kept.v[k] ? scale : 0.0f));
+      for (int k = 0; k < kVec; ++k)
+        branch.v[k] = static_cast<T>(static_cast<float>(out.v[k]) * ((kept >> k) & 1u ? drop.scale : 0.0f));
       store<T, kVec>(dr, p, branch);
     }
   }

@@ -354,8 +354,9 @@ TEST(Kernels, AddLayerNormMatchesAddThenLayerNorm) {
 // The CUDA kernels' row sweeps (kernels/residual_norm_lanes.h), run here with the 32 lanes of a warp one after
 // another and their sums added where the kernel adds them with shuffles: which lane reads which elements, in
 // 16-byte packs or one at a time, and where gamma's and beta's sums sit, against the ATen reference.
-// With p > 0 the residual branch's dropout too: the lanes draw the mask, which must be the host's draw of the
-// same (seed, offset) whatever the packing, and the reference applies it.
+// With p > 0 the residual branch's dropout too: the lanes draw the mask (written here for the test to see), which
+// must be the host's draw of the same (seed, offset) whatever the packing, and the reference applies it; the
+// backward's lanes draw it again for r's gradient.
 template <typename T, int kVec>
 void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int64_t C, double p = 0) {
   namespace L = kernels::lanes;
@@ -386,9 +387,13 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
       g.dy_gamma += l.dy_gamma, g.dy_gamma_xhat += l.dy_gamma_xhat;
     }
     for (int lane = 0; lane < L::kLanes; ++lane)
-      L::grad_input<T, kVec>(row(dy, i), row(s, i), pg, row(ds_out, i), row(ds, i), m, rs,
-                             g.dy_gamma / static_cast<float>(C), g.dy_gamma_xhat / static_cast<float>(C), C, lane,
-                             p > 0 ? keep_row(i) : nullptr, drop.scale, p > 0 ? row(dr, i) : nullptr);
+      if (p > 0)  // the mask drawn again
+        L::grad_input<T, kVec, true>(row(dy, i), row(s, i), pg, row(ds_out, i), row(ds, i), m, rs,
+                                     g.dy_gamma / static_cast<float>(C), g.dy_gamma_xhat / static_cast<float>(C), C,
+                                     lane, drop, i, row(dr, i));
+      else
+        L::grad_input<T, kVec>(row(dy, i), row(s, i), pg, row(ds_out, i), row(ds, i), m, rs,
+                               g.dy_gamma / static_cast<float>(C), g.dy_gamma_xhat / static_cast<float>(C), C, lane);
   }
   const kernels::AddNormForward want =
       kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, p, p > 0 ? keep : at::Tensor());
@@ -675,8 +680,8 @@ TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {
 }
 
 // The forward kernel's dropout mask is kernels/philox.h's draw from the CUDA generator's (seed, offset) at the
-// call — the host's draw of the same, bit for bit, packed or not — and s, y, ds and dr are the reference's with
-// that mask; the next call draws another mask.
+// call, which it writes (f.rng): s and y are the reference's with the host's draw of that mask, packed or not;
+// the backward draws it again (ds and dr the reference's); the next call draws another mask.
 TEST_F(KernelsCuda, AddLayerNormDropoutKernelsMatchTheHostDrawAndTheReference_CUDA) {
   at::manual_seed(14);
   at::Generator gen = at::globalContext().defaultGenerator(at::Device(at::kCUDA, 0));
@@ -688,22 +693,28 @@ TEST_F(KernelsCuda, AddLayerNormDropoutKernelsMatchTheHostDrawAndTheReference_CU
       const uint64_t seed = gen.current_seed(), offset = gen.get_offset();
       const kernels::AddNormForward got = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p);
       const std::string what = std::string(c10::toString(dtype)) + " N " + std::to_string(N) + " C " + std::to_string(C);
-      ASSERT_TRUE(got.keep.defined()) << what;
-      EXPECT_TRUE(at::equal(got.keep.cpu(), kernels::dropout_keep_mask(seed, offset, N, C, p))) << what;
-      const kernels::AddNormForward want = kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, p, got.keep);
+      ASSERT_TRUE(got.rng.defined() && !got.keep.defined()) << what;
+      const at::Tensor rng = got.rng.cpu();
+      EXPECT_EQ(static_cast<uint64_t>(rng[0].item<int64_t>()), seed) << what;
+      EXPECT_EQ(static_cast<uint64_t>(rng[1].item<int64_t>()), offset) << what;
+      const at::Tensor keep = kernels::dropout_keep_mask(seed, offset, N, C, p).to(x.device());
+      const kernels::AddNormForward want = kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, p, keep);
       const double tol = dtype == at::kFloat ? 1e-5 : 2e-2;
       auto close = [&](const at::Tensor& a, const at::Tensor& b, double atol) {
         return at::allclose(a.to(at::kFloat), b.to(at::kFloat), tol, atol);
       };
-      EXPECT_TRUE(close(got.s, want.s, 0)) << what;
+      EXPECT_TRUE(close(got.s, want.s, 0)) << what;  // nvcc may fuse the multiply-add: to within its rounding
       EXPECT_TRUE(close(got.y, want.y, tol)) << what;
       const kernels::AddNormBackward gb = kernels::add_layer_norm_backward_cuda(ds_out, dy, got, gamma, beta);
       const kernels::AddNormBackward wb = kernels::add_layer_norm_backward_reference(ds_out, dy, want, gamma, beta);
       EXPECT_TRUE(close(gb.ds, wb.ds, tol)) << what;
       EXPECT_TRUE(close(gb.dr, wb.dr, tol)) << what;
+      EXPECT_TRUE(at::equal(gb.dr.eq(0), keep.logical_not() | gb.ds.eq(0))) << what;  // dropped: no gradient
       EXPECT_TRUE(close(gb.dgamma, wb.dgamma, tol * std::sqrt(double(N)))) << what;
+      // the reference's backward on the CUDA forward draws the mask from f.rng as the kernel does
+      EXPECT_TRUE(close(kernels::add_layer_norm_backward_reference(ds_out, dy, got, gamma, beta).dr, wb.dr, tol)) << what;
       const kernels::AddNormForward again = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p);
-      EXPECT_FALSE(at::equal(again.keep, got.keep)) << what;
+      EXPECT_FALSE(at::equal(again.s, got.s)) << what;
     }
   }
 }
@@ -713,11 +724,11 @@ TEST_F(KernelsCuda, AddLayerNormDropoutKernelsMatchTheHostDrawAndTheReference_CU
 TEST_F(KernelsCuda, AddLayerNormDropoutDrawsANewMaskEachGraphReplay_CUDA) {
   at::manual_seed(15);
   const at::Tensor r = at::randn({256, 768}, on_gpu()), gamma = at::ones({768}, on_gpu()), beta = at::zeros({768}, on_gpu());
-  StepBody body = [&](const at::Tensor& x, const at::Tensor&) {
-    return kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, 0.5).keep.to(at::kFloat);
+  StepBody body = [&](const at::Tensor& x, const at::Tensor&) {  // s - x: r·2 where kept, 0 where dropped
+    return kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, 0.5).s.sub(x).ne(0).to(at::kFloat);
   };
   auto exec = make_executor(ExecutorKind::kCudaGraph, dev_, body, {});
-  const at::Tensor x = at::randn({256, 768}, on_gpu()), y = at::zeros({1}, on_gpu());
+  const at::Tensor x = at::zeros({256, 768}, on_gpu()), y = at::zeros({1}, on_gpu());
   const at::Tensor a = exec->run(x, y).clone(), b = exec->run(x, y).clone();
   EXPECT_NEAR(a.mean().item<double>(), 0.5, 0.01);
   EXPECT_NEAR(a.eq(b).to(at::kFloat).mean().item<double>(), 0.5, 0.01);  // independent draws agree on half

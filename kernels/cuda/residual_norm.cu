@@ -5,8 +5,9 @@
 // 16 bytes at a time where the rows allow (C a multiple of 16 bytes' elements, as GPT-2's 768 is, and the rows
 // aligned), one element otherwise. With dropout (training), the forward keeps or drops each element of r by
 // kernels/philox.h's counter-based draw from the CUDA generator's (seed, offset) — ATen's graph-safe state, read
-// in the kernel, so a captured step draws a new mask on each replay — and writes the mask; the backward writes
-// r's gradient, ds through that mask, in the same sweep as ds. The backward runs as many blocks as the GPU holds at once (its rows strided
+// in the kernel, so a captured step draws a new mask on each replay — and writes the (seed, offset) it drew
+// with, not the mask; the backward draws the same bits again and writes r's gradient, ds through that mask,
+// in the same sweep as ds. The backward runs as many blocks as the GPU holds at once (its rows strided
 // over them): a memory-bound pass needs every warp slot busy to keep enough loads in flight.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
@@ -48,7 +49,7 @@ __global__ void add_ln_forward_kernel(const T* __restrict__ x, const T* __restri
                                       const T* __restrict__ beta, T* __restrict__ s, T* __restrict__ y,
                                       float* __restrict__ mean, float* __restrict__ rstd, int64_t N, int64_t C,
                                       float eps, at::PhiloxCudaState rng, uint32_t threshold, float scale,
-                                      bool* __restrict__ keep) {
+                                      int64_t* __restrict__ rng_out) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= N) return;
@@ -57,27 +58,31 @@ __global__ void add_ln_forward_kernel(const T* __restrict__ x, const T* __restri
   if constexpr (kDropout) {
     const auto seeds = at::cuda::philox::unpack(rng);
     drop = {std::get<0>(seeds), std::get<1>(seeds), threshold, scale};
+    if (row == 0 && lane == 0)  // for the backward, which draws the mask again
+      rng_out[0] = static_cast<int64_t>(drop.seed), rng_out[1] = static_cast<int64_t>(drop.offset);
   }
-  const float m = warp_sum(lanes::add_and_sum<T, kVec, kDropout>(x + base, r + base, s + base, C, lane, drop, row,
-                                                                 kDropout ? keep + base : nullptr)) /
-                  static_cast<float>(C);
+  const float m =
+      warp_sum(lanes::add_and_sum<T, kVec, kDropout>(x + base, r + base, s + base, C, lane, drop, row)) / static_cast<float>(C);
   const float rs = rsqrtf(warp_sum(lanes::squared_deviation<T, kVec>(s + base, m, C, lane)) / static_cast<float>(C) + eps);
   lanes::normalize<T, kVec>(s + base, gamma, beta, y + base, m, rs, C, lane);
   if (lane == 0) mean[row] = m, rstd[row] = rs;
 }
 
-template <typename T, int kVec>
+template <typename T, int kVec, bool kDropout>
 __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __restrict__ dy,
                                        const T* __restrict__ s, const float* __restrict__ mean,
                                        const float* __restrict__ rstd, const T* __restrict__ gamma,
                                        T* __restrict__ ds, float* __restrict__ partial, int64_t N, int64_t C,
-                                       const bool* __restrict__ keep, float scale, T* __restrict__ dr) {
+                                       const int64_t* __restrict__ rng, uint32_t threshold, float scale,
+                                       T* __restrict__ dr) {
   extern __shared__ float acc[];  // per warp: C sums for gamma's gradient, then C for beta's (lanes::acc_index)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* dg = acc + static_cast<int64_t>(warp) * 2 * C;
   float* db = dg + C;
   for (int64_t j = lane; j < C; j += 32) dg[j] = db[j] = 0.0f;
   __syncwarp();
+  DropoutMask drop;
+  if constexpr (kDropout) drop = {static_cast<uint64_t>(rng[0]), static_cast<uint64_t>(rng[1]), threshold, scale};
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   const int64_t w = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   for (int64_t row = w; row < N; row += warps) {
@@ -86,8 +91,8 @@ __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __
     const lanes::GradSums g = lanes::grad_sums<T, kVec>(dy + base, s + base, gamma, m, rs, dg, db, C, lane);
     const float sum1 = warp_sum(g.dy_gamma) / static_cast<float>(C);
     const float sum2 = warp_sum(g.dy_gamma_xhat) / static_cast<float>(C);
-    lanes::grad_input<T, kVec>(dy + base, s + base, gamma, ds_out ? ds_out + base : nullptr, ds + base, m, rs, sum1,
-                               sum2, C, lane, keep ? keep + base : nullptr, scale, keep ? dr + base : nullptr);
+    lanes::grad_input<T, kVec, kDropout>(dy + base, s + base, gamma, ds_out ? ds_out + base : nullptr, ds + base, m,
+                                         rs, sum1, sum2, C, lane, drop, row, dr + base);
   }
   __syncthreads();  // the block's warps' sums added: its (2, C) row of the (blocks, 2, C) partials
   float* out = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
@@ -103,9 +108,9 @@ __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __
 // shared memory), asked once per device and size and kept: the first ask comes in eager warm-up steps, so a
 // CUDA-graph capture later makes no CUDA call here. Past 48 KiB a block (C > 1,536: GPT-2 XL's 1,600) the
 // kernel is first allowed the larger dynamic shared memory, up to the GPU's opt-in limit (227 KiB on an H100).
-template <typename T, int kVec>
+template <typename T, int kVec, bool kDropout>
 int64_t resident_backward_blocks(size_t smem, int64_t C) {
-  static std::mutex mutex;
+  static std::mutex mutex;  // one per instantiation: each kernel its own registers, so its own answer
   static std::map<std::pair<int, size_t>, int64_t> known;
   const std::pair<int, size_t> key{c10::cuda::current_device(), smem};
   std::lock_guard<std::mutex> lock(mutex);
@@ -114,11 +119,11 @@ int64_t resident_backward_blocks(size_t smem, int64_t C) {
   TORCH_CHECK(smem <= prop->sharedMemPerBlockOptin, "add_layer_norm_backward_cuda: C = ", C, " needs ", smem,
               " bytes of shared memory a block, over this GPU's ", prop->sharedMemPerBlockOptin);
   if (smem > 48 * 1024)
-    C10_CUDA_CHECK(cudaFuncSetAttribute(add_ln_backward_kernel<T, kVec>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    C10_CUDA_CHECK(cudaFuncSetAttribute(add_ln_backward_kernel<T, kVec, kDropout>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(smem)));
   int per_sm = 0;  // kept only once CUDA has answered: a failed ask throws and is asked again next time
   C10_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, add_ln_backward_kernel<T, kVec>, kWarpsPerBlock * 32, smem));
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, add_ln_backward_kernel<T, kVec, kDropout>, kWarpsPerBlock * 32, smem));
   return known[key] = std::max(1, per_sm) * int64_t{prop->multiProcessorCount};
 }
 
@@ -131,9 +136,9 @@ AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t N = x.size(0), C = x.size(1);
   AddNormForward f{at::empty_like(x), at::empty_like(x), at::empty({N}, x.options().dtype(at::kFloat)),
-                   at::empty({N}, x.options().dtype(at::kFloat)), {}, p};
+                   at::empty({N}, x.options().dtype(at::kFloat)), {}, {}, p};
   const bool dropout = p > 0;
-  if (dropout) f.keep = at::empty_like(x, at::kBool);
+  if (dropout) f.rng = at::empty({2}, x.options().dtype(at::kLong));
   if (N == 0) return f;
   at::PhiloxCudaState rng;
   if (dropout) {  // one offset step a call: each element's bits are keyed by its index within the call
@@ -144,7 +149,7 @@ AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor
   }
   const uint32_t threshold = dropout ? keep_threshold(p) : 0;
   const float scale = dropout ? static_cast<float>(1.0 / (1.0 - p)) : 1.0f;
-  bool* keep = dropout ? f.keep.data_ptr<bool>() : nullptr;
+  int64_t* rng_out = dropout ? f.rng.data_ptr<int64_t>() : nullptr;
   const auto blocks = static_cast<unsigned>((N + kWarpsPerBlock - 1) / kWarpsPerBlock);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "add_layer_norm_forward_cuda", [&] {
     const scalar_t *px = x.data_ptr<scalar_t>(), *pr = r.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>(),
@@ -154,7 +159,7 @@ AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor
       add_ln_forward_kernel<scalar_t, decltype(vec)::value, decltype(drop)::value>
           <<<blocks, kWarpsPerBlock * 32, 0, at::cuda::getCurrentCUDAStream()>>>(
               px, pr, pg, pb, ps, py, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), N, C, static_cast<float>(eps),
-              rng, threshold, scale, keep);
+              rng, threshold, scale, rng_out);
     };
     auto with_dropout = [&](auto vec) {
       if (dropout)
@@ -162,7 +167,7 @@ AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor
       else
         launch(vec, std::false_type{});
     };
-    if (packable<scalar_t>(C, {px, pr, pg, pb, ps, py, keep}))
+    if (packable<scalar_t>(C, {px, pr, pg, pb, ps, py}))
       with_dropout(std::integral_constant<int, kPack<scalar_t>>{});
     else
       with_dropout(std::integral_constant<int, 1>{});
@@ -177,32 +182,42 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
   const int64_t N = f.s.size(0), C = f.s.size(1);
   const size_t smem = sizeof(float) * 2 * C * kWarpsPerBlock;
   at::Tensor ds = at::empty_like(f.s);
-  const bool dropout = f.keep.defined();
+  TORCH_CHECK(!f.keep.defined(), "add_layer_norm_backward_cuda: the forward must be the CUDA kernel's (its mask is "
+              "drawn again from f.rng, not read)");
+  const bool dropout = f.rng.defined();
   at::Tensor dr = dropout ? at::empty_like(f.s) : ds;
-  const bool* keep = dropout ? f.keep.data_ptr<bool>() : nullptr;
+  const int64_t* rng = dropout ? f.rng.data_ptr<int64_t>() : nullptr;
+  const uint32_t threshold = dropout ? keep_threshold(f.p) : 0;
   const float scale = dropout ? static_cast<float>(1.0 / (1.0 - f.p)) : 1.0f;
   at::Tensor sums;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, f.s.scalar_type(), "add_layer_norm_backward_cuda", [&] {
     const scalar_t *po = ds_out.defined() ? ds_out.data_ptr<scalar_t>() : nullptr, *pdy = dy.data_ptr<scalar_t>(),
                    *ps = f.s.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>();
     scalar_t *pds = ds.data_ptr<scalar_t>(), *pdr = dr.data_ptr<scalar_t>();
-    auto launch = [&](auto vec) {
+    auto launch = [&](auto vec, auto drop) {
       constexpr int kVec = decltype(vec)::value;
+      constexpr bool kDropout = decltype(drop)::value;
       // a warp per row, up to as many blocks as the GPU holds at once
       const int64_t blocks = std::clamp<int64_t>((N + kWarpsPerBlock - 1) / kWarpsPerBlock, 1,
-                                                 resident_backward_blocks<scalar_t, kVec>(smem, C));
+                                                 resident_backward_blocks<scalar_t, kVec, kDropout>(smem, C));
       at::Tensor partial = at::empty({blocks, 2, C}, f.s.options().dtype(at::kFloat));
-      add_ln_backward_kernel<scalar_t, kVec><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
-                                               at::cuda::getCurrentCUDAStream()>>>(
+      add_ln_backward_kernel<scalar_t, kVec, kDropout><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
+                                                         at::cuda::getCurrentCUDAStream()>>>(
           po, pdy, ps, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), pg, pds, partial.data_ptr<float>(), N, C,
-          keep, scale, pdr);
+          rng, threshold, scale, pdr);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       sums = at::sum(partial, 0);  // (2, C)
     };
-    if (packable<scalar_t>(C, {po ? po : pdy, pdy, ps, pg, pds, pdr, keep}))
-      launch(std::integral_constant<int, kPack<scalar_t>>{});
+    auto with_dropout = [&](auto vec) {
+      if (dropout)
+        launch(vec, std::true_type{});
+      else
+        launch(vec, std::false_type{});
+    };
+    if (packable<scalar_t>(C, {po ? po : pdy, pdy, ps, pg, pds, pdr}))
+      with_dropout(std::integral_constant<int, kPack<scalar_t>>{});
     else
-      launch(std::integral_constant<int, 1>{});
+      with_dropout(std::integral_constant<int, 1>{});
   });
   return {ds, sums[0].to(gamma.scalar_type()), sums[1].to(beta.scalar_type()), dr};
 }
