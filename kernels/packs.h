@@ -1,5 +1,5 @@
-// defines: Pack, load, store, GPT2_LANE_FN, GPT2_UNROLL — what our CUDA kernels' per-thread bodies are written
-//          with so that they are plain C++ on the host too, where the CPU tests run them: kVec elements of T
+// defines: Pack, load, store, mul_rn, GPT2_LANE_FN, GPT2_UNROLL — what our CUDA kernels' per-thread bodies are
+//          written with so that they are plain C++ on the host too, where the CPU tests run them: kVec elements of T
 //          moved as one (16 bytes for kVec = 16 / sizeof(T), a single vector instruction on the GPU; one
 //          element for kVec = 1). No libtorch here: T is float, c10::Half or c10::BFloat16.
 #pragma once
@@ -39,6 +39,16 @@ bool packable(int64_t n, std::initializer_list<const void*> ptrs) {
 // Pack p of a row (elements p·kVec .. p·kVec + kVec - 1); the row must be aligned to the pack. A single vector
 // load or store on the GPU; through memcpy on the host, where reading T objects as a Pack would break C++'s
 // aliasing rules.
+// a·b rounded on its own: nvcc would fuse it with an add that follows into one FMA (one rounding), where the ATen
+// references round the product first (a multiply kernel, then an add kernel).
+GPT2_LANE_FN float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
 template <typename T, int kVec>
 GPT2_LANE_FN Pack<T, kVec> load(const T* row, int64_t p) {
 #if defined(__CUDA_ARCH__)

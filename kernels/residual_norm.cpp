@@ -39,7 +39,8 @@ struct AddLayerNorm : torch::autograd::Function<AddLayerNorm> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
     const auto saved = ctx->get_saved_variables();
-    const AddNormForward f{saved[0], at::Tensor(), saved[1], saved[2], saved[5], saved[6], ctx->saved_data["p"].toDouble()};
+    const AddNormForward f{saved[0], at::Tensor(), saved[1],  saved[2],
+                           saved[5], saved[6],     ctx->saved_data["p"].toDouble()};
     const at::Tensor dy = grad[1].defined() ? grad[1].contiguous() : at::zeros_like(f.s);
     const at::Tensor ds_out = grad[0].defined() ? grad[0].contiguous() : at::Tensor();
     AddNormBackward b = add_layer_norm_backward(ds_out, dy, f, saved[3], saved[4]);
@@ -96,11 +97,12 @@ AddNormBackward add_layer_norm_backward_reference(const at::Tensor& ds_out, cons
   at::Tensor keep = f.keep;
   if (!keep.defined() && f.rng.defined()) {  // a CUDA forward's: its mask drawn again from its (seed, offset)
     const at::Tensor rng = f.rng.cpu();
-    keep = dropout_keep_mask(static_cast<uint64_t>(rng[0].item<int64_t>()), static_cast<uint64_t>(rng[1].item<int64_t>()),
-                             f.s.size(0), f.s.size(1), f.p)
-               .to(f.s.device());
+    const auto seed = static_cast<uint64_t>(rng[0].item<int64_t>());
+    const auto offset = static_cast<uint64_t>(rng[1].item<int64_t>());
+    keep = dropout_keep_mask(seed, offset, f.s.size(0), f.s.size(1), f.p).to(f.s.device());
   }
-  at::Tensor dr = keep.defined() ? (ds.to(at::kFloat) * (keep.to(at::kFloat) * keep_scale(f.p))).to(ds.scalar_type()) : ds;
+  at::Tensor dr =
+      keep.defined() ? (ds.to(at::kFloat) * (keep.to(at::kFloat) * keep_scale(f.p))).to(ds.scalar_type()) : ds;
   return {ds, dgamma, dbeta, dr};
 }
 

@@ -11,7 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#include "kernels/packs.h"   // Pack, load, store, GPT2_LANE_FN, GPT2_UNROLL
+#include "kernels/packs.h"   // Pack, load, store, mul_rn, GPT2_LANE_FN, GPT2_UNROLL
 #include "kernels/philox.h"  // DropoutMask
 
 namespace gpt2::kernels::lanes {
@@ -42,7 +42,7 @@ GPT2_LANE_FN float add_and_sum(const T* x, const T* r, T* s, int64_t C, int lane
     GPT2_UNROLL
     for (int k = 0; k < kVec; ++k) {
       float branch = static_cast<float>(b.v[k]);
-      if constexpr (kDropout) branch *= (kept >> k) & 1u ? drop.scale : 0.0f;
+      if constexpr (kDropout) branch = mul_rn(branch, (kept >> k) & 1u ? drop.scale : 0.0f);  // as the reference
       out.v[k] = static_cast<T>(static_cast<float>(a.v[k]) + branch);
       sum += static_cast<float>(out.v[k]);
     }
