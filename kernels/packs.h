@@ -26,8 +26,7 @@ template <typename T>
 constexpr int kPack = 16 / sizeof(T);  // elements of T in 16 bytes: the kVec of a full pack
 
 // Whether rows of n elements of T can be read in 16-byte packs: n holds whole packs and every pointer (a row
-// start; the other rows then are too) is 16-byte aligned (a null one, an operand the call has not, passes).
-// Else a kernel takes one element at a time.
+// start; the other rows then are too) is 16-byte aligned. Else a kernel takes one element at a time.
 template <typename T>
 bool packable(int64_t n, std::initializer_list<const void*> ptrs) {
   if (n % kPack<T> != 0) return false;
@@ -36,9 +35,6 @@ bool packable(int64_t n, std::initializer_list<const void*> ptrs) {
   return true;
 }
 
-// Pack p of a row (elements p·kVec .. p·kVec + kVec - 1); the row must be aligned to the pack. A single vector
-// load or store on the GPU; through memcpy on the host, where reading T objects as a Pack would break C++'s
-// aliasing rules.
 // a·b rounded on its own: nvcc would fuse it with an add that follows into one FMA (one rounding), where the ATen
 // references round the product first (a multiply kernel, then an add kernel).
 GPT2_LANE_FN float mul_rn(float a, float b) {
@@ -49,6 +45,9 @@ GPT2_LANE_FN float mul_rn(float a, float b) {
 #endif
 }
 
+// Pack p of a row (elements p·kVec .. p·kVec + kVec - 1); the row must be aligned to the pack. A single vector
+// load or store on the GPU; through memcpy on the host, where reading T objects as a Pack would break C++'s
+// aliasing rules.
 template <typename T, int kVec>
 GPT2_LANE_FN Pack<T, kVec> load(const T* row, int64_t p) {
 #if defined(__CUDA_ARCH__)

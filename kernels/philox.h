@@ -69,4 +69,10 @@ inline uint32_t keep_threshold(double p) {
   return t >= 4294967295.0 ? 0xFFFFFFFFu : static_cast<uint32_t>(t);
 }
 
+// The mask of a dropout with probability p (0 < p < 1) drawn at (seed, offset); a kernel that reads its (seed,
+// offset) on the device is given the rest here and fills them in.
+inline DropoutMask dropout_mask(double p, uint64_t seed = 0, uint64_t offset = 0) {
+  return {seed, offset, keep_threshold(p), static_cast<float>(1.0 / (1.0 - p))};
+}
+
 }  // namespace gpt2::kernels

@@ -25,8 +25,6 @@ void check_p(double p) {
   TORCH_CHECK(p >= 0 && p < 1, "add_layer_norm: the dropout probability must be in [0, 1), got ", p);
 }
 
-float keep_scale(double p) { return static_cast<float>(1.0 / (1.0 - p)); }
-
 struct AddLayerNorm : torch::autograd::Function<AddLayerNorm> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
                                                 const at::Tensor& r, const at::Tensor& gamma, const at::Tensor& beta,
@@ -63,7 +61,7 @@ AddNormForward add_layer_norm_forward_reference(const at::Tensor& x, const at::T
   TORCH_CHECK(kept.scalar_type() == at::kBool && kept.sizes() == x.sizes(),
               "add_layer_norm: the dropout mask must be bool of x's shape ", x.sizes());
   // in fp32 and rounded once, as the kernel does: x + r·(keep·scale)
-  at::Tensor s = (x.to(at::kFloat) + r.to(at::kFloat) * (kept.to(at::kFloat) * keep_scale(p))).to(x.scalar_type());
+  at::Tensor s = (x.to(at::kFloat) + r.to(at::kFloat) * (kept.to(at::kFloat) * dropout_mask(p).scale)).to(x.scalar_type());
   auto [y, mean, rstd] = at::native_layer_norm(s, {x.size(1)}, gamma, beta, eps);
   return {s, y, mean, rstd, kept, {}, p};
 }
@@ -78,7 +76,7 @@ AddNormForward add_layer_norm_forward(const at::Tensor& x, const at::Tensor& r, 
 
 at::Tensor dropout_keep_mask(uint64_t seed, uint64_t offset, int64_t N, int64_t C, double p) {
   check_p(p);
-  const DropoutMask drop{seed, offset, keep_threshold(p), keep_scale(p)};
+  const DropoutMask drop = dropout_mask(p, seed, offset);
   at::Tensor keep = at::empty({N, C}, at::kBool);
   bool* out = keep.data_ptr<bool>();
   for (int64_t e = 0; e < N * C; e += 4) {
@@ -102,7 +100,7 @@ AddNormBackward add_layer_norm_backward_reference(const at::Tensor& ds_out, cons
     keep = dropout_keep_mask(seed, offset, f.s.size(0), f.s.size(1), f.p).to(f.s.device());
   }
   at::Tensor dr =
-      keep.defined() ? (ds.to(at::kFloat) * (keep.to(at::kFloat) * keep_scale(f.p))).to(ds.scalar_type()) : ds;
+      keep.defined() ? (ds.to(at::kFloat) * (keep.to(at::kFloat) * dropout_mask(f.p).scale)).to(ds.scalar_type()) : ds;
   return {ds, dgamma, dbeta, dr};
 }
 

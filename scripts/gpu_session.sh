@@ -55,21 +55,36 @@ run_until() {
   timeout -s TERM -k 10 "$s" "$@"
 }
 
-if [ "$stage" = tests ]; then
+# The build with the test binary, and the doctor's report.
+build_with_tests() {
   TARGETS=gpt2bench_tests "$KIT/build.sh" true || exit 1
   echo "gpu_session: built in ${SECONDS}s; $(left_s)s of the call left"
   "$KIT/build.sh" build-cuda/gpt2bench doctor >"$OUT/doctor.txt" 2>&1
-  rc=0
-  run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='KernelsCuda.*' \
+}
+
+# kernel_checks UNTIL_S: our kernels' tests (KernelsCuda.*), then the kernels against what they replace, op by op,
+# at gpu-124m's shapes (seconds; kernels.json), both stopped at second UNTIL_S of the call; the first failure's exit.
+kernel_checks() {
+  local until_s=$1 rc=0 one=0
+  run_until $((until_s - SECONDS)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='KernelsCuda.*' \
     >"$OUT/kernels-cuda.log" 2>&1 || rc=$?
-  # our kernels against what they replace, op by op, at gpu-124m's shapes (seconds)
-  run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml \
-    --out "$OUT/kernels.json" >"$OUT/kernels.log" 2>&1 || rc=$?
+  echo "gpu_session: KernelsCuda.* exited $rc"
+  grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/kernels-cuda.log"
+  run_until $((until_s - SECONDS)) "$KIT/build.sh" build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml \
+    --out "$OUT/kernels.json" >"$OUT/kernels.log" 2>&1 || one=$?
   cat "$OUT/kernels.log"
+  [ $rc -ne 0 ] && return $rc
+  return $one
+}
+
+if [ "$stage" = tests ]; then
+  build_with_tests
+  rc=0
+  kernel_checks $((LIMIT_S - STOP_S)) || rc=$?
   all=0
   run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='*_CUDA' \
     >"$OUT/all-cuda.log" 2>&1 || all=$?
-  grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/kernels-cuda.log" "$OUT/all-cuda.log"
+  grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/all-cuda.log"
   [ $all -ne 0 ] && rc=$all
   if [ $all -gt 128 ]; then  # a crash ends the process with the tests after it unrun: each test alone
     echo "gpu_session: the _CUDA tests crashed (exit $all); each alone, into each-cuda.log:"
@@ -88,19 +103,11 @@ if [ "$stage" = tests ]; then
   exit 0
 fi
 
-# first: the build with the tests, our kernels checked and timed within FIRST_TESTS_S, then on as the ladder stage
+# first: the build with the tests, our kernels checked and timed within FIRST_TESTS_S (a failure said, not
+# stopping the call), then on as the ladder stage
 if [ "$stage" = first ]; then
-  TARGETS=gpt2bench_tests "$KIT/build.sh" true || exit 1
-  echo "gpu_session: built in ${SECONDS}s; $(left_s)s of the call left"
-  "$KIT/build.sh" build-cuda/gpt2bench doctor >"$OUT/doctor.txt" 2>&1
-  until_s=$((SECONDS + FIRST_TESTS_S))
-  run_until $((until_s - SECONDS)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='KernelsCuda.*' \
-    >"$OUT/kernels-cuda.log" 2>&1
-  echo "gpu_session: KernelsCuda.* exited $?"
-  grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/kernels-cuda.log"
-  run_until $((until_s - SECONDS)) "$KIT/build.sh" build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml \
-    --out "$OUT/kernels.json" >"$OUT/kernels.log" 2>&1
-  cat "$OUT/kernels.log"
+  build_with_tests
+  kernel_checks $((SECONDS + FIRST_TESTS_S))
 fi
 
 # ladder / resume / first: the run directory, and gpu-124m with the budget that fits what the build left of the call

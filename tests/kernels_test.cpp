@@ -363,7 +363,7 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
   ASSERT_EQ(C % kVec, 0);
   auto t = [&](std::vector<int64_t> shape) { return at::randn(shape).to(dtype); };
   const at::Tensor x = t({N, C}), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = t({N, C}), ds_out = t({N, C});
-  const kernels::DropoutMask drop{5, 8, kernels::keep_threshold(p), static_cast<float>(1.0 / (1.0 - p))};
+  const kernels::DropoutMask drop = p > 0 ? kernels::dropout_mask(p, 5, 8) : kernels::DropoutMask{};
   at::Tensor keep = at::zeros({N, C}, at::kBool);
   at::Tensor s = at::empty_like(x), y = at::empty_like(x), ds = at::empty_like(x), dr = at::empty_like(x),
              mean = at::empty({N}), rstd = at::empty({N});

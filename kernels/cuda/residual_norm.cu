@@ -48,16 +48,15 @@ template <typename T, int kVec, bool kDropout>
 __global__ void add_ln_forward_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
                                       const T* __restrict__ beta, T* __restrict__ s, T* __restrict__ y,
                                       float* __restrict__ mean, float* __restrict__ rstd, int64_t N, int64_t C,
-                                      float eps, at::PhiloxCudaState rng, uint32_t threshold, float scale,
+                                      float eps, at::PhiloxCudaState rng, DropoutMask drop,
                                       int64_t* __restrict__ rng_out) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= N) return;
   const int64_t base = row * C;
-  DropoutMask drop;
   if constexpr (kDropout) {
     const auto seeds = at::cuda::philox::unpack(rng);
-    drop = {std::get<0>(seeds), std::get<1>(seeds), threshold, scale};
+    drop.seed = std::get<0>(seeds), drop.offset = std::get<1>(seeds);
     if (row == 0 && lane == 0)  // for the backward, which draws the mask again
       rng_out[0] = static_cast<int64_t>(drop.seed), rng_out[1] = static_cast<int64_t>(drop.offset);
   }
@@ -73,16 +72,14 @@ __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __
                                        const T* __restrict__ s, const float* __restrict__ mean,
                                        const float* __restrict__ rstd, const T* __restrict__ gamma,
                                        T* __restrict__ ds, float* __restrict__ partial, int64_t N, int64_t C,
-                                       const int64_t* __restrict__ rng, uint32_t threshold, float scale,
-                                       T* __restrict__ dr) {
+                                       const int64_t* __restrict__ rng, DropoutMask drop, T* __restrict__ dr) {
   extern __shared__ float acc[];  // per warp: C sums for gamma's gradient, then C for beta's (lanes::acc_index)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* dg = acc + static_cast<int64_t>(warp) * 2 * C;
   float* db = dg + C;
   for (int64_t j = lane; j < C; j += 32) dg[j] = db[j] = 0.0f;
   __syncwarp();
-  DropoutMask drop;
-  if constexpr (kDropout) drop = {static_cast<uint64_t>(rng[0]), static_cast<uint64_t>(rng[1]), threshold, scale};
+  if constexpr (kDropout) drop.seed = static_cast<uint64_t>(rng[0]), drop.offset = static_cast<uint64_t>(rng[1]);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   const int64_t w = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   for (int64_t row = w; row < N; row += warps) {
@@ -102,6 +99,15 @@ __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __
     for (int k = 0; k < kWarpsPerBlock; ++k) v += acc[k * 2 * C + at];
     out[j] = v;
   }
+}
+
+// f(std::true_type) or f(std::false_type) as `on` says: a run-time flag made a kernel's template argument.
+template <class F>
+void on_flag(bool on, F&& f) {
+  if (on)
+    f(std::true_type{});
+  else
+    f(std::false_type{});
 }
 
 // Blocks of the backward kernel the whole GPU holds at once (CUDA's occupancy: its threads, registers and this
@@ -147,30 +153,23 @@ AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor
     const std::lock_guard<std::mutex> lock(gen->mutex_);
     rng = gen->philox_cuda_state(4);
   }
-  const uint32_t threshold = dropout ? keep_threshold(p) : 0;
-  const float scale = dropout ? static_cast<float>(1.0 / (1.0 - p)) : 1.0f;
+  const DropoutMask drop = dropout ? dropout_mask(p) : DropoutMask{};
   int64_t* rng_out = dropout ? f.rng.data_ptr<int64_t>() : nullptr;
   const auto blocks = static_cast<unsigned>((N + kWarpsPerBlock - 1) / kWarpsPerBlock);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "add_layer_norm_forward_cuda", [&] {
     const scalar_t *px = x.data_ptr<scalar_t>(), *pr = r.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>(),
                    *pb = beta.data_ptr<scalar_t>();
     scalar_t *ps = f.s.data_ptr<scalar_t>(), *py = f.y.data_ptr<scalar_t>();
-    auto launch = [&](auto vec, auto drop) {
-      add_ln_forward_kernel<scalar_t, decltype(vec)::value, decltype(drop)::value>
+    auto launch = [&](auto vec, auto with_dropout) {
+      add_ln_forward_kernel<scalar_t, decltype(vec)::value, decltype(with_dropout)::value>
           <<<blocks, kWarpsPerBlock * 32, 0, at::cuda::getCurrentCUDAStream()>>>(
               px, pr, pg, pb, ps, py, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), N, C, static_cast<float>(eps),
-              rng, threshold, scale, rng_out);
-    };
-    auto with_dropout = [&](auto vec) {
-      if (dropout)
-        launch(vec, std::true_type{});
-      else
-        launch(vec, std::false_type{});
+              rng, drop, rng_out);
     };
     if (packable<scalar_t>(C, {px, pr, pg, pb, ps, py}))
-      with_dropout(std::integral_constant<int, kPack<scalar_t>>{});
+      on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, kPack<scalar_t>>{}, d); });
     else
-      with_dropout(std::integral_constant<int, 1>{});
+      on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, 1>{}, d); });
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return f;
@@ -187,16 +186,15 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
   const bool dropout = f.rng.defined();
   at::Tensor dr = dropout ? at::empty_like(f.s) : ds;
   const int64_t* rng = dropout ? f.rng.data_ptr<int64_t>() : nullptr;
-  const uint32_t threshold = dropout ? keep_threshold(f.p) : 0;
-  const float scale = dropout ? static_cast<float>(1.0 / (1.0 - f.p)) : 1.0f;
+  const DropoutMask drop = dropout ? dropout_mask(f.p) : DropoutMask{};
   at::Tensor sums;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, f.s.scalar_type(), "add_layer_norm_backward_cuda", [&] {
     const scalar_t *po = ds_out.defined() ? ds_out.data_ptr<scalar_t>() : nullptr, *pdy = dy.data_ptr<scalar_t>(),
                    *ps = f.s.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>();
     scalar_t *pds = ds.data_ptr<scalar_t>(), *pdr = dr.data_ptr<scalar_t>();
-    auto launch = [&](auto vec, auto drop) {
+    auto launch = [&](auto vec, auto with_dropout) {
       constexpr int kVec = decltype(vec)::value;
-      constexpr bool kDropout = decltype(drop)::value;
+      constexpr bool kDropout = decltype(with_dropout)::value;
       // a warp per row, up to as many blocks as the GPU holds at once
       const int64_t blocks = std::clamp<int64_t>((N + kWarpsPerBlock - 1) / kWarpsPerBlock, 1,
                                                  resident_backward_blocks<scalar_t, kVec, kDropout>(smem, C));
@@ -204,20 +202,14 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
       add_ln_backward_kernel<scalar_t, kVec, kDropout><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
                                                          at::cuda::getCurrentCUDAStream()>>>(
           po, pdy, ps, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), pg, pds, partial.data_ptr<float>(), N, C,
-          rng, threshold, scale, pdr);
+          rng, drop, pdr);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       sums = at::sum(partial, 0);  // (2, C)
     };
-    auto with_dropout = [&](auto vec) {
-      if (dropout)
-        launch(vec, std::true_type{});
-      else
-        launch(vec, std::false_type{});
-    };
     if (packable<scalar_t>(C, {po ? po : pdy, pdy, ps, pg, pds, pdr}))
-      with_dropout(std::integral_constant<int, kPack<scalar_t>>{});
+      on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, kPack<scalar_t>>{}, d); });
     else
-      with_dropout(std::integral_constant<int, 1>{});
+      on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, 1>{}, d); });
   });
   return {ds, sums[0].to(gamma.scalar_type()), sums[1].to(beta.scalar_type()), dr};
 }
