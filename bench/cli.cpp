@@ -114,7 +114,9 @@ A case that fails (out of memory, a kernel's error) is printed and recorded, the
 command exits 1. GPT2BENCH_FAULT_KERNEL=<variant> (tests) makes that case fail so.
 
   --profile FILE   YAML run profile (model, batch, seed, device)
-  --out FILE       also write the timings as JSON (every round's time, the medians, the intervals)
+  --out FILE       also write the timings as JSON (every round's time, the medians, the intervals, the
+                   device and build); as RUN/kernels.json in a ladder's run directory, from the same
+                   device, `gpt2bench report` shows them beside that run's ladder (make ladder does so)
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
   --rounds N       rounds of turns (default 15)
 )";

@@ -11,7 +11,8 @@
 #                                   (SIGTERM: the finished rungs kept) if it runs on towards the limit; the run
 #                                   directory tarred into $OUT, ready for reports/reference/<device>/ as written
 #   scripts/gpu_session.sh first    a lease of 15 minutes in one call: the build with the tests, our kernels'
-#                                   tests (KernelsCuda.*, at most FIRST_TESTS_S) and timings (kernels.json), then
+#                                   tests (KernelsCuda.*, at most FIRST_TESTS_S) and timings (kernels.json, also
+#                                   put in the run directory), then
 #                                   the ladder stage on what the call has left; `resume` on the warm machine
 #                                   after it if the lease has 4 minutes left, else the next lease resumes
 #   scripts/gpu_session.sh resume   the newest runs/*-gpu-124m finished (gpt2bench ladder --resume): the rungs
@@ -136,6 +137,8 @@ echo "gpu_session: built in ${SECONDS}s; $run under a ${budget_min}-minute budge
 run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench ladder --profile "$profile" "${resume[@]}" "$@" 2>&1 |
   tee "$OUT/$stage.log"
 rc=${PIPESTATUS[0]}
+# first: the kernels' timings of this call into the run directory, where the report shows them beside the ladder
+[ "$stage" = first ] && [ -s "$OUT/kernels.json" ] && [ -d "$run" ] && cp "$OUT/kernels.json" "$run/kernels.json"
 [ -d "$run" ] && tar -czf "$OUT/$(basename "$run").tgz" "$run"
 case $rc in
 0) ;;

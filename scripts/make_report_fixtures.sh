@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates reports/tests/fixtures/ with the built gpt2bench: real tiny-model CPU runs (vocab 97,
-# T=16, C=32, 2 layers), 5 repetitions of 3 steps, their profile/ traces removed to keep them small.
+# T=16, C=32, 2 layers), 5 repetitions of 3 steps, their profile/ traces removed to keep them small; beside the
+# 5-variant ladder, `gpt2bench kernels` on the same model (kernels.json).
 # Use: scripts/make_report_fixtures.sh [build/gpt2bench]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +26,10 @@ run() {  # name profile [env]
   echo "wrote $out/$name"
 }
 run cpu_2threads ladder.yaml OMP_NUM_THREADS=2
+# our ops against what they replace, beside that ladder (the report's kernel table)
+(cd "$work" && OMP_NUM_THREADS=2 "$bin" kernels --profile ladder.yaml --rounds 5 --out "$out/cpu_2threads/kernels.json" \
+  >/dev/null 2>"$work/kernels.log") || { cat "$work/kernels.log"; exit 1; }
+echo "wrote $out/cpu_2threads/kernels.json"
 run cpu_1thread ladder.yaml OMP_NUM_THREADS=1
 run add_one add.yaml OMP_NUM_THREADS=2
 run leave_one_out loo.yaml OMP_NUM_THREADS=2

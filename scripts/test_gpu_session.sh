@@ -123,6 +123,8 @@ check "first: the kernels' timings under OUT" [ -s "$T/out/kernels.json" ]
 check "first: the ladder ran, logged" grep -q "ladder: done" "$T/out/first.log"
 check "first: not every _CUDA test (the tests stage's)" [ ! -f "$T/out/all-cuda.log" ]
 check "first: the run tarred" bash -c "ls '$T'/out/*-gpu-124m.tgz >/dev/null"
+check "first: the kernels' timings in the tarred run directory, as written" \
+  bash -c "tar -xzOf '$T'/out/*-gpu-124m.tgz --wildcards '*/kernels.json' | cmp - '$T/out/kernels.json'"
 # kernels' tests that hang are stopped at FIRST_TESTS_S and the ladder still runs, on the budget left
 rm -rf runs "$T/out" && mkdir "$T/out"
 out=$(OUT="$T/out" FAKE_KERNELS_HANG=1 GPU_SESSION_FIRST_TESTS_S=2 "$SCRIPT" first 2>&1); rc=$?

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/ladder/kernel_bench.h"
+#include "bench/ladder/run_dir.h"
+#include "bench/runtime/device.h"
 #include "helpers.h"
 
 namespace gpt2 {
@@ -61,6 +63,8 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   const auto doc = nlohmann::json::parse(test::read_text(d / "kernels.json"));
   EXPECT_EQ(doc["rounds"], 3);
   EXPECT_EQ(doc["device"]["type"], "cpu");
+  EXPECT_EQ(doc["build"]["cuda"], build_has_cuda());  // what made it, as a run's rungs.json says (the report shows it)
+  EXPECT_EQ(doc["build"]["git_sha"], git_sha());
   const std::vector<std::pair<std::string, size_t>> want = {
       {"fused_residual_norm", 2}, {"fused_gelu_backward", 3}, {"gelu_epilogues", 4}, {"fused_classifier", 2}};
   ASSERT_EQ(doc["cases"].size(), want.size());

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench/ladder/run_dir.h"
 #include "bench/measure/chunk_choice.h"
 #include "bench/runtime/device.h"
 #include "common/errors.h"
@@ -240,6 +241,7 @@ int run_kernel_bench(const KernelBenchOptions& o) {
     const nlohmann::json doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"batch", prof.batch}}},
                                 {"device", dev_json},
                                 {"torch", TORCH_VERSION},
+                                {"build", {{"torch", torch_version()}, {"cuda", build_has_cuda()}, {"git_sha", git_sha()}}},
                                 {"rounds", o.rounds},
                                 {"rule", "each side one forward + backward on the same inputs; rounds in turns; "
                                          "speedup: ratio = a side's median round time over ours; estimate, low, "

@@ -69,6 +69,7 @@ class Run:
     flop_shares: dict | None = None  # the baseline's flops.shares: blocks, lm_head, attention
     synthetic: str = ""  # a test fixture's own words on what in it is made up; "" for a real run
     measured: dict = field(default_factory=dict)  # rungs.json "measured": matmul_tflops, copy_bandwidth_gbs
+    kernels: dict | None = None  # kernels.json (gpt2bench kernels --out RUN/kernels.json): our ops against ATen's
 
     @property
     def device_name(self) -> str:
@@ -157,6 +158,31 @@ def _run_status(written: str, rungs: list[Rung]) -> str:
     return written
 
 
+def _load_kernels(d: Path, device: dict) -> dict | None:
+    """RUN/kernels.json, `gpt2bench kernels`' op-by-op timings, where the run directory has one; refused when it
+    was timed on another device than the run (its figures would be read as this device's)."""
+    path = d / "kernels.json"
+    if not path.exists():
+        return None
+    doc = _read_json(path)
+    cases, theirs = doc.get("cases"), doc.get("device")
+
+    def timed(c: dict) -> bool:
+        sides = c.get("sides")
+        return (isinstance(sides, list) and len(sides) == len(c.get("speedup", [])) + 1
+                and all(isinstance(s, dict) and "median_ms" in s and "name" in s for s in sides))
+
+    if not isinstance(theirs, dict) or not isinstance(cases, list) or not all(
+            isinstance(c, dict) and "variant" in c and ("error" in c or timed(c)) for c in cases):
+        raise ReportError(f"{path}: unexpected layout (a device, and cases each with a variant and an error or "
+                          "sides, ours first, and one speedup for each other side)")
+    if (theirs.get("name"), theirs.get("type")) != (device.get("name"), device.get("type")):
+        raise ReportError(f"{path}: timed on {theirs.get('name', '?')} ({theirs.get('type', '?')}), but the run "
+                          f"on {device.get('name', '?')} ({device.get('type', '?')}); a run directory's "
+                          "kernels.json must come from the run's device")
+    return doc
+
+
 def load_run(path: str | Path) -> Run:
     d = Path(path)
     if not d.is_dir():
@@ -216,6 +242,7 @@ def load_run(path: str | Path) -> Run:
             synthetic=rungs_doc.get("synthetic", ""),
             measured=rungs_doc.get("measured") or {},
             flop_shares=(rungs_doc["rungs"][0].get("flops", {}).get("shares") if rungs_doc["rungs"] else None),
+            kernels=_load_kernels(d, rungs_doc["device"]),
         )
     except (KeyError, TypeError) as e:
         raise ReportError(f"{d / 'rungs.json'}: unexpected layout (missing {e})") from e

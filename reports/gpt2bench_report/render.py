@@ -262,6 +262,50 @@ def eager_gaps(run: Run, rows_at_most: int = 25) -> list[tuple[str, list[list[st
     return out
 
 
+def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
+    """RUN/kernels.json as (title, table, notes): each of our ops against each thing it replaces, one forward +
+    backward alone (gpt2bench kernels), beside what the ladder's top+kept rung made of it for the whole step."""
+    k = run.kernels
+    if k is None:
+        return None
+    kept = {e.get("variant"): e for r in run.rungs if r.kept for e in r.kept}
+    rows = [["op (variant)", "shape", "ours ms", "against", "its ms", "ours Nx", "interval", "op alone",
+             "the step (top+kept)"]]
+    notes = []
+    for c in k["cases"]:
+        v = c["variant"]
+        step = kept.get(v)
+        step_cell = "-" if step is None else "kept" if step.get("kept") else f"not kept: {step.get('why', '')}"
+        if "error" in c:
+            rows.append([v, "-", "-", "-", "-", "-", "-", f"error: {_first_line(c['error'])}", step_cell])
+            continue
+        ours = c["sides"][0]
+        for side, x in zip(c["sides"][1:], c["speedup"]):
+            low, high = x.get("low"), x.get("high")
+            alone = ("-" if low is None or high is None else "ours faster" if low > 1 else "ours slower" if high < 1
+                     else "within noise")
+            rows.append([v, c.get("shape", ""), _fmt(ours["median_ms"], ".3f"), side["name"],
+                         _fmt(side["median_ms"], ".3f"), f"{side['median_ms'] / ours['median_ms']:.2f}x",
+                         "-" if low is None else f"{low:.2f}-{high:.2f}x ({100 * x.get('level', 0):.0f}%)", alone,
+                         step_cell])
+        if c.get("note"):
+            notes.append(f"{v}: {c['note']}")
+    d, build = k["device"], k.get("build", {})
+    title = (f"Our kernels op by op (kernels.json: gpt2bench kernels, profile {k.get('profile', {}).get('name', '?')}, "
+             f"{k.get('rounds', '?')} rounds in turns, torch {build.get('torch', k.get('torch', '?'))}, git "
+             f"{build.get('git_sha', '?')})")
+    notes.insert(0, "ours Nx: what it replaces, its median time over ours (> 1: ours is faster); interval: the "
+                 "Hodges-Lehmann interval of that ratio over every pair of rounds; op alone: ours faster or slower "
+                 "where the interval leaves out 1. The step: whether top+kept took the variant, judged on the whole "
+                 "step (a kernel is kept only where it beats what it replaces there).")
+    if d.get("type") == "cpu":
+        notes.insert(1, "On a CPU our ops run their ATen references (no CUDA kernels there): these figures say "
+                     "nothing of a GPU.")
+    if build.get("git_sha") and run.build.get("git_sha") and build["git_sha"] != run.build["git_sha"]:
+        notes.insert(1, f"kernels.json was built at {build['git_sha']}, the run at {run.build['git_sha']}.")
+    return title, rows, notes
+
+
 def device_table(runs: list[Run]) -> list[list[str]]:
     rows = [["run", "device", "type", "SMs / threads", "memory GiB", "torch", "git", "world size", "status"]]
     for run in runs:
@@ -396,6 +440,9 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
             md += [_md(reference_table(run)), ""]
             for title, rows in eager_gaps(run):
                 md += [f"**{title}**", "", _md(rows), ""]
+        if section := kernel_section(run):
+            ktitle, krows, knotes = section
+            md += [f"**{ktitle}**", "", _md(krows), ""] + [f"- {n}" for n in knotes] + [""]
         md += [f"- {n}" for n in notes] + [""]
         parts += [f"<h2>{html.escape(run.label)}: profile {html.escape(run.profile)}, plan {html.escape(run.plan)}</h2>",
                   _html_table(ladder_table(run))]
@@ -403,6 +450,10 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
             parts.append(_html_table(reference_table(run)))
             for title, rows in eager_gaps(run):
                 parts += [f"<p><b>{html.escape(title)}</b></p>", _html_table(rows)]
+        if section := kernel_section(run):
+            ktitle, krows, knotes = section
+            parts += [f"<p><b>{html.escape(ktitle)}</b></p>", _html_table(krows),
+                      "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in knotes) + "</ul>"]
         parts += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"]
         if errors := error_texts(run):
             md += ["<details><summary>Full error texts</summary>", ""]

@@ -17,7 +17,7 @@ from gpt2bench_report.load import device_groups, same_device
 from gpt2bench_report import charts
 from gpt2bench_report.__main__ import main
 from gpt2bench_report.generations import bound_by, cost_table, generations_table, times
-from gpt2bench_report.render import build_figures, eager_gaps, ladder_table
+from gpt2bench_report.render import build_figures, eager_gaps, kernel_section, ladder_table
 from gpt2bench_report.stats import against_previous, differs, drifts, mann_whitney_p
 
 ROOT = FIXTURES.parents[2]
@@ -551,11 +551,78 @@ def test_the_eager_gap_sets_each_reference_beside_its_cpp_rung_op_by_op(tmp_path
     assert "**Eager gap: " in md and "| aten::item | - | 31 | 0.000 | 2.000 | +2.000 |" in md
 
 
+def test_our_kernels_op_by_op_beside_what_the_step_kept(tmp_path):
+    # The fixture's kernels.json, as `gpt2bench kernels` wrote it beside the ladder: a row for each thing each of
+    # our ops replaces, its figures the file's.
+    doc = json.loads((FIXTURES / "cpu_2threads" / "kernels.json").read_text())
+    title, rows, notes = kernel_section(load_run(FIXTURES / "cpu_2threads"))
+    assert title.startswith("Our kernels op by op (kernels.json: gpt2bench kernels, profile fixture-ladder, 5 rounds")
+    assert rows[0][:6] == ["op (variant)", "shape", "ours ms", "against", "its ms", "ours Nx"]
+    want = [(c, s, x) for c in doc["cases"] for s, x in zip(c["sides"][1:], c["speedup"])]
+    assert [r[0] for r in rows[1:]] == [c["variant"] for c, _, _ in want]
+    assert {r[0] for r in rows[1:]} == {"fused_residual_norm", "fused_gelu_backward", "gelu_epilogues", "fused_classifier"}
+    for r, (c, s, x) in zip(rows[1:], want):
+        assert r[2] == f"{c['sides'][0]['median_ms']:.3f}" and r[3] == s["name"] and r[4] == f"{s['median_ms']:.3f}"
+        assert r[5] == f"{s['median_ms'] / c['sides'][0]['median_ms']:.2f}x"
+        assert r[6] == f"{x['low']:.2f}-{x['high']:.2f}x ({100 * x['level']:.0f}%)"
+        assert r[8] == "-"  # no top+kept rung in this ladder
+    assert any("ATen references" in n for n in notes)  # a CPU's figures say nothing of a GPU
+
+    # The verdict alone from the interval; the step's from the run's top+kept rung; a failed case and a note said.
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    k = json.loads((run_dir / "kernels.json").read_text())
+    by = {c["variant"]: c for c in k["cases"]}
+    by["fused_residual_norm"]["speedup"][0].update(low=1.2, high=1.5)
+    by["fused_classifier"]["speedup"][0].update(low=0.5, high=0.9)
+    by["fused_classifier"]["note"] = "fastest chunk: 64 tokens"
+    gelu = by["fused_gelu_backward"]
+    gelu["speedup"][0].update(low=0.9, high=1.1)
+    k["cases"][k["cases"].index(by["gelu_epilogues"])] = {"variant": "gelu_epilogues", "error": "CUDA error: out of memory\nmore"}
+    (run_dir / "kernels.json").write_text(json.dumps(k))
+    rungs = json.loads((run_dir / "rungs.json").read_text())
+    rungs["rungs"][-1]["kept"] = [{"variant": "fused_residual_norm", "kept": True},
+                                  {"variant": "fused_classifier", "kept": False, "why": "slower than the top"}]
+    (run_dir / "rungs.json").write_text(json.dumps(rungs))
+    _, rows, notes = kernel_section(load_run(run_dir))
+    first = {r[0]: r for r in reversed(rows[1:])}
+    assert first["fused_residual_norm"][7:] == ["ours faster", "kept"]
+    assert first["fused_classifier"][7:] == ["ours slower", "not kept: slower than the top"]
+    assert first["fused_gelu_backward"][7:] == ["within noise", "-"]
+    assert first["gelu_epilogues"][2:] == ["-", "-", "-", "-", "-", "error: CUDA error: out of memory", "-"]
+    assert "fused_classifier: fastest chunk: 64 tokens" in notes
+    md = (write_report([load_run(run_dir)], tmp_path / "report") / "report.md").read_text()
+    assert "**Our kernels op by op (kernels.json: gpt2bench kernels" in md
+    assert "| fused_classifier | " in md and "| ours slower | not kept: slower than the top |" in md
+
+
+def test_a_kernels_json_of_another_device_or_layout_is_refused(tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    k = json.loads((run_dir / "kernels.json").read_text())
+    k["device"].update(name="NVIDIA H100 80GB HBM3", type="cuda")
+    (run_dir / "kernels.json").write_text(json.dumps(k))
+    with pytest.raises(ReportError, match=r"run/kernels\.json: timed on NVIDIA H100 80GB HBM3 \(cuda\), but the run on "
+                                          r"AMD EPYC \(cpu\)"):
+        load_run(run_dir)
+    k = json.loads((FIXTURES / "cpu_2threads" / "kernels.json").read_text())
+    del k["cases"][0]["speedup"]
+    (run_dir / "kernels.json").write_text(json.dumps(k))
+    with pytest.raises(ReportError, match=r"run/kernels\.json: unexpected layout"):
+        load_run(run_dir)
+    (run_dir / "kernels.json").write_text("{")
+    with pytest.raises(ReportError, match=r"run/kernels\.json: not valid JSON"):
+        load_run(run_dir)
+    (run_dir / "kernels.json").unlink()
+    assert kernel_section(load_run(run_dir)) is None
+
+
 def _synthetic_gpu_run(tmp_path, name, device, bandwidth, scale):
     """A GPU run made from the CPU fixture for the Generations test: SYNTHETIC (tiny-model tok/s scaled per
     rung; the device facts from the project's datasheet rows), labelled as such in its directory name."""
     run_dir = tmp_path / f"synthetic-{name}"
     shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    (run_dir / "kernels.json").unlink()  # timed on the fixture's CPU: refused beside another device's run
     doc = json.loads((run_dir / "rungs.json").read_text())
     doc["device"].update({"type": "cuda", "name": device, "sm_count": 132, "total_memory": 85 * 10**9,
                           "driver_version": "580.95", "runtime_version": "13.0",
@@ -616,6 +683,7 @@ def _cpu_run(tmp_path, name, measured, fp32_rate, scale):
     "measured", None for a run older than it) and each rung's fp32 matmul rate; tok/s scaled per rung."""
     run_dir = tmp_path / name.replace(" ", "_")
     shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    (run_dir / "kernels.json").unlink()  # timed on the fixture's CPU: refused beside another device's run
     doc = json.loads((run_dir / "rungs.json").read_text())
     doc["device"]["name"] = name
     doc.pop("measured", None)
