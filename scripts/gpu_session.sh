@@ -19,7 +19,9 @@
 #                                   and references not done, under the same deadline. On a machine that went
 #                                   cold, untar the last call's tarball in the checkout and carry runs/<name>.
 # ladder and resume pass further arguments to gpt2bench ladder (e.g. --rung '^1[2-9]'). A warm machine reuses
-# the build; a cold one builds first (1.5-4 minutes), and the ladder's budget is what is left.
+# the build; a cold one builds first (1.5-4 minutes), and the ladder's budget is what is left. Carried binaries
+# (.device-prebuilt, scripts/prebuild_gpu.sh) are run instead of a build where they were built from the very files
+# here (their sources.sha256) and start here (gpt2bench doctor); else the build, with the reason said.
 # The call's clock (tests of this script set them): GPU_SESSION_LIMIT_S, the call's limit (600);
 # GPU_SESSION_STOP_S, how long before it gpt2bench is stopped (40: the stop, the tar and the way back);
 # GPU_SESSION_RESERVE_S, how long before it the budget ends (100: a rung at its floor, a reference's compile);
@@ -48,7 +50,44 @@ mkdir -p "$OUT"
 } >"$OUT/machine-$stage.txt"
 cat "$OUT/machine-$stage.txt"
 
-# The binaries run through the kit's build.sh (a no-op build, then its libraries' path: /tmp/deps).
+# The binaries, build-cuda/gpt2bench and build-cuda/gpt2bench_tests, run through "${RUN[@]}": the kit's build.sh
+# (a no-op build once built, then its libraries' path: /tmp/deps), or where the carried ones serve, env with that
+# path and libtorch's exported.
+PRE=.device-prebuilt
+RUN=("$KIT/build.sh")
+use_prebuilt() {
+  [ -x "$PRE/gpt2bench" ] && [ -x "$PRE/gpt2bench_tests" ] && [ -f "$PRE/build.txt" ] || return 1
+  if ! sha256sum --quiet -c "$PRE/sources.sha256" >"$OUT/prebuilt-check.txt" 2>&1; then
+    echo "gpu_session: $PRE was built from other sources ($(grep -c FAILED "$OUT/prebuilt-check.txt") of its" \
+      "files differ here, $OUT/prebuilt-check.txt): building here"
+    return 1
+  fi
+  local src
+  src=$(awk '$1 == "source_dir" { print $2 }' "$PRE/build.txt")
+  if [ -z "$src" ] || { [ -e "$src" ] && [ ! -L "$src" ]; }; then
+    echo "gpu_session: $PRE's source_dir '$src' is missing from build.txt or is a real folder here: building here"
+    return 1
+  fi
+  ln -sfn "$PWD" "$src"  # the paths compiled into the binaries (presets, the Python reference, gpt2bench) lead here
+  local deps=/tmp/deps f torch_lib
+  if [ ! -d $deps/usr ] && compgen -G "$KIT/debs/*.deb" >/dev/null; then  # as build.sh unpacks them
+    mkdir -p $deps && for f in "$KIT"/debs/*.deb; do dpkg -x "$f" $deps; done
+  fi
+  torch_lib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
+  export LD_LIBRARY_PATH=${torch_lib:+$torch_lib:}/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  mkdir -p build-cuda
+  cp "$PRE/gpt2bench" "$PRE/gpt2bench_tests" build-cuda/
+  if ! build-cuda/gpt2bench doctor >"$OUT/doctor.txt" 2>&1; then
+    echo "gpu_session: the carried gpt2bench does not start here ($(grep -m1 -iE 'error|not found' "$OUT/doctor.txt" ||
+      head -1 "$OUT/doctor.txt")): building here"
+    rm -f build-cuda/gpt2bench build-cuda/gpt2bench_tests
+    return 1
+  fi
+  RUN=(env)
+  echo "gpu_session: running the carried binaries ($(tr '\n' ' ' <"$PRE/build.txt")), no build"
+}
+use_prebuilt || true
+
 # run_until SECONDS CMD...: CMD, sent SIGTERM (its process group) after SECONDS, killed 10 s later; 124 when stopped
 run_until() {
   local s=$1; shift
@@ -58,6 +97,7 @@ run_until() {
 
 # The build with the test binary, and the doctor's report.
 build_with_tests() {
+  [ "${RUN[0]}" = env ] && return 0  # carried: built already, its doctor's report written
   TARGETS=gpt2bench_tests "$KIT/build.sh" true || exit 1
   echo "gpu_session: built in ${SECONDS}s; $(left_s)s of the call left"
   "$KIT/build.sh" build-cuda/gpt2bench doctor >"$OUT/doctor.txt" 2>&1
@@ -67,11 +107,11 @@ build_with_tests() {
 # at gpu-124m's shapes (seconds; kernels.json), both stopped at second UNTIL_S of the call; the first failure's exit.
 kernel_checks() {
   local until_s=$1 rc=0 one=0
-  run_until $((until_s - SECONDS)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='KernelsCuda.*' \
+  run_until $((until_s - SECONDS)) "${RUN[@]}" build-cuda/gpt2bench_tests --gtest_filter='KernelsCuda.*' \
     >"$OUT/kernels-cuda.log" 2>&1 || rc=$?
   echo "gpu_session: KernelsCuda.* exited $rc"
   grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/kernels-cuda.log"
-  run_until $((until_s - SECONDS)) "$KIT/build.sh" build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml \
+  run_until $((until_s - SECONDS)) "${RUN[@]}" build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml \
     --out "$OUT/kernels.json" >"$OUT/kernels.log" 2>&1 || one=$?
   cat "$OUT/kernels.log"
   [ $rc -ne 0 ] && return $rc
@@ -83,16 +123,16 @@ if [ "$stage" = tests ]; then
   rc=0
   kernel_checks $((LIMIT_S - STOP_S)) || rc=$?
   all=0
-  run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter='*_CUDA' \
+  run_until $(($(left_s) - STOP_S)) "${RUN[@]}" build-cuda/gpt2bench_tests --gtest_filter='*_CUDA' \
     >"$OUT/all-cuda.log" 2>&1 || all=$?
   grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/all-cuda.log"
   [ $all -ne 0 ] && rc=$all
   if [ $all -gt 128 ]; then  # a crash ends the process with the tests after it unrun: each test alone
     echo "gpu_session: the _CUDA tests crashed (exit $all); each alone, into each-cuda.log:"
-    for t in $("$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_list_tests --gtest_filter='*_CUDA' |
+    for t in $("${RUN[@]}" build-cuda/gpt2bench_tests --gtest_list_tests --gtest_filter='*_CUDA' |
       awk '/^[^ ]/ { suite = $1 } /^  / { print suite $1 }'); do
       one=0
-      run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench_tests --gtest_filter="$t" \
+      run_until $(($(left_s) - STOP_S)) "${RUN[@]}" build-cuda/gpt2bench_tests --gtest_filter="$t" \
         >>"$OUT/each-cuda.log" 2>&1 || one=$?
       case $one in 0) said=passed ;; 1) said=FAILED ;; 124) said="stopped at the call's deadline" ;; *) said="CRASHED (exit $one)" ;; esac
       echo "  $t: $said" | tee -a "$OUT/each-cuda.log"
@@ -124,7 +164,7 @@ else
   run="runs/$(date -u +%Y%m%d-%H%M%S)-gpu-124m"
   resume=(--out "$run")
 fi
-"$KIT/build.sh" true || exit 1
+[ "${RUN[0]}" = env ] || "$KIT/build.sh" true || exit 1
 budget_s=$(($(left_s) - RESERVE_S))
 [ "$budget_s" -ge 60 ] || {
   echo "gpu_session: the build left $(left_s)s of this call: too little for a ladder; call again (warm: no build)" >&2
@@ -134,7 +174,7 @@ budget_min=$(awk -v s="$budget_s" 'BEGIN { printf "%.1f", s / 60 }')
 profile="$OUT/gpu-124m-budget.yaml"
 { cat profiles/gpu-124m.yaml; echo "budget_minutes: $budget_min   # scripts/gpu_session.sh: what the call had left"; } >"$profile"
 echo "gpu_session: built in ${SECONDS}s; $run under a ${budget_min}-minute budget, stopped by $((LIMIT_S - STOP_S))s"
-run_until $(($(left_s) - STOP_S)) "$KIT/build.sh" build-cuda/gpt2bench ladder --profile "$profile" "${resume[@]}" "$@" 2>&1 |
+run_until $(($(left_s) - STOP_S)) "${RUN[@]}" build-cuda/gpt2bench ladder --profile "$profile" "${resume[@]}" "$@" 2>&1 |
   tee "$OUT/$stage.log"
 rc=${PIPESTATUS[0]}
 # first: the kernels' timings of this call into the run directory, where the report shows them beside the ladder

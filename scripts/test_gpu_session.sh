@@ -3,7 +3,8 @@
 # usage errors, a failing _CUDA test failing the stage with its line shown, a crash followed by each test alone,
 # the ladder stage's profile (gpu-124m with the budget the call has left) and tarred run directory under $OUT, a
 # ladder stopped before the call's deadline with its run kept and tarred, a call the build left too little of,
-# the resume stage, and the first stage (a 15-minute lease's one call: kernels' tests and timings, then the ladder).
+# the resume stage, the first stage (a 15-minute lease's one call: kernels' tests and timings, then the ladder), and
+# carried binaries (scripts/prebuild_gpu.sh) run with no build, or the build when they are another tree's or fail.
 set -u
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/gpu_session.sh"
 T=$(mktemp -d)
@@ -14,7 +15,7 @@ check() {  # check WHAT CONDITION...
   if "$@"; then :; else echo "FAIL: $what"; fail=1; fi
 }
 
-cd "$T" && mkdir -p checkout/.device-kit checkout/build-cuda checkout/profiles out && cd checkout
+cd "$T" && mkdir -p checkout/.device-kit checkout/build-cuda checkout/profiles out fakebuild && cd checkout
 out=$(OUT="$T/out" "$SCRIPT" 2>&1); rc=$?
 check "no stage: exit 2 with the usage" [ $rc -eq 2 ]
 check "no stage: usage shown" grep -q "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume|first" <<<"$out"
@@ -25,10 +26,15 @@ out=$(OUT="$T/out" "$SCRIPT" tests 2>&1); rc=$?
 check "no kit: exit 2" [ $rc -eq 2 ]
 check "no kit: said" grep -q "copy ../shared/device to .device-kit" <<<"$out"
 
-# the fakes: the kit's build.sh runs its command; the test binary fails one _CUDA test; gpt2bench ladder writes
-# a run directory
-printf '#!/bin/bash\n[ "$#" -gt 0 ] && exec "$@"\n' >.device-kit/build.sh
-cat >build-cuda/gpt2bench_tests <<'EOF'
+# the fakes: the kit's build.sh "builds" (puts the fake binaries in build-cuda/, logs the call) and runs its
+# command; the test binary fails one _CUDA test; gpt2bench ladder writes a run directory
+cat >.device-kit/build.sh <<EOF
+#!/bin/bash
+echo "\$*" >>"$T/build-calls"
+cp "$T"/fakebuild/* build-cuda/
+[ "\$#" -gt 0 ] && exec "\$@"
+EOF
+cat >"$T/fakebuild/gpt2bench_tests" <<'EOF'
 #!/bin/bash
 case "$*" in
 *--gtest_list_tests*) printf 'CudaTest.\n  Fine_CUDA\n  Crashes_CUDA\nKernelsCuda.\n  Kernel_CUDA\n'; exit 0 ;;
@@ -41,7 +47,7 @@ case "$*" in *KernelsCuda*) exit 0 ;; esac
 [ -n "${FAKE_CRASH:-}" ] && kill -SEGV $$
 echo "[  FAILED  ] CudaTest.Something_CUDA"; exit 1
 EOF
-cat >build-cuda/gpt2bench <<'EOF'
+cat >"$T/fakebuild/gpt2bench" <<'EOF'
 #!/bin/bash
 [ "$1" = doctor ] && { echo "doctor: fake"; exit 0; }
 [ "$1" = kernels ] && { echo '{"cases": []}' >"${@: -1}"; echo "kernels: fake timings"; exit 0; }
@@ -57,7 +63,7 @@ fi
 echo '{"status": "complete"}' >"$out/rungs.json"
 echo "ladder: done"
 EOF
-chmod +x .device-kit/build.sh build-cuda/gpt2bench_tests build-cuda/gpt2bench
+chmod +x .device-kit/build.sh "$T"/fakebuild/*
 printf 'name: gpu-124m\nbatch: 8\n' >profiles/gpu-124m.yaml
 
 out=$(OUT="$T/out" "$SCRIPT" tests 2>&1); rc=$?
@@ -134,5 +140,40 @@ check "first, hung tests: the ladder's budget is what they left (600 s less 2, l
   grep -qE "^budget_minutes: 8\.[2-3] " "$T/out/gpu-124m-budget.yaml"
 rm -rf runs
 
-[ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, a crash, the ladder's budget and tarball, the deadline, resume, first: ok"
+# first with carried binaries (scripts/prebuild_gpu.sh): built from these very files and starting here, they run
+# with no build, from build-cuda/ and with their compiled-in source folder linked here; else the build, said why
+mkdir -p .device-prebuilt && cp "$T"/fakebuild/* .device-prebuilt/
+sed -i 's/doctor: fake/doctor: carried/' .device-prebuilt/gpt2bench
+sha256sum profiles/gpu-124m.yaml >.device-prebuilt/sources.sha256
+printf 'source_dir %s\ngit 0123abc\ntorch 2.11.0+cu130\n' "$T/src" >.device-prebuilt/build.txt
+rm -rf runs build-cuda/* "$T/out" "$T/build-calls" && mkdir "$T/out"
+out=$(OUT="$T/out" "$SCRIPT" first 2>&1); rc=$?
+check "carried: exit 0" [ $rc -eq 0 ]
+check "carried: said, with what they are" grep -q "running the carried binaries (source_dir $T/src git 0123abc" <<<"$out"
+check "carried: no build" [ ! -e "$T/build-calls" ]
+check "carried: run from build-cuda/" cmp -s build-cuda/gpt2bench .device-prebuilt/gpt2bench
+check "carried: their doctor's report under OUT" grep -q "doctor: carried" "$T/out/doctor.txt"
+check "carried: their source folder leads here" [ "$(readlink "$T/src")" = "$PWD" ]
+check "carried: the kernels' tests and the ladder ran" \
+  bash -c "grep -q PASSED '$T/out/kernels-cuda.log' && grep -q 'ladder: done' '$T/out/first.log'"
+rm -rf runs "$T/out" && mkdir "$T/out"
+echo "# changed" >>profiles/gpu-124m.yaml
+out=$(OUT="$T/out" "$SCRIPT" first 2>&1); rc=$?
+check "carried, other sources: exit 0" [ $rc -eq 0 ]
+check "carried, other sources: said" grep -q "built from other sources (1 of its files differ here" <<<"$out"
+check "carried, other sources: built here" grep -q "^true" "$T/build-calls"
+check "carried, other sources: the build's binaries run" grep -q "doctor: fake" "$T/out/doctor.txt"
+sha256sum profiles/gpu-124m.yaml >.device-prebuilt/sources.sha256
+printf '#!/bin/bash\necho "gpt2bench: error while loading shared libraries: libtorch_cuda.so: cannot open shared object file"\nexit 127\n' \
+  >.device-prebuilt/gpt2bench
+rm -rf runs build-cuda/* "$T/out" "$T/build-calls" && mkdir "$T/out"
+out=$(OUT="$T/out" "$SCRIPT" first 2>&1); rc=$?
+check "carried, not starting: exit 0" [ $rc -eq 0 ]
+check "carried, not starting: said, with the loader's words" \
+  grep -q "the carried gpt2bench does not start here (gpt2bench: error while loading shared libraries" <<<"$out"
+check "carried, not starting: built here, and the build's binaries run" \
+  bash -c "grep -q '^true' '$T/build-calls' && grep -q 'doctor: fake' '$T/out/doctor.txt' && grep -q 'ladder: done' '$T/out/first.log'"
+rm -rf runs .device-prebuilt
+
+[ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, a crash, the ladder's budget and tarball, the deadline, resume, first, carried binaries: ok"
 exit $fail

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds here, with no GPU, the CUDA gpt2bench and its tests as the lent GPU machine would build them (torch
+# 2.11.0+cu130, the image's; sm_90; the Python reference run by `python3`), into .device-prebuilt/ for the GPU
+# runbook to carry: scripts/gpu_session.sh then runs them instead of building (1.5-4 minutes of a 15-minute lease
+# spent on nvcc and g++), where they were built from the very files it finds and they start there; else it builds.
+#
+# Use (a clean checkout: the binaries are HEAD's, the sha every run records):
+#   scripts/prebuild_gpu.sh       -> .device-prebuilt/{gpt2bench,gpt2bench_tests,sources.sha256,build.txt}
+# then carry .device-prebuilt with .device-kit. PREBUILD_TORCH_REQ picks another torch (the device's own).
+#
+# The sources are built in a clone at SRC, a fixed path: what the binaries find at run time through paths compiled
+# in (the model presets, the Python reference, the report step, the test binaries' paths to gpt2bench) is under it,
+# and on the GPU machine gpu_session.sh links SRC to its checkout and puts the binaries in build-cuda/.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+SRC=${PREBUILD_SRC:-/tmp/gpt2bench-prebuilt}
+OUTDIR=$root/.device-prebuilt
+TORCH_REQ=${PREBUILD_TORCH_REQ:-torch==2.11.0}
+venv=$root/.venv-prebuilt
+
+[ -z "$(git status --porcelain --untracked-files=no)" ] || {
+  echo "prebuild_gpu: the checkout has uncommitted changes; commit them first (the binaries must be HEAD's)" >&2
+  exit 2
+}
+command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || {
+  echo "prebuild_gpu: no nvcc (the CUDA toolkit at /usr/local/cuda): the kernels cannot be compiled here" >&2
+  exit 2
+}
+export PATH=/usr/local/cuda/bin:$PATH
+
+# The Debian packages and Google Benchmark's source (the CPU set-up's; idempotent), then torch as on the device.
+scripts/setup.sh cpu >/dev/null
+reqs="$TORCH_REQ"
+if [ "$(cat "$venv/.gpt2bench-requirements" 2>/dev/null)" != "$reqs" ]; then
+  echo "prebuild_gpu: installing $reqs into .venv-prebuilt (a CUDA wheel, several GB)"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q "$reqs" numpy >"$venv.log" 2>&1 || { tail -20 "$venv.log" >&2; exit 1; }
+  echo "$reqs" >"$venv/.gpt2bench-requirements"
+fi
+prefix=$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+torch_version=$("$venv/bin/python" -c 'import torch; print(torch.__version__)')
+
+rm -rf "$SRC"
+git clone -q "$root" "$SRC"
+[ -d third_party/benchmark-1.7.1 ] && mkdir -p "$SRC/third_party" && cp -r third_party/benchmark-1.7.1 "$SRC/third_party/"
+echo "prebuild_gpu: building $(git rev-parse --short=12 HEAD) against torch $torch_version in $SRC (about 15 minutes on 2 cores)"
+cmake -S "$SRC" -B "$SRC/build-cuda" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPT2BENCH_CUDA=ON \
+  -DTORCH_CUDA_ARCH_LIST=9.0 -DCMAKE_PREFIX_PATH="$prefix" -DPython3_EXECUTABLE=python3 >"$SRC/configure.log" 2>&1 ||
+  { tail -30 "$SRC/configure.log" >&2; exit 1; }
+cmake --build "$SRC/build-cuda" -j "$(nproc)" --target gpt2bench gpt2bench_tests >"$SRC/build.log" 2>&1 ||
+  { grep -m5 -A8 -i "error" "$SRC/build.log" >&2; exit 1; }
+
+rm -rf "$OUTDIR"
+mkdir -p "$OUTDIR"
+cp "$SRC/build-cuda/gpt2bench" "$SRC/build-cuda/gpt2bench_tests" "$OUTDIR/"
+(cd "$SRC" && git ls-files -z | xargs -0 sha256sum) >"$OUTDIR/sources.sha256"
+{
+  echo "source_dir $SRC"
+  echo "git $(git rev-parse HEAD)"
+  echo "torch $torch_version"
+  echo "built $(date -u +%FT%TZ) on $(uname -m), $(nvcc --version | grep release)"
+} >"$OUTDIR/build.txt"
+echo "prebuild_gpu: .device-prebuilt ready ($(du -sh "$OUTDIR" | cut -f1)); carry it with .device-kit"
