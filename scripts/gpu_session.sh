@@ -177,7 +177,7 @@ budget_s=$(($(left_s) - RESERVE_S))
 budget_min=$(awk -v s="$budget_s" 'BEGIN { printf "%.1f", s / 60 }')
 profile="$OUT/gpu-124m-budget.yaml"
 { cat profiles/gpu-124m.yaml; echo "budget_minutes: $budget_min   # scripts/gpu_session.sh: what the call had left"; } >"$profile"
-echo "gpu_session: built in ${SECONDS}s; $run under a ${budget_min}-minute budget, stopped by $((LIMIT_S - STOP_S))s"
+echo "gpu_session: ${SECONDS}s into the call; $run under a ${budget_min}-minute budget, stopped by $((LIMIT_S - STOP_S))s"
 run_until $(($(left_s) - STOP_S)) "${RUN[@]}" build-cuda/gpt2bench ladder --profile "$profile" "${resume[@]}" "$@" 2>&1 |
   tee "$OUT/$stage.log"
 rc=${PIPESTATUS[0]}

@@ -44,7 +44,7 @@ torch_version=$("$venv/bin/python" -c 'import torch; print(torch.__version__)')
 rm -rf "$SRC"
 git clone -q "$root" "$SRC"
 [ -d third_party/benchmark-1.7.1 ] && mkdir -p "$SRC/third_party" && cp -r third_party/benchmark-1.7.1 "$SRC/third_party/"
-echo "prebuild_gpu: building $(git rev-parse --short=12 HEAD) against torch $torch_version in $SRC (about 15 minutes on 2 cores)"
+echo "prebuild_gpu: building $(git -C "$SRC" rev-parse --short=12 HEAD) against torch $torch_version in $SRC (about 15 minutes on 2 cores)"
 cmake -S "$SRC" -B "$SRC/build-cuda" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPT2BENCH_CUDA=ON \
   -DTORCH_CUDA_ARCH_LIST=9.0 -DCMAKE_PREFIX_PATH="$prefix" -DPython3_EXECUTABLE=python3 >"$SRC/configure.log" 2>&1 ||
   { tail -30 "$SRC/configure.log" >&2; exit 1; }
@@ -57,7 +57,7 @@ cp "$SRC/build-cuda/gpt2bench" "$SRC/build-cuda/gpt2bench_tests" "$OUTDIR/"
 (cd "$SRC" && git ls-files -z | xargs -0 sha256sum) >"$OUTDIR/sources.sha256"
 {
   echo "source_dir $SRC"
-  echo "git $(git rev-parse HEAD)"
+  echo "git $(git -C "$SRC" rev-parse HEAD)"
   echo "torch $torch_version"
   echo "built $(date -u +%FT%TZ) on $(uname -m), $(nvcc --version | grep release)"
 } >"$OUTDIR/build.txt"
