@@ -4,7 +4,8 @@
 # the ladder stage's profile (gpu-124m with the budget the call has left) and tarred run directory under $OUT, a
 # ladder stopped before the call's deadline with its run kept and tarred, a call the build left too little of,
 # the resume stage, the first stage (a 15-minute lease's one call: kernels' tests and timings, then the ladder), and
-# carried binaries (scripts/prebuild_gpu.sh) run with no build, or the build when they are another tree's or fail.
+# carried binaries (scripts/prebuild_gpu.sh) run with no build, or the build when they are another tree's or fail;
+# prebuild_gpu.sh refusing a checkout with uncommitted changes.
 set -u
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/gpu_session.sh"
 T=$(mktemp -d)
@@ -174,6 +175,15 @@ check "carried, not starting: said, with the loader's words" \
 check "carried, not starting: built here, and the build's binaries run" \
   bash -c "grep -q '^true' '$T/build-calls' && grep -q 'doctor: fake' '$T/out/doctor.txt' && grep -q 'ladder: done' '$T/out/first.log'"
 rm -rf runs .device-prebuilt
+
+# prebuild_gpu.sh builds HEAD's binaries only: a checkout with uncommitted changes is refused before anything is done
+mkdir -p "$T/repo/scripts" && cp "$(dirname "$SCRIPT")/prebuild_gpu.sh" "$T/repo/scripts/" && cd "$T/repo"
+git init -q && git add -A && git -c user.name=t -c user.email=t@t commit -qm x && echo "# changed" >>scripts/prebuild_gpu.sh
+out=$(PREBUILD_SRC="$T/src2" scripts/prebuild_gpu.sh 2>&1); rc=$?
+check "prebuild, uncommitted changes: exit 2" [ $rc -eq 2 ]
+check "prebuild, uncommitted changes: said" grep -q "uncommitted changes; commit them first" <<<"$out"
+check "prebuild, uncommitted changes: nothing done" [ ! -e "$T/src2" -a ! -e .device-prebuilt -a ! -e .venv-prebuilt ]
+cd "$T/checkout"
 
 [ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, a crash, the ladder's budget and tarball, the deadline, resume, first, carried binaries: ok"
 exit $fail
