@@ -170,7 +170,8 @@ def _load_kernels(d: Path, device: dict) -> dict | None:
     def timed(c: dict) -> bool:
         sides = c.get("sides")
         return (isinstance(sides, list) and len(sides) == len(c.get("speedup", [])) + 1
-                and all(isinstance(s, dict) and "median_ms" in s and "name" in s for s in sides))
+                and all(isinstance(s, dict) and "name" in s and isinstance(s.get("median_ms"), (int, float))
+                        and s["median_ms"] > 0 for s in sides))
 
     if not isinstance(theirs, dict) or not isinstance(cases, list) or not all(
             isinstance(c, dict) and "variant" in c and ("error" in c or timed(c)) for c in cases):
