@@ -138,8 +138,8 @@ its FLOPs), and writes
 constexpr const char* kReportHelp = R"(usage: gpt2bench report RUN_DIR... --out DIR [--price NAME=USD ...]
 
 Reads each run directory (results.json, rungs.json, breakdown/, kernels.json where `gpt2bench kernels` wrote
-one there) and writes DIR/report.md, a self-contained
-DIR/report.html (charts embedded) and each chart as PNG and SVG: the ladder (tok/s, speedups over the previous
+one there) and writes DIR/report.md, a self-contained DIR/report.html (charts embedded) and each chart as PNG
+and SVG: the ladder (tok/s, speedups over the previous
 rung and the baseline, parity marks, noise and drift marks against the drift the run measured, the published
 seed-000 speedups labelled "published"), memory, MFU, per-phase time, add-one/leave-one-out ablations, the
 Python reference rungs beside their C++ rungs, our kernels op by op against what they replace, and
