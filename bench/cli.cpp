@@ -137,17 +137,16 @@ its FLOPs), and writes
 
 constexpr const char* kReportHelp = R"(usage: gpt2bench report RUN_DIR... --out DIR [--price NAME=USD ...]
 
-Reads each run directory (results.json, rungs.json, breakdown/, kernels.json where `gpt2bench kernels` wrote
-one there) and writes DIR/report.md, a self-contained DIR/report.html (charts embedded) and each chart as PNG
-and SVG: the ladder (tok/s, speedups over the previous
-rung and the baseline, parity marks, noise and drift marks against the drift the run measured, the published
-seed-000 speedups labelled "published"), memory, MFU, per-phase time, add-one/leave-one-out ablations, the
-Python reference rungs beside their C++ rungs, our kernels op by op against what they replace, and
-with several runs (e.g. GPU generations) the same rungs side by side, absolute and normalised to each run's
-baseline, and a Generations section: per-rung tok/s and the ratio to the first run's device, set against the
-devices' datasheet compute and bandwidth ratios, the devices' facts, and with --price (a run directory's or a
-device's name = $ per device-hour; no prices are built in) the cost per million tokens at each run's fastest
-rung.
+Reads each run directory (results.json, rungs.json, breakdown/, kernels.json where `gpt2bench kernels` wrote one
+there) and writes DIR/report.md, a self-contained DIR/report.html (charts embedded) and each chart as PNG and
+SVG: the ladder (tok/s, speedups over the previous rung and the baseline, parity marks, noise and drift marks
+against the drift the run measured, the published seed-000 speedups labelled "published"), memory, MFU,
+per-phase time, add-one/leave-one-out ablations, the Python reference rungs beside their C++ rungs, our kernels
+op by op against what they replace, and with several runs (e.g. GPU generations) the same rungs side by side,
+absolute and normalised to each run's baseline, and a Generations section: per-rung tok/s and the ratio to the
+first run's device, set against the devices' datasheet compute and bandwidth ratios, the devices' facts, and
+with --price (a run directory's or a device's name = $ per device-hour; no prices are built in) the cost per
+million tokens at each run's fastest rung.
 Runs the Python package in reports/ with the project's venv (GPT2BENCH_PYTHON overrides the interpreter).
 )";
 
