@@ -12,6 +12,11 @@
 # in (the model presets, the Python reference, the report step, the test binaries' paths to gpt2bench) is under it,
 # and on the GPU machine gpu_session.sh links SRC to its checkout and puts the binaries in build-cuda/.
 set -euo pipefail
+case "${1:-}" in
+"") ;;
+-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+*) echo "prebuild_gpu: no arguments expected, got '$1' (--help says what it does)" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 SRC=${PREBUILD_SRC:-/tmp/gpt2bench-prebuilt}

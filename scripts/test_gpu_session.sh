@@ -183,6 +183,13 @@ out=$(PREBUILD_SRC="$T/src2" scripts/prebuild_gpu.sh 2>&1); rc=$?
 check "prebuild, uncommitted changes: exit 2" [ $rc -eq 2 ]
 check "prebuild, uncommitted changes: said" grep -q "uncommitted changes; commit them first" <<<"$out"
 check "prebuild, uncommitted changes: nothing done" [ ! -e "$T/src2" -a ! -e .device-prebuilt -a ! -e .venv-prebuilt ]
+out=$(scripts/prebuild_gpu.sh --help 2>&1); rc=$?
+check "prebuild --help: exit 0" [ $rc -eq 0 ]
+check "prebuild --help: what it builds and how to carry it" \
+  bash -c 'grep -q "^Builds here, with no GPU" <<<"$0" && grep -q "carry .device-prebuilt" <<<"$0"' "$out"
+out=$(scripts/prebuild_gpu.sh --now 2>&1); rc=$?
+check "prebuild, an argument: exit 2" [ $rc -eq 2 ]
+check "prebuild, an argument: said" grep -q "got '--now'" <<<"$out"
 cd "$T/checkout"
 
 [ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, a crash, the ladder's budget and tarball, the deadline, resume, first, carried binaries: ok"
