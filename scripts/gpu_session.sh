@@ -51,10 +51,11 @@ mkdir -p "$OUT"
 cat "$OUT/machine-$stage.txt"
 
 # The binaries, build-cuda/gpt2bench and build-cuda/gpt2bench_tests, run through "${RUN[@]}": the kit's build.sh
-# (a no-op build once built, then its libraries' path: /tmp/deps), or where the carried ones serve, env with that
-# path and libtorch's exported.
+# (a no-op build once built, then its libraries' path: /tmp/deps), or where the carried ones serve (carried=true),
+# env with that path and libtorch's exported.
 PRE=.device-prebuilt
 RUN=("$KIT/build.sh")
+carried=false
 use_prebuilt() {
   [ -x "$PRE/gpt2bench" ] && [ -x "$PRE/gpt2bench_tests" ] && [ -f "$PRE/build.txt" ] || return 1
   if ! sha256sum --quiet -c "$PRE/sources.sha256" >"$OUT/prebuilt-check.txt" 2>&1; then
@@ -87,6 +88,7 @@ use_prebuilt() {
     rm -f build-cuda/gpt2bench build-cuda/gpt2bench_tests
     return 1
   fi
+  carried=true
   RUN=(env)
   echo "gpu_session: running the carried binaries ($(tr '\n' ' ' <"$PRE/build.txt")), no build"
 }
@@ -101,7 +103,7 @@ run_until() {
 
 # The build with the test binary, and the doctor's report.
 build_with_tests() {
-  [ "${RUN[0]}" = env ] && return 0  # carried: built already, its doctor's report written
+  $carried && return 0  # built already, its doctor's report written
   TARGETS=gpt2bench_tests "$KIT/build.sh" true || exit 1
   echo "gpu_session: built in ${SECONDS}s; $(left_s)s of the call left"
   "$KIT/build.sh" build-cuda/gpt2bench doctor >"$OUT/doctor.txt" 2>&1
@@ -168,7 +170,7 @@ else
   run="runs/$(date -u +%Y%m%d-%H%M%S)-gpu-124m"
   resume=(--out "$run")
 fi
-[ "${RUN[0]}" = env ] || "$KIT/build.sh" true || exit 1
+$carried || "$KIT/build.sh" true || exit 1
 budget_s=$(($(left_s) - RESERVE_S))
 [ "$budget_s" -ge 60 ] || {
   echo "gpu_session: the build left $(left_s)s of this call: too little for a ladder; call again (warm: no build)" >&2

@@ -240,7 +240,6 @@ int run_kernel_bench(const KernelBenchOptions& o) {
     to_json(dev_json, dev);
     const nlohmann::json doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"batch", prof.batch}}},
                                 {"device", dev_json},
-                                {"torch", TORCH_VERSION},
                                 {"build", {{"torch", torch_version()}, {"cuda", build_has_cuda()}, {"git_sha", git_sha()}}},
                                 {"rounds", o.rounds},
                                 {"rule", "each side one forward + backward on the same inputs; rounds in turns; "

@@ -271,7 +271,16 @@ def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
     kept = {e.get("variant"): e for r in run.rungs if r.kept for e in r.kept}
     rows = [["op (variant)", "shape", "ours ms", "against", "its ms", "ours Nx", "interval", "op alone",
              "the step (top+kept)"]]
-    notes = []
+    d, build = k["device"], k.get("build", {})
+    notes = ["ours Nx: what it replaces, its median time over ours (> 1: ours is faster); interval: the "
+             "Hodges-Lehmann interval of that ratio over every pair of rounds; op alone: ours faster or slower "
+             "where the interval leaves out 1. The step: whether top+kept took the variant, judged on the whole "
+             "step (a kernel is kept only where it beats what it replaces there)."]
+    if build.get("git_sha") and run.build.get("git_sha") and build["git_sha"] != run.build["git_sha"]:
+        notes.append(f"kernels.json was built at {build['git_sha']}, the run at {run.build['git_sha']}.")
+    if d.get("type") == "cpu":
+        notes.append("On a CPU our ops run their ATen references (no CUDA kernels there): these figures say "
+                     "nothing of a GPU.")
     for c in k["cases"]:
         v = c["variant"]
         step = kept.get(v)
@@ -290,19 +299,9 @@ def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
                          step_cell])
         if c.get("note"):
             notes.append(f"{v}: {c['note']}")
-    d, build = k["device"], k.get("build", {})
     title = (f"Our kernels op by op (kernels.json: gpt2bench kernels, profile {k.get('profile', {}).get('name', '?')}, "
-             f"{k.get('rounds', '?')} rounds in turns, torch {build.get('torch', k.get('torch', '?'))}, git "
+             f"{k.get('rounds', '?')} rounds in turns, torch {build.get('torch', '?')}, git "
              f"{build.get('git_sha', '?')})")
-    notes.insert(0, "ours Nx: what it replaces, its median time over ours (> 1: ours is faster); interval: the "
-                 "Hodges-Lehmann interval of that ratio over every pair of rounds; op alone: ours faster or slower "
-                 "where the interval leaves out 1. The step: whether top+kept took the variant, judged on the whole "
-                 "step (a kernel is kept only where it beats what it replaces there).")
-    if d.get("type") == "cpu":
-        notes.insert(1, "On a CPU our ops run their ATen references (no CUDA kernels there): these figures say "
-                     "nothing of a GPU.")
-    if build.get("git_sha") and run.build.get("git_sha") and build["git_sha"] != run.build["git_sha"]:
-        notes.insert(1, f"kernels.json was built at {build['git_sha']}, the run at {run.build['git_sha']}.")
     return title, rows, notes
 
 
