@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Builds here, with no GPU, the CUDA gpt2bench and its tests as the lent GPU machine would build them (torch
-# 2.11.0+cu130, the image's; sm_90; the Python reference run by `python3`), into .device-prebuilt/ for the GPU
-# runbook to carry: scripts/gpu_session.sh then runs them instead of building (1.5-4 minutes of a 15-minute lease
-# spent on nvcc and g++), where they were built from the very files it finds and they start there; else it builds.
+# Builds here, with no GPU, the CUDA gpt2bench and its tests as the lent GPU machine builds them: with the device
+# kit's own build.sh (its CMake configure, its Debian packages unpacked into /tmp/deps), against torch
+# 2.11.0+cu130 (the image's; its python3 first on PATH, as there), into .device-prebuilt/ for the GPU runbook to
+# carry: scripts/gpu_session.sh then runs them instead of building (1.5-4 minutes of a 15-minute lease spent on
+# nvcc and g++), where they were built from the very files it finds and they start there; else it builds.
 #
-# Use (a clean checkout: the binaries are HEAD's, the sha every run records):
+# Use (a clean checkout: the binaries are HEAD's, the sha every run records; the kit copied in, as for the lease):
+#   cp -r ../shared/device .device-kit
 #   scripts/prebuild_gpu.sh       -> .device-prebuilt/{gpt2bench,gpt2bench_tests,sources.sha256,build.txt}
 # then carry .device-prebuilt with .device-kit. PREBUILD_TORCH_REQ picks another torch (the device's own).
 #
 # The sources are built in a clone at SRC, a fixed path: what the binaries find at run time through paths compiled
 # in (the model presets, the Python reference, the report step, the test binaries' paths to gpt2bench) is under it,
-# and on the GPU machine gpu_session.sh links SRC to its checkout and puts the binaries in build-cuda/.
+# and on the GPU machine gpu_session.sh links SRC to its checkout and puts the binaries in build-cuda/. One
+# difference from the lent machine's build, on purpose: Google Benchmark from its source where scripts/setup.sh
+# fetched it (built Release), where the lent machine has only Debian's (built as DEBUG).
 set -euo pipefail
 case "${1:-}" in
 "") ;;
@@ -23,9 +27,14 @@ SRC=${PREBUILD_SRC:-/tmp/gpt2bench-prebuilt}
 OUTDIR=$root/.device-prebuilt
 TORCH_REQ=${PREBUILD_TORCH_REQ:-torch==2.11.0}
 venv=$root/.venv-prebuilt
+KIT=$root/.device-kit
 
 [ -z "$(git status --porcelain --untracked-files=no)" ] || {
   echo "prebuild_gpu: the checkout has uncommitted changes; commit them first (the binaries must be HEAD's)" >&2
+  exit 2
+}
+[ -x "$KIT/build.sh" ] || {
+  echo "prebuild_gpu: copy ../shared/device to .device-kit first (its build.sh builds here as on the lease)" >&2
   exit 2
 }
 command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || {
@@ -43,18 +52,14 @@ if [ "$(cat "$venv/.gpt2bench-requirements" 2>/dev/null)" != "$reqs" ]; then
   "$venv/bin/python" -m pip install -q "$reqs" numpy >"$venv.log" 2>&1 || { tail -20 "$venv.log" >&2; exit 1; }
   echo "$reqs" >"$venv/.gpt2bench-requirements"
 fi
-prefix=$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 torch_version=$("$venv/bin/python" -c 'import torch; print(torch.__version__)')
 
 rm -rf "$SRC"
 git clone -q "$root" "$SRC"
 [ -d third_party/benchmark-1.7.1 ] && mkdir -p "$SRC/third_party" && cp -r third_party/benchmark-1.7.1 "$SRC/third_party/"
-echo "prebuild_gpu: building $(git -C "$SRC" rev-parse --short=12 HEAD) against torch $torch_version in $SRC (about 15 minutes on 2 cores)"
-cmake -S "$SRC" -B "$SRC/build-cuda" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPT2BENCH_CUDA=ON \
-  -DTORCH_CUDA_ARCH_LIST=9.0 -DCMAKE_PREFIX_PATH="$prefix" -DPython3_EXECUTABLE=python3 >"$SRC/configure.log" 2>&1 ||
-  { tail -30 "$SRC/configure.log" >&2; exit 1; }
-cmake --build "$SRC/build-cuda" -j "$(nproc)" --target gpt2bench gpt2bench_tests >"$SRC/build.log" 2>&1 ||
-  { grep -m5 -A8 -i "error" "$SRC/build.log" >&2; exit 1; }
+echo "prebuild_gpu: building $(git -C "$SRC" rev-parse --short=12 HEAD) against torch $torch_version in $SRC with" \
+  "the kit's build.sh (about 10 minutes on 2 cores; its log: $SRC/device-build.log)"
+(cd "$SRC" && PATH="$venv/bin:$PATH" OUT="$SRC" TARGETS=gpt2bench_tests "$KIT/build.sh" true) >&2 || exit 1
 
 rm -rf "$OUTDIR"
 mkdir -p "$OUTDIR"

@@ -5,7 +5,7 @@
 # ladder stopped before the call's deadline with its run kept and tarred, a call the build left too little of,
 # the resume stage, the first stage (a 15-minute lease's one call: kernels' tests and timings, then the ladder), and
 # carried binaries (scripts/prebuild_gpu.sh) run with no build, or the build when they are another tree's or fail;
-# prebuild_gpu.sh refusing a checkout with uncommitted changes.
+# prebuild_gpu.sh refusing a checkout with uncommitted changes or without the kit, and building with the kit's build.sh.
 set -u
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/gpu_session.sh"
 T=$(mktemp -d)
@@ -190,6 +190,42 @@ check "prebuild --help: what it builds and how to carry it" \
 out=$(scripts/prebuild_gpu.sh --now 2>&1); rc=$?
 check "prebuild, an argument: exit 2" [ $rc -eq 2 ]
 check "prebuild, an argument: said" grep -q "got '--now'" <<<"$out"
+git checkout -q scripts/prebuild_gpu.sh
+out=$(PREBUILD_SRC="$T/src2" scripts/prebuild_gpu.sh 2>&1); rc=$?
+check "prebuild, no kit: exit 2" [ $rc -eq 2 ]
+check "prebuild, no kit: said" grep -q "copy ../shared/device to .device-kit first" <<<"$out"
+check "prebuild, no kit: nothing done" [ ! -e "$T/src2" -a ! -e .device-prebuilt ]
+
+# prebuild_gpu.sh builds with the kit's own build.sh (fake here: it logs how it was called and "builds"), in a
+# clone at the fixed path, with the device's torch's python3 first on PATH (a fake venv of plain files), and
+# leaves the binaries, the sums of the files they were built from and what they are
+mkdir -p .device-kit .venv-prebuilt/bin "$T/bin"
+cat >.device-kit/build.sh <<EOF
+#!/bin/bash
+echo "cwd=\$PWD python3=\$(command -v python3) targets=\${TARGETS:-} out=\${OUT:-} args=\$*" >>"$T/prebuild-calls"
+[ -n "\${FAKE_BUILD_FAILS:-}" ] && { echo "error: the fake build failed"; exit 1; }
+mkdir -p build-cuda && printf '#!/bin/sh\n' >build-cuda/gpt2bench && chmod +x build-cuda/gpt2bench &&
+  cp build-cuda/gpt2bench build-cuda/gpt2bench_tests
+[ "\$#" -gt 0 ] && exec "\$@"
+EOF
+printf '#!/bin/sh\necho 2.11.0+fake\n' >.venv-prebuilt/bin/python && cp .venv-prebuilt/bin/python .venv-prebuilt/bin/python3
+echo "torch==2.11.0" >.venv-prebuilt/.gpt2bench-requirements
+printf '#!/bin/sh\necho "Cuda compilation tools, release 13.0, fake"\n' >"$T/bin/nvcc"
+printf '#!/bin/sh\nexit 0\n' >scripts/setup.sh
+chmod +x .device-kit/build.sh .venv-prebuilt/bin/python .venv-prebuilt/bin/python3 "$T/bin/nvcc" scripts/setup.sh
+git add scripts/setup.sh && git -c user.name=t -c user.email=t@t commit -qm setup
+out=$(PATH="$T/bin:$PATH" PREBUILD_SRC="$T/src2" scripts/prebuild_gpu.sh 2>&1); rc=$?
+check "prebuild: exit 0" [ $rc -eq 0 ]
+check "prebuild: the kit's build.sh, once, in the clone, with the tests, its log there, the device's python3" \
+  grep -qx "cwd=$T/src2 python3=$T/repo/.venv-prebuilt/bin/python3 targets=gpt2bench_tests out=$T/src2 args=true" \
+  "$T/prebuild-calls"
+check "prebuild: the two binaries left" [ -x .device-prebuilt/gpt2bench -a -x .device-prebuilt/gpt2bench_tests ]
+check "prebuild: the sums of the files they were built from, true here" sha256sum --quiet -c .device-prebuilt/sources.sha256
+check "prebuild: what they are" bash -c "grep -qx 'source_dir $T/src2' .device-prebuilt/build.txt &&
+  grep -qx 'git $(git rev-parse HEAD)' .device-prebuilt/build.txt && grep -qx 'torch 2.11.0+fake' .device-prebuilt/build.txt"
+out=$(FAKE_BUILD_FAILS=1 PATH="$T/bin:$PATH" PREBUILD_SRC="$T/src2" scripts/prebuild_gpu.sh 2>&1); rc=$?
+check "prebuild, the build failing: exit 1" [ $rc -eq 1 ]
+check "prebuild, the build failing: the build's words shown" grep -q "error: the fake build failed" <<<"$out"
 cd "$T/checkout"
 
 [ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, a crash, the ladder's budget and tarball, the deadline, resume, first, carried binaries: ok"
