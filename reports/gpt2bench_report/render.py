@@ -262,6 +262,23 @@ def eager_gaps(run: Run, rows_at_most: int = 25) -> list[tuple[str, list[list[st
     return out
 
 
+def _kept_cell(e: dict) -> str:
+    """top+kept's verdict on one variant, short: kept or not, with the step's ratio (the variant's rung over the rung
+    it was compared with) and its interval, and the ratio over the top timed again after the extras; its reason
+    (rungs.json's `why`, a sentence) only where no ratio was recorded."""
+    said = "kept" if e.get("kept") else "not kept"
+    if "ratio" not in e:
+        return f"{said}: {e['why']}" if e.get("why") else said
+
+    def ratio(x: dict) -> str:
+        ri = x.get("interval")
+        return f"{x['ratio']:.2f}x" + (f" ({ri['low']:.2f}-{ri['high']:.2f}x)" if ri else "")
+
+    again = e.get("again") or {}
+    return (f"{said}: {ratio(e)} over {e.get('compared_with', '?')}"
+            + (f", {ratio(again)} over {again.get('rung', '?')}" if "ratio" in again else ""))
+
+
 def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
     """RUN/kernels.json as (title, table, notes): each of our ops against each thing it replaces, one forward +
     backward alone (gpt2bench kernels), beside what the ladder's top+kept rung made of it for the whole step."""
@@ -275,7 +292,8 @@ def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
     notes = ["ours Nx: what it replaces, its median time over ours (> 1: ours is faster); interval: the "
              "Hodges-Lehmann interval of that ratio over every pair of rounds; op alone: ours faster or slower "
              "where the interval leaves out 1. The step: whether top+kept took the variant, judged on the whole "
-             "step (a kernel is kept only where it beats what it replaces there)."]
+             "step (a kernel is kept only where it beats what it replaces there): the step's tok/s with it over "
+             "the rung it was compared with, and over the top timed again after the extras (intervals as above)."]
     if build.get("git_sha") and run.build.get("git_sha") and build["git_sha"] != run.build["git_sha"]:
         notes.append(f"kernels.json was built at {build['git_sha']}, the run at {run.build['git_sha']}.")
     if d.get("type") == "cpu":
@@ -284,7 +302,7 @@ def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
     for c in k["cases"]:
         v = c["variant"]
         step = kept.get(v)
-        step_cell = "-" if step is None else "kept" if step.get("kept") else f"not kept: {step.get('why', '')}"
+        step_cell = "-" if step is None else _kept_cell(step)
         if "error" in c:
             rows.append([v, "-", "-", "-", "-", "-", "-", f"error: {_first_line(c['error'])}", step_cell])
             continue
