@@ -18,6 +18,8 @@
 #   scripts/gpu_session.sh resume   the newest runs/*-gpu-124m finished (gpt2bench ladder --resume): the rungs
 #                                   and references not done, under the same deadline. On a machine that went
 #                                   cold, untar the last call's tarball in the checkout and carry runs/<name>.
+#                                   On another GPU model than the run's (gpt2bench refuses to resume it
+#                                   there): a new run on this one, said.
 # ladder and resume pass further arguments to gpt2bench ladder (e.g. --rung '^1[2-9]'). A warm machine reuses
 # the build; a cold one builds first (1.5-4 minutes), and the ladder's budget is what is left. Carried binaries
 # (.device-prebuilt, scripts/prebuild_gpu.sh) are run instead of a build where they were built from the very files
@@ -166,6 +168,15 @@ if [ "$stage" = resume ]; then
     exit 2
   }
   resume=(--resume "$run")
+  # a run is one device's: on another (a lease of the other kind) gpt2bench refuses to resume it, so a new run here
+  was=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["device"]["name"])' "$run/rungs.json" 2>/dev/null)
+  here=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  if [ -n "$was" ] && [ -n "$here" ] && [ "$was" != "$here" ]; then
+    echo "gpu_session: $run was run on $was, this is $here: a new run here instead (resume that one on a lease of" \
+      "its kind: the device tool's kind argument)"
+    run="runs/$(date -u +%Y%m%d-%H%M%S)-gpu-124m"
+    resume=(--out "$run")
+  fi
 else
   run="runs/$(date -u +%Y%m%d-%H%M%S)-gpu-124m"
   resume=(--out "$run")

@@ -115,6 +115,25 @@ check "resume: gpt2bench ladder --resume on the run" grep -qE -- "--resume runs/
 check "resume: its output logged" grep -q "ladder: done" "$T/out/resume.log"
 [ -n "$tgz" ] && check "resume: the run tarred again, finished" \
   bash -c "tar -xzOf '$tgz' --wildcards '*/rungs.json' | grep -q complete"
+
+# resume on a lease of the other kind: the run (an H100's) kept as it is, a new run on this device (an H200)
+rm -rf runs && mkdir -p runs/20261122-100000-gpu-124m "$T/smi"
+printf '{"device": {"name": "NVIDIA H100 80GB HBM3"}, "status": "interrupted"}\n' \
+  >runs/20261122-100000-gpu-124m/rungs.json
+printf '#!/bin/sh\necho "NVIDIA H200"\n' >"$T/smi/nvidia-smi" && chmod +x "$T/smi/nvidia-smi"
+out=$(PATH="$T/smi:$PATH" OUT="$T/out" "$SCRIPT" resume 2>&1); rc=$?
+check "resume on another device: exit 0" [ $rc -eq 0 ]
+check "resume on another device: said, with both" grep -q \
+  "runs/20261122-100000-gpu-124m was run on NVIDIA H100 80GB HBM3, this is NVIDIA H200: a new run here" <<<"$out"
+check "resume on another device: that run untouched" bash -c \
+  "[ ! -e runs/20261122-100000-gpu-124m/calls ] && grep -q interrupted runs/20261122-100000-gpu-124m/rungs.json"
+check "resume on another device: a new run here" \
+  bash -c "ls runs | grep -v 20261122-100000 | grep -q gpu-124m && grep -qE -- '--out runs/[0-9-]+-gpu-124m' runs/*/calls"
+rm -rf runs && mkdir -p runs/20261122-100000-gpu-124m
+printf '{"device": {"name": "NVIDIA H200"}, "status": "interrupted"}\n' >runs/20261122-100000-gpu-124m/rungs.json
+out=$(PATH="$T/smi:$PATH" OUT="$T/out" "$SCRIPT" resume 2>&1); rc=$?
+check "resume on the same device: resumed" \
+  grep -q -- "--resume runs/20261122-100000-gpu-124m" runs/20261122-100000-gpu-124m/calls
 rm -rf runs
 out=$(OUT="$T/out" "$SCRIPT" resume 2>&1); rc=$?
 check "resume with no run: exit 2" [ $rc -eq 2 ]

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "bench/ladder/run_dir.h"  // device_identity
 #include "helpers.h"
 
 namespace gpt2 {
@@ -152,6 +153,55 @@ TEST(Reliability, ResumeRefusesAnotherProfileOrNothingToResume) {
   EXPECT_NE(r.output.find("nothing to resume"), std::string::npos) << r.output;
   r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
   EXPECT_NE(r.output.find("or --resume it"), std::string::npos) << r.output;
+}
+
+// A run's ratios compare rungs and references timed on one device, and a lease may be an H100 and the next an
+// H200 (or a CPU session a Zen 3 and the next a Zen 4, both "AMD EPYC"): --resume refuses a run made on another
+// device, naming both, and leaves it untouched.
+TEST(Reliability, ResumeRefusesARunMadeOnAnotherDevice) {
+  test::TempDir d;
+  std::string body = kBody;
+  body.replace(body.find("steps: 300"), 10, "steps: 2");
+  const auto profile = test::write_tiny_profile(d, body);
+  ASSERT_EQ(test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run")).exit_code, 0);
+  auto rungs = load(d / "run/rungs.json");
+  const auto here = rungs["device"];
+  ASSERT_EQ(here["type"], "cpu");
+  const std::string this_is = "this is " + device_identity(here);
+
+  // the same device, total memory moved by a few KB (a CPU's MemTotal between boots): resumed
+  rungs["device"]["total_memory"] = here["total_memory"].get<int64_t>() - 8192;
+  test::write_text(d / "run/rungs.json", rungs.dump(2));
+  auto r = test::run_gpt2bench("ladder --resume " + (d / "run"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("5 of 5 rungs already complete"), std::string::npos) << r.output;
+
+  struct Case {
+    nlohmann::json device;
+    std::string said;
+  };
+  nlohmann::json zen3 = here, threads = here, h100 = {{"type", "cuda"}, {"name", "NVIDIA H100 80GB HBM3"},
+                                                     {"compute_capability", "9.0"}, {"sm_count", 132},
+                                                     {"driver_version", "580.159"}, {"runtime_version", "13.0"},
+                                                     {"world_size", 1}, {"total_memory", 85'000'000'000}};
+  zen3["cpu_model_id"] = "family 25 model 1 stepping 1";
+  threads["sm_count"] = here["sm_count"].get<int>() + 1;
+  for (const Case& c :
+       {Case{zen3, "(cpu, family 25 model 1 stepping 1, "},
+        Case{threads, ", " + std::to_string(here["sm_count"].get<int>() + 1) + " threads, 1 process(es))"},
+        Case{h100, "NVIDIA H100 80GB HBM3 (cuda, cc 9.0, 132 SMs, driver 580.159, CUDA runtime 13.0, 1 process(es))"}}) {
+    rungs["device"] = c.device;
+    test::write_text(d / "run/rungs.json", rungs.dump(2));
+    const auto before = test::read_text(d / "run/rungs.json");
+    r = test::run_gpt2bench("ladder --resume " + (d / "run"));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find("it was run on another device ("), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(c.said), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(this_is + "); its ratios compare rungs timed on one device: start a new --out"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(test::read_text(d / "run/rungs.json"), before);  // untouched
+  }
 }
 
 TEST(Reliability, DivergenceIsRecordedWithItsStepAndTheLadderGoesOn) {

@@ -965,7 +965,7 @@ int run_ladder(const LadderOptions& o) {
     return follower.follow(records);
   }
   const std::string build_id = gpt2::build_id();
-  Kept kept = resume_or_start(o.resume, o.out_dir, prof, records, build_id);
+  Kept kept = resume_or_start(o.resume, o.out_dir, prof, records, build_id, dev);
   resettle_kept(records, prof, dev);
   files::create_dirs(o.out_dir);
   // From here on Ctrl-C / SIGTERM stop the ladder cleanly: the rung in flight stops at its next

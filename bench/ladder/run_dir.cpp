@@ -64,8 +64,24 @@ std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& reco
   return buf;
 }
 
+std::string device_identity(const nlohmann::json& d) {
+  auto text = [&](const char* key) {
+    const auto it = d.find(key);
+    return it == d.end() ? std::string() : it->is_string() ? it->get<std::string>() : it->dump();
+  };
+  const bool cpu = text("type") == "cpu";
+  std::string s = text("name") + " (" + text("type");
+  if (cpu)
+    s += ", " + (text("cpu_model_id").empty() ? std::string("model not recorded") : text("cpu_model_id")) + ", " +
+         text("sm_count") + " threads";
+  else
+    s += ", cc " + text("compute_capability") + ", " + text("sm_count") + " SMs, driver " + text("driver_version") +
+         ", CUDA runtime " + text("runtime_version");
+  return s + ", " + text("world_size") + " process(es))";
+}
+
 Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& prof, std::vector<RungRecord>& records,
-                     const std::string& build_id) {
+                     const std::string& build_id, const DeviceInfo& dev) {
   Kept kept;
   if (!resume) {
     if (files::exists(files::join(out_dir, "results.json")))
@@ -80,6 +96,11 @@ Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& pro
   if (old.value("build_id", "") != build_id)
     throw std::runtime_error("cannot resume " + out_dir + ": it was run by another build (" +
                              old.value("build_id", "?") + ", this is " + build_id + "); start a new --out");
+  const std::string was = device_identity(old.value("device", nlohmann::json::object())),
+                    is = device_identity(nlohmann::json(dev));
+  if (was != is)
+    throw std::runtime_error("cannot resume " + out_dir + ": it was run on another device (" + was + ", this is " + is +
+                             "); its ratios compare rungs timed on one device: start a new --out");
   size_t n = 0;
   for (auto& r : records)
     for (const auto& j : old["rungs"])

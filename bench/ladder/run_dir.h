@@ -1,6 +1,7 @@
 // defines: the run directory's files and what --resume reads back — build_id, git_sha, torch_version (what
-//          made a run), fingerprint (what must match to resume it), Kept and resume_or_start (an earlier
-//          run's finished rungs and references), RunWriter (the one writer of rungs.json and results.json).
+//          made a run), fingerprint and device_identity (what must match to resume it), Kept and
+//          resume_or_start (an earlier run's finished rungs and references), RunWriter (the one writer of
+//          rungs.json and results.json).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "bench/ladder/results.h"
+#include "bench/runtime/device_info.h"
 #include "config/profile.h"
 
 namespace gpt2 {
@@ -22,6 +24,12 @@ std::string build_id();
 // What must match for --resume: the resolved rungs and the measurement settings (not the time budget).
 std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& records);
 
+// The device a run was made on, as rungs.json's `device` records it, in words: what --resume must find again,
+// since a run's ratios compare its rungs and references as timed on one device (a lease may be an H100 and the
+// next an H200). Name, type, CPU model, compute capability, SMs (a CPU's ATen threads), processes, driver and
+// CUDA runtime; not the memory total (a CPU's moves by a few KB between boots).
+std::string device_identity(const nlohmann::json& device);
+
 // What an earlier run in DIR leaves to this one: its complete rungs' Google Benchmark results.
 struct Kept {
   std::vector<nlohmann::json> benchmarks;
@@ -31,9 +39,10 @@ struct Kept {
 
 // --resume: the earlier run's finished rungs are kept (their rungs.json entries, restored into `records`,
 // and Google Benchmark results) and its finished references, provided the profile resolves to the same
-// rungs and the build is the same. Without it, DIR must not hold a run already.
+// rungs, the build is the same and so is the device (`dev`, device_identity). Without it, DIR must not hold a
+// run already.
 Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& prof, std::vector<RungRecord>& records,
-                     const std::string& build_id);
+                     const std::string& build_id, const DeviceInfo& dev);
 
 // The one writer of DIR/rungs.json and DIR/results.json, both rewritten atomically on every flush.
 class RunWriter {
