@@ -136,12 +136,18 @@ TEST(Reliability, AStopThatEndsAReferenceMarksItInterruptedAndResumeRunsIt) {
   EXPECT_EQ(again["references"][0], rungs["references"][0]);
 }
 
+// kBody at 2 steps a repetition in d/profile.yaml, and its finished run in d/run.
+void finished_run(test::TempDir& d, std::string& body, std::string& profile) {
+  body = kBody;
+  body.replace(body.find("steps: 300"), 10, "steps: 2");
+  profile = test::write_tiny_profile(d, body);
+  ASSERT_EQ(test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run")).exit_code, 0);
+}
+
 TEST(Reliability, ResumeRefusesAnotherProfileOrNothingToResume) {
   test::TempDir d;
-  std::string body = kBody;
-  body.replace(body.find("steps: 300"), 10, "steps: 2");
-  const auto profile = test::write_tiny_profile(d, body);
-  ASSERT_EQ(test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run")).exit_code, 0);
+  std::string body, profile;
+  ASSERT_NO_FATAL_FAILURE(finished_run(d, body, profile));
   const auto before = test::read_text(d / "run/rungs.json");
   test::write_text(d / "profile.yaml", body + "lr: 0.001\n");
   auto r = test::run_gpt2bench("ladder --resume " + (d / "run"));
@@ -160,10 +166,8 @@ TEST(Reliability, ResumeRefusesAnotherProfileOrNothingToResume) {
 // device, naming both, and leaves it untouched.
 TEST(Reliability, ResumeRefusesARunMadeOnAnotherDevice) {
   test::TempDir d;
-  std::string body = kBody;
-  body.replace(body.find("steps: 300"), 10, "steps: 2");
-  const auto profile = test::write_tiny_profile(d, body);
-  ASSERT_EQ(test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run")).exit_code, 0);
+  std::string body, profile;
+  ASSERT_NO_FATAL_FAILURE(finished_run(d, body, profile));
   auto rungs = load(d / "run/rungs.json");
   const auto here = rungs["device"];
   ASSERT_EQ(here["type"], "cpu");
