@@ -43,14 +43,19 @@ FIRST_TESTS_S=${GPU_SESSION_FIRST_TESTS_S:-90}
 SECONDS=0
 left_s() { echo $((LIMIT_S - SECONDS)); }
 mkdir -p "$OUT"
+# What comes back from OUT is at most 8 files (the device tool's limit; the rest are left out): so a stage writes
+# at most 6 there: machine-STAGE.txt (the machine's versions, the carried binaries' check, the doctor's report),
+# kernels.log and kernels.json, cuda-tests.log (tests), STAGE.log and the tarred run (ladder stages), and the
+# kit's device-build.log where it builds.
+M="$OUT/machine-$stage.txt"
 {
   date -u +%FT%TZ
   git rev-parse HEAD 2>/dev/null
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
   nvcc --version 2>&1 | grep release
-} >"$OUT/machine-$stage.txt"
-cat "$OUT/machine-$stage.txt"
+} >"$M"
+cat "$M"
 
 # The binaries, build-cuda/gpt2bench and build-cuda/gpt2bench_tests, run through "${RUN[@]}": the kit's build.sh
 # (a no-op build once built, then its libraries' path: /tmp/deps), or where the carried ones serve (carried=true),
@@ -60,9 +65,11 @@ RUN=("$KIT/build.sh")
 carried=false
 use_prebuilt() {
   [ -x "$PRE/gpt2bench" ] && [ -x "$PRE/gpt2bench_tests" ] && [ -f "$PRE/build.txt" ] || return 1
-  if ! sha256sum --quiet -c "$PRE/sources.sha256" >"$OUT/prebuilt-check.txt" 2>&1; then
-    echo "gpu_session: $PRE was built from other sources ($(grep -c FAILED "$OUT/prebuilt-check.txt") of its" \
-      "files differ here, $OUT/prebuilt-check.txt): building here"
+  local check doctor
+  if ! check=$(sha256sum --quiet -c "$PRE/sources.sha256" 2>&1); then
+    printf '== the carried binaries: built from other sources\n%s\n' "$check" >>"$M"
+    echo "gpu_session: $PRE was built from other sources ($(grep -c FAILED <<<"$check") of its files differ" \
+      "here: $M): building here"
     return 1
   fi
   local src
@@ -84,12 +91,14 @@ use_prebuilt() {
   export LD_LIBRARY_PATH=$libs:$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   mkdir -p build-cuda
   cp "$PRE/gpt2bench" "$PRE/gpt2bench_tests" build-cuda/
-  if ! build-cuda/gpt2bench doctor >"$OUT/doctor.txt" 2>&1; then
-    echo "gpu_session: the carried gpt2bench does not start here ($(grep -m1 -iE 'error|not found' "$OUT/doctor.txt" ||
-      head -1 "$OUT/doctor.txt")): building here"
+  if ! doctor=$(build-cuda/gpt2bench doctor 2>&1); then
+    printf '== the carried gpt2bench doctor: did not start\n%s\n' "$doctor" >>"$M"
+    echo "gpu_session: the carried gpt2bench does not start here ($(grep -m1 -iE 'error|not found' <<<"$doctor" ||
+      head -1 <<<"$doctor")): building here"
     rm -f build-cuda/gpt2bench build-cuda/gpt2bench_tests
     return 1
   fi
+  printf '== gpt2bench doctor (the carried binaries)\n%s\n' "$doctor" >>"$M"
   carried=true
   RUN=(env)
   echo "gpu_session: running the carried binaries ($(tr '\n' ' ' <"$PRE/build.txt")), no build"
@@ -108,20 +117,22 @@ build_with_tests() {
   $carried && return 0  # built already, its doctor's report written
   TARGETS=gpt2bench_tests "$KIT/build.sh" true || exit 1
   echo "gpu_session: built in ${SECONDS}s; $(left_s)s of the call left"
-  "$KIT/build.sh" build-cuda/gpt2bench doctor >"$OUT/doctor.txt" 2>&1
+  { echo "== gpt2bench doctor"; "$KIT/build.sh" build-cuda/gpt2bench doctor 2>&1; } >>"$M"
 }
 
 # kernel_checks UNTIL_S: our kernels' tests (KernelsCuda.*), then the kernels against what they replace, op by op,
-# at gpu-124m's shapes (seconds; kernels.json), both stopped at second UNTIL_S of the call; the first failure's exit.
+# at gpu-124m's shapes (seconds; kernels.json), both stopped at second UNTIL_S of the call, both logged in
+# kernels.log; the first failure's exit.
 kernel_checks() {
   local until_s=$1 rc=0 one=0
   run_until $((until_s - SECONDS)) "${RUN[@]}" build-cuda/gpt2bench_tests --gtest_filter='KernelsCuda.*' \
-    >"$OUT/kernels-cuda.log" 2>&1 || rc=$?
+    >"$OUT/kernels.log" 2>&1 || rc=$?
   echo "gpu_session: KernelsCuda.* exited $rc"
-  grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/kernels-cuda.log"
+  grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/kernels.log"
+  echo "== gpt2bench kernels" >>"$OUT/kernels.log"
   run_until $((until_s - SECONDS)) "${RUN[@]}" build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml \
-    --out "$OUT/kernels.json" >"$OUT/kernels.log" 2>&1 || one=$?
-  cat "$OUT/kernels.log"
+    --out "$OUT/kernels.json" 2>&1 | tee -a "$OUT/kernels.log"
+  one=${PIPESTATUS[0]}
   [ $rc -ne 0 ] && return $rc
   return $one
 }
@@ -132,18 +143,19 @@ if [ "$stage" = tests ]; then
   kernel_checks $((LIMIT_S - STOP_S)) || rc=$?
   all=0
   run_until $(($(left_s) - STOP_S)) "${RUN[@]}" build-cuda/gpt2bench_tests --gtest_filter='*_CUDA' \
-    >"$OUT/all-cuda.log" 2>&1 || all=$?
-  grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/all-cuda.log"
+    >"$OUT/cuda-tests.log" 2>&1 || all=$?
+  grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/cuda-tests.log"
   [ $all -ne 0 ] && rc=$all
   if [ $all -gt 128 ]; then  # a crash ends the process with the tests after it unrun: each test alone
-    echo "gpu_session: the _CUDA tests crashed (exit $all); each alone, into each-cuda.log:"
+    echo "gpu_session: the _CUDA tests crashed (exit $all); each alone, after them in cuda-tests.log:"
+    echo "== each _CUDA test alone" >>"$OUT/cuda-tests.log"
     for t in $("${RUN[@]}" build-cuda/gpt2bench_tests --gtest_list_tests --gtest_filter='*_CUDA' |
       awk '/^[^ ]/ { suite = $1 } /^  / { print suite $1 }'); do
       one=0
       run_until $(($(left_s) - STOP_S)) "${RUN[@]}" build-cuda/gpt2bench_tests --gtest_filter="$t" \
-        >>"$OUT/each-cuda.log" 2>&1 || one=$?
+        >>"$OUT/cuda-tests.log" 2>&1 || one=$?
       case $one in 0) said=passed ;; 1) said=FAILED ;; 124) said="stopped at the call's deadline" ;; *) said="CRASHED (exit $one)" ;; esac
-      echo "  $t: $said" | tee -a "$OUT/each-cuda.log"
+      echo "  $t: $said" | tee -a "$OUT/cuda-tests.log"
       [ $one -eq 124 ] && break
     done
   fi
@@ -188,7 +200,7 @@ budget_s=$(($(left_s) - RESERVE_S))
   exit 1
 }
 budget_min=$(awk -v s="$budget_s" 'BEGIN { printf "%.1f", s / 60 }')
-profile="$OUT/gpu-124m-budget.yaml"
+profile=$(mktemp --suffix=-gpu-124m.yaml)  # not under OUT (its files are few); rungs.json records the budget
 { cat profiles/gpu-124m.yaml; echo "budget_minutes: $budget_min   # scripts/gpu_session.sh: what the call had left"; } >"$profile"
 echo "gpu_session: ${SECONDS}s into the call; $run under a ${budget_min}-minute budget, stopped by $((LIMIT_S - STOP_S))s"
 run_until $(($(left_s) - STOP_S)) "${RUN[@]}" build-cuda/gpt2bench ladder --profile "$profile" "${resume[@]}" "$@" 2>&1 |

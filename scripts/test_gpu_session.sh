@@ -32,6 +32,7 @@ check "no kit: said" grep -q "copy ../shared/device to .device-kit" <<<"$out"
 cat >.device-kit/build.sh <<EOF
 #!/bin/bash
 echo "\$*" >>"$T/build-calls"
+echo "the build" >>"\${OUT:-/tmp}/device-build.log"  # as the kit's build.sh logs
 cp "$T"/fakebuild/* build-cuda/
 [ "\$#" -gt 0 ] && exec "\$@"
 EOF
@@ -70,22 +71,27 @@ printf 'name: gpu-124m\nbatch: 8\n' >profiles/gpu-124m.yaml
 out=$(OUT="$T/out" "$SCRIPT" tests 2>&1); rc=$?
 check "tests: a failing _CUDA test fails the stage" [ $rc -eq 1 ]
 check "tests: the failing test's line shown" grep -q "FAILED  \] CudaTest.Something_CUDA" <<<"$out"
-check "tests: logs under OUT" [ -s "$T/out/kernels-cuda.log" -a -s "$T/out/all-cuda.log" -a -s "$T/out/doctor.txt" ]
-check "tests: the machine's versions under OUT" [ -f "$T/out/machine-tests.txt" ]
-check "tests: no crash, no test run alone" [ ! -f "$T/out/each-cuda.log" ]
+check "tests: logs under OUT" [ -s "$T/out/kernels.log" -a -s "$T/out/cuda-tests.log" ]
+check "tests: the machine's versions and the doctor's report under OUT" \
+  bash -c "[ -s '$T/out/machine-tests.txt' ] && grep -q 'doctor: fake' '$T/out/machine-tests.txt'"
+check "tests: the kernels' tests and timings in one log" \
+  bash -c "grep -q 'PASSED' '$T/out/kernels.log' && grep -q 'kernels: fake timings' '$T/out/kernels.log'"
+check "tests: no crash, no test run alone" bash -c "! grep -q 'each _CUDA test alone' '$T/out/cuda-tests.log'"
 check "tests: the kernels' timings under OUT, and shown" [ -s "$T/out/kernels.json" ]
 check "tests: ... and shown" grep -q "kernels: fake timings" <<<"$out"
+rm -rf "$T/out" && mkdir "$T/out"
 out=$(OUT="$T/out" FAKE_CRASH=1 "$SCRIPT" tests 2>&1); rc=$?
 check "tests: a crash fails the stage" [ $rc -eq 1 ]
 check "tests: after a crash each test alone, the crashing one named" \
   grep -qE "^  CudaTest.Crashes_CUDA: CRASHED \(exit 139\)" <<<"$out"
-check "tests: ... and the ones that pass" grep -q "^  KernelsCuda.Kernel_CUDA: passed" "$T/out/each-cuda.log"
+check "tests: ... and the ones that pass" grep -q "^  KernelsCuda.Kernel_CUDA: passed" "$T/out/cuda-tests.log"
+check "tests, built, a crash: no more files under OUT than come back (8)" [ "$(find "$T/out" -type f | wc -l)" -le 8 ]
 
 out=$(OUT="$T/out" "$SCRIPT" ladder 2>&1); rc=$?
 check "ladder: exit 0" [ $rc -eq 0 ]
 check "ladder: its output logged" grep -q "ladder: done" "$T/out/ladder.log"
 check "ladder: gpu-124m with the budget a warm call leaves (600 s less 100, about 8.3 minutes)" \
-  grep -qE "^budget_minutes: 8\.[23] " "$T/out/gpu-124m-budget.yaml"
+  grep -qE "^budget_minutes: 8\.[23] " runs/*-gpu-124m/profile.yaml
 tgz=$(ls "$T"/out/*-gpu-124m.tgz 2>/dev/null | head -1)
 check "ladder: the run directory tarred under OUT" [ -n "$tgz" ]
 [ -n "$tgz" ] && check "ladder: the tarball holds rungs.json and the profile as run" \
@@ -144,10 +150,11 @@ rm -rf runs "$T/out" && mkdir "$T/out"
 out=$(OUT="$T/out" "$SCRIPT" first 2>&1); rc=$?
 check "first: exit 0" [ $rc -eq 0 ]
 check "first: the kernels' tests logged and their verdict shown" \
-  bash -c "[ -s '$T/out/kernels-cuda.log' ] && grep -q 'PASSED' <<<'$out'"
+  bash -c "grep -q PASSED '$T/out/kernels.log' && grep -q 'PASSED' <<<'$out'"
 check "first: the kernels' timings under OUT" [ -s "$T/out/kernels.json" ]
 check "first: the ladder ran, logged" grep -q "ladder: done" "$T/out/first.log"
-check "first: not every _CUDA test (the tests stage's)" [ ! -f "$T/out/all-cuda.log" ]
+check "first: not every _CUDA test (the tests stage's)" [ ! -f "$T/out/cuda-tests.log" ]
+check "first, built: no more files under OUT than come back (8)" [ "$(find "$T/out" -type f | wc -l)" -le 8 ]
 check "first: the run tarred" bash -c "ls '$T'/out/*-gpu-124m.tgz >/dev/null"
 check "first: the kernels' timings in the tarred run directory, as written" \
   bash -c "tar -xzOf '$T'/out/*-gpu-124m.tgz --wildcards '*/kernels.json' | cmp - '$T/out/kernels.json'"
@@ -157,7 +164,7 @@ out=$(OUT="$T/out" FAKE_KERNELS_HANG=1 GPU_SESSION_FIRST_TESTS_S=2 "$SCRIPT" fir
 check "first, hung tests: exit 0 (the ladder ran)" [ $rc -eq 0 ]
 check "first, hung tests: their stop said" grep -q "KernelsCuda.\* exited 124" <<<"$out"
 check "first, hung tests: the ladder's budget is what they left (600 s less 2, less 100)" \
-  grep -qE "^budget_minutes: 8\.[2-3] " "$T/out/gpu-124m-budget.yaml"
+  grep -qE "^budget_minutes: 8\.[2-3] " runs/*-gpu-124m/profile.yaml
 rm -rf runs
 
 # first with carried binaries (scripts/prebuild_gpu.sh): built from these very files and starting here, they run
@@ -172,17 +179,19 @@ check "carried: exit 0" [ $rc -eq 0 ]
 check "carried: said, with what they are" grep -q "running the carried binaries (source_dir $T/src git 0123abc" <<<"$out"
 check "carried: no build" [ ! -e "$T/build-calls" ]
 check "carried: run from build-cuda/" cmp -s build-cuda/gpt2bench .device-prebuilt/gpt2bench
-check "carried: their doctor's report under OUT" grep -q "doctor: carried" "$T/out/doctor.txt"
+check "carried: their doctor's report under OUT" grep -q "doctor: carried" "$T/out/machine-first.txt"
+check "carried: no more files under OUT than come back (8)" [ "$(find "$T/out" -type f | wc -l)" -le 8 ]
 check "carried: their source folder leads here" [ "$(readlink "$T/src")" = "$PWD" ]
 check "carried: the kernels' tests and the ladder ran" \
-  bash -c "grep -q PASSED '$T/out/kernels-cuda.log' && grep -q 'ladder: done' '$T/out/first.log'"
+  bash -c "grep -q PASSED '$T/out/kernels.log' && grep -q 'ladder: done' '$T/out/first.log'"
 rm -rf runs "$T/out" && mkdir "$T/out"
 echo "# changed" >>profiles/gpu-124m.yaml
 out=$(OUT="$T/out" "$SCRIPT" first 2>&1); rc=$?
 check "carried, other sources: exit 0" [ $rc -eq 0 ]
 check "carried, other sources: said" grep -q "built from other sources (1 of its files differ here" <<<"$out"
 check "carried, other sources: built here" grep -q "^true" "$T/build-calls"
-check "carried, other sources: the build's binaries run" grep -q "doctor: fake" "$T/out/doctor.txt"
+check "carried, other sources: the build's binaries run" grep -q "doctor: fake" "$T/out/machine-first.txt"
+check "carried, other sources: which, in the machine's file" grep -q "profiles/gpu-124m.yaml: FAILED" "$T/out/machine-first.txt"
 sha256sum profiles/gpu-124m.yaml >.device-prebuilt/sources.sha256
 printf '#!/bin/bash\necho "gpt2bench: error while loading shared libraries: libtorch_cuda.so: cannot open shared object file"\nexit 127\n' \
   >.device-prebuilt/gpt2bench
@@ -192,7 +201,7 @@ check "carried, not starting: exit 0" [ $rc -eq 0 ]
 check "carried, not starting: said, with the loader's words" \
   grep -q "the carried gpt2bench does not start here (gpt2bench: error while loading shared libraries" <<<"$out"
 check "carried, not starting: built here, and the build's binaries run" \
-  bash -c "grep -q '^true' '$T/build-calls' && grep -q 'doctor: fake' '$T/out/doctor.txt' && grep -q 'ladder: done' '$T/out/first.log'"
+  bash -c "grep -q '^true' '$T/build-calls' && grep -q 'doctor: fake' '$T/out/machine-first.txt' && grep -q 'ladder: done' '$T/out/first.log'"
 rm -rf runs .device-prebuilt
 
 # prebuild_gpu.sh builds HEAD's binaries only: a checkout with uncommitted changes is refused before anything is done
