@@ -27,7 +27,8 @@
 # The call's clock (tests of this script set them): GPU_SESSION_LIMIT_S, the call's limit (600);
 # GPU_SESSION_STOP_S, how long before it gpt2bench is stopped (40: the stop, the tar and the way back);
 # GPU_SESSION_RESERVE_S, how long before it the budget ends (100: a rung at its floor, a reference's compile);
-# GPU_SESSION_FIRST_TESTS_S, the first stage's bound on its kernels' tests and timings together (90).
+# GPU_SESSION_FIRST_TESTS_S, the first stage's bound on its kernels' tests and timings together (90);
+# GPU_SESSION_FILE_MAX_B, the most bytes a file under OUT may hold to come back (15 MiB: the tool's 16, less a margin).
 set -u
 stage=${1:-}
 case "$stage" in tests | ladder | resume | first) shift ;; *)
@@ -39,7 +40,7 @@ esac
 KIT=.device-kit
 [ -x "$KIT/build.sh" ] || { echo "gpu_session: copy ../shared/device to $KIT first (and carry it)" >&2; exit 2; }
 LIMIT_S=${GPU_SESSION_LIMIT_S:-600} STOP_S=${GPU_SESSION_STOP_S:-40} RESERVE_S=${GPU_SESSION_RESERVE_S:-100}
-FIRST_TESTS_S=${GPU_SESSION_FIRST_TESTS_S:-90}
+FIRST_TESTS_S=${GPU_SESSION_FIRST_TESTS_S:-90} FILE_MAX_B=${GPU_SESSION_FILE_MAX_B:-$((15 * 1024 * 1024))}
 SECONDS=0
 left_s() { echo $((LIMIT_S - SECONDS)); }
 mkdir -p "$OUT"
@@ -208,7 +209,20 @@ run_until $(($(left_s) - STOP_S)) "${RUN[@]}" build-cuda/gpt2bench ladder --prof
 rc=${PIPESTATUS[0]}
 # first: the kernels' timings of this call into the run directory, where the report shows them beside the ladder
 [ "$stage" = first ] && [ -s "$OUT/kernels.json" ] && [ -d "$run" ] && cp "$OUT/kernels.json" "$run/kernels.json"
-[ -d "$run" ] && tar -czf "$OUT/$(basename "$run").tgz" "$run"
+# The run directory tarred under OUT, without the reference rungs' token files (the data's first tokens, up to 8 MB
+# each, written again by each reference run); without the Chrome traces (breakdown/*.trace.json) too where with
+# them it would be over what a file under OUT may hold to come back.
+if [ -d "$run" ]; then
+  tgz="$OUT/$(basename "$run").tgz"
+  tar -czf "$tgz" --exclude='*.tokens' "$run"
+  if [ "$(stat -c %s "$tgz")" -gt "$FILE_MAX_B" ]; then
+    tar -czf "$tgz" --exclude='*.tokens' --exclude='*.trace.json' "$run"
+    echo "gpu_session: $(basename "$tgz") without the Chrome traces (breakdown/*.trace.json): with them it was over" \
+      "the $FILE_MAX_B bytes a file under OUT may hold to come back"
+  fi
+  [ "$(stat -c %s "$tgz")" -gt "$FILE_MAX_B" ] &&
+    echo "gpu_session: $(basename "$tgz") is still over $FILE_MAX_B bytes: it will not come back (see what it holds)"
+fi
 case $rc in
 0) ;;
 124 | 130) echo "gpu_session: $run stopped before its end, the finished rungs kept; next call: OUT=... scripts/gpu_session.sh resume" ;;

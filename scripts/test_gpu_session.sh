@@ -55,7 +55,9 @@ cat >"$T/fakebuild/gpt2bench" <<'EOF'
 [ "$1" = kernels ] && { echo '{"cases": []}' >"${@: -1}"; echo "kernels: fake timings"; exit 0; }
 args="$*"
 while [ $# -gt 0 ]; do case "$1" in --out | --resume) out=$2; shift ;; --profile) prof=$2; shift ;; esac; shift; done
-mkdir -p "$out" && cp "$prof" "$out/profile.yaml" && echo "$args" >>"$out/calls"
+mkdir -p "$out/reference" "$out/breakdown" && cp "$prof" "$out/profile.yaml" && echo "$args" >>"$out/calls"
+echo tokens >"$out/reference/ref_torch_eager_b8.tokens"  # as the reference rungs leave them
+head -c "${FAKE_TRACE_B:-100}" /dev/urandom >"$out/breakdown/00_baseline.trace.json"
 if [ -n "${FAKE_HANG:-}" ]; then  # a ladder that would run past the call: stopped by SIGTERM, keeping its rungs
   echo '{"status": "running"}' >"$out/rungs.json"
   trap 'echo "{\"status\": \"interrupted\"}" >"$out/rungs.json"; exit 130' TERM
@@ -96,6 +98,18 @@ tgz=$(ls "$T"/out/*-gpu-124m.tgz 2>/dev/null | head -1)
 check "ladder: the run directory tarred under OUT" [ -n "$tgz" ]
 [ -n "$tgz" ] && check "ladder: the tarball holds rungs.json and the profile as run" \
   bash -c "tar -tzf '$tgz' | grep -q 'rungs.json' && tar -xzOf '$tgz' --wildcards '*/profile.yaml' | grep -q 'name: gpu-124m'"
+[ -n "$tgz" ] && check "ladder: ... its traces, not the reference rungs' token files" \
+  bash -c "tar -tzf '$tgz' | grep -q 'trace.json' && ! tar -tzf '$tgz' | grep -q '[.]tokens'"
+# traces that would take the tarball over what a file under OUT may hold (here 50 kB) are left out of it, said
+rm -rf runs "$T/out" && mkdir "$T/out"
+out=$(OUT="$T/out" FAKE_TRACE_B=80000 GPU_SESSION_FILE_MAX_B=50000 "$SCRIPT" ladder 2>&1); rc=$?
+tgz=$(ls "$T"/out/*-gpu-124m.tgz 2>/dev/null | head -1)
+check "ladder, large traces: tarred without them, said" \
+  bash -c "[ -n '$tgz' ] && ! tar -tzf '$tgz' | grep -q 'trace.json' && tar -tzf '$tgz' | grep -q rungs.json" &&
+  grep -q "without the Chrome traces" <<<"$out"
+check "ladder, large traces: under the limit" [ "$(stat -c %s "$tgz")" -le 50000 ]
+out=$(OUT="$T/out" FAKE_TRACE_B=80000 GPU_SESSION_FILE_MAX_B=50 "$SCRIPT" ladder 2>&1); rc=$?
+check "ladder, a tarball over the limit anyway: said" grep -q "is still over 50 bytes: it will not come back" <<<"$out"
 
 # a cold machine's build that leaves less than a minute of budget: no ladder started
 rm -rf runs "$T/out" && mkdir "$T/out"
