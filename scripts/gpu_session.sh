@@ -28,7 +28,8 @@
 # GPU_SESSION_STOP_S, how long before it gpt2bench is stopped (40: the stop, the tar and the way back);
 # GPU_SESSION_RESERVE_S, how long before it the budget ends (100: a rung at its floor, a reference's compile);
 # GPU_SESSION_FIRST_TESTS_S, the first stage's bound on its kernels' tests and timings together (90);
-# GPU_SESSION_FILE_MAX_B, the most bytes a file under OUT may hold to come back (15 MiB: the tool's 16, less a margin).
+# GPU_SESSION_FILE_MAX_B, the most bytes a file under OUT may hold to come back (15 MiB: the tool's 16, less a margin);
+# GPU_SESSION_CHECKPOINT_S, how often the run is packed again under OUT while the ladder runs, if it changed (20).
 set -u
 stage=${1:-}
 case "$stage" in tests | ladder | resume | first) shift ;; *)
@@ -41,6 +42,7 @@ KIT=.device-kit
 [ -x "$KIT/build.sh" ] || { echo "gpu_session: copy ../shared/device to $KIT first (and carry it)" >&2; exit 2; }
 LIMIT_S=${GPU_SESSION_LIMIT_S:-600} STOP_S=${GPU_SESSION_STOP_S:-40} RESERVE_S=${GPU_SESSION_RESERVE_S:-100}
 FIRST_TESTS_S=${GPU_SESSION_FIRST_TESTS_S:-90} FILE_MAX_B=${GPU_SESSION_FILE_MAX_B:-$((15 * 1024 * 1024))}
+CHECKPOINT_S=${GPU_SESSION_CHECKPOINT_S:-20}
 SECONDS=0
 left_s() { echo $((LIMIT_S - SECONDS)); }
 mkdir -p "$OUT"
@@ -203,26 +205,50 @@ budget_s=$(($(left_s) - RESERVE_S))
 budget_min=$(awk -v s="$budget_s" 'BEGIN { printf "%.1f", s / 60 }')
 profile=$(mktemp --suffix=-gpu-124m.yaml)  # not under OUT (its files are few); rungs.json records the budget
 { cat profiles/gpu-124m.yaml; echo "budget_minutes: $budget_min   # scripts/gpu_session.sh: what the call had left"; } >"$profile"
+# pack [quiet]: the run directory tarred under OUT, with this call's kernels.json (first: where the report shows it
+# beside the ladder) and without the reference rungs' token files (the data's first tokens, up to 8 MB each, written
+# again by each reference run); without the Chrome traces (breakdown/*.trace.json) too where with them it would be
+# over what a file under OUT may hold to come back. Written beside it and renamed: the tarball there is always whole.
+pack() {
+  [ -d "$run" ] || return 0
+  [ "$stage" = first ] && [ -s "$OUT/kernels.json" ] && cp "$OUT/kernels.json" "$run/kernels.json"
+  local tgz part
+  tgz="$OUT/$(basename "$run").tgz" part="$OUT/$(basename "$run").part.tgz"
+  tar -czf "$part" --warning=no-file-changed --ignore-failed-read --exclude='*.tokens' "$run" 2>/dev/null
+  if [ "$(stat -c %s "$part")" -gt "$FILE_MAX_B" ]; then
+    tar -czf "$part" --warning=no-file-changed --ignore-failed-read --exclude='*.tokens' --exclude='*.trace.json' \
+      "$run" 2>/dev/null
+    [ -n "${1:-}" ] || echo "gpu_session: $(basename "$tgz") without the Chrome traces (breakdown/*.trace.json):" \
+      "with them it was over the $FILE_MAX_B bytes a file under OUT may hold to come back"
+  fi
+  mv -f "$part" "$tgz"
+  [ -n "${1:-}" ] || [ "$(stat -c %s "$tgz")" -le "$FILE_MAX_B" ] ||
+    echo "gpu_session: $(basename "$tgz") is still over $FILE_MAX_B bytes: it will not come back (see what it holds)"
+}
+# While the ladder runs, the run packed again (at the lowest CPU priority) whenever its rungs.json has changed, every
+# CHECKPOINT_S: a call ended before this script's own stop (less device time left than LIMIT_S, a lost machine)
+# still brings back the rungs finished by then.
+checkpoints() {
+  renice -n 19 "$BASHPID" >/dev/null 2>&1
+  trap 'kill "$!" 2>/dev/null; wait "$!"; exit 0' TERM  # the sleep too: nothing left running after the call
+  local last="" now
+  while sleep "$CHECKPOINT_S" & wait "$!"; do
+    now=$(stat -c %y "$run/rungs.json" 2>/dev/null) || continue
+    [ "$now" = "$last" ] && continue
+    last=$now
+    pack quiet
+  done
+}
+
 echo "gpu_session: ${SECONDS}s into the call; $run under a ${budget_min}-minute budget, stopped by $((LIMIT_S - STOP_S))s"
+checkpoints >/dev/null 2>&1 &
+checkpointing=$!
 run_until $(($(left_s) - STOP_S)) "${RUN[@]}" build-cuda/gpt2bench ladder --profile "$profile" "${resume[@]}" "$@" 2>&1 |
   tee "$OUT/$stage.log"
 rc=${PIPESTATUS[0]}
-# first: the kernels' timings of this call into the run directory, where the report shows them beside the ladder
-[ "$stage" = first ] && [ -s "$OUT/kernels.json" ] && [ -d "$run" ] && cp "$OUT/kernels.json" "$run/kernels.json"
-# The run directory tarred under OUT, without the reference rungs' token files (the data's first tokens, up to 8 MB
-# each, written again by each reference run); without the Chrome traces (breakdown/*.trace.json) too where with
-# them it would be over what a file under OUT may hold to come back.
-if [ -d "$run" ]; then
-  tgz="$OUT/$(basename "$run").tgz"
-  tar -czf "$tgz" --exclude='*.tokens' "$run"
-  if [ "$(stat -c %s "$tgz")" -gt "$FILE_MAX_B" ]; then
-    tar -czf "$tgz" --exclude='*.tokens' --exclude='*.trace.json' "$run"
-    echo "gpu_session: $(basename "$tgz") without the Chrome traces (breakdown/*.trace.json): with them it was over" \
-      "the $FILE_MAX_B bytes a file under OUT may hold to come back"
-  fi
-  [ "$(stat -c %s "$tgz")" -gt "$FILE_MAX_B" ] &&
-    echo "gpu_session: $(basename "$tgz") is still over $FILE_MAX_B bytes: it will not come back (see what it holds)"
-fi
+kill "$checkpointing" 2>/dev/null
+wait "$checkpointing" 2>/dev/null
+pack
 case $rc in
 0) ;;
 124 | 130) echo "gpu_session: $run stopped before its end, the finished rungs kept; next call: OUT=... scripts/gpu_session.sh resume" ;;

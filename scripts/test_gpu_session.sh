@@ -159,6 +159,20 @@ out=$(OUT="$T/out" "$SCRIPT" resume 2>&1); rc=$?
 check "resume with no run: exit 2" [ $rc -eq 2 ]
 check "resume with no run: what to carry said" grep -q "carry runs/<name>" <<<"$out"
 
+# a call ended from outside before the script's own stop (the device tool's limit where less device time was left,
+# a lost machine): the run as packed while the ladder ran is under OUT, whole
+rm -rf runs && mkdir -p "$T/out9"
+OUT="$T/out9" FAKE_HANG=1 GPU_SESSION_CHECKPOINT_S=1 setsid "$SCRIPT" ladder >/dev/null 2>&1 &
+pid=$!
+disown "$pid"  # its end not reported
+for _ in $(seq 50); do ls "$T"/out9/*-gpu-124m.tgz >/dev/null 2>&1 && break; sleep 0.2; done
+for p in /proc/[0-9]*; do  # the whole session killed, as the machine's end would: gpt2bench under timeout too
+  read -r _ _ _ _ _ sid _ <"$p/stat" 2>/dev/null && [ "$sid" = "$pid" ] && kill -KILL "${p#/proc/}" 2>/dev/null
+done
+killed=$(ls "$T"/out9/*-gpu-124m.tgz 2>/dev/null | head -1)
+check "killed from outside: the run as the ladder had it then, packed under OUT" \
+  bash -c "[ -n '$killed' ] && tar -xzOf '$killed' --wildcards '*/rungs.json' | grep -q running"
+
 # first: the kernels' tests (bounded), their timings, then the ladder on what is left, all in one call
 rm -rf runs "$T/out" && mkdir "$T/out"
 out=$(OUT="$T/out" "$SCRIPT" first 2>&1); rc=$?
