@@ -166,10 +166,29 @@ TEST(CuptiAggregation, KernelsLaunchedThroughTheDriverApiAreAttributed) {
   EXPECT_NEAR(phases_sum, total, 1e-12);  // every kernel and copy counted once
 }
 
+// That every op the profiled steps ran is inside one of the step's phases but the detach of the loss it returns
+// (the harness's, after the optimizer): counted, not timed — a time share fails whenever that microsecond op is
+// preempted (2 ms of a 10 ms step once, on 2 busy cores).
+void expect_phases_cover_the_step(const Breakdown& p, int steps) {
+  int outside = 0, inside = 0;
+  for (const auto& e : p.trace["traceEvents"]) {
+    if (e.value("cat", "") != "op") continue;
+    if (e["args"].value("phase", "").empty()) {
+      ++outside;
+      EXPECT_TRUE(e["name"] == "aten::detach" || e["name"] == "detach") << e.dump();
+    } else {
+      ++inside;
+    }
+  }
+  EXPECT_LE(outside, 2 * steps);  // aten::detach and the detach it calls, once a step
+  EXPECT_GT(inside, 100 * outside);
+  EXPECT_NEAR(p.summary.phase_events.count("other") ? p.summary.phase_events.at("other") : 0.0, outside / double(steps),
+              1e-9);
+}
+
 TEST(CpuProfiler, PhasesCoverTheStep) {
-  const Breakdown p = profile(tiny());
-  EXPECT_GE(p.summary.phase_coverage, 0.95);
-  EXPECT_LT(p.summary.phase_ms.count("other") ? p.summary.phase_ms.at("other") : 0.0, 0.05 * p.summary.step_ms);
+  const Breakdown p = profile(tiny(), 2);
+  expect_phases_cover_the_step(p, 2);
   EXPECT_NE(p.summary.attribution.find("top-level ATen op"), std::string::npos);
 }
 
@@ -178,10 +197,10 @@ TEST(CpuProfiler, AGraphRungIsProfiledThroughItsEagerTwin) {
   StepSpec s = tiny();
   s.optimizer.kind = OptimizerKind::kAdamwFused;
   s.executor = ExecutorKind::kCudaGraph;
-  const Breakdown p = profile(s);
+  const Breakdown p = profile(s, 2);
   EXPECT_NE(p.summary.attribution.find("eager pass of the same step"), std::string::npos) << p.summary.attribution;
   EXPECT_GT(p.summary.phase_ms.at("forward"), 0.0);
-  EXPECT_GE(p.summary.phase_coverage, 0.95);
+  expect_phases_cover_the_step(p, 2);
 }
 
 TEST(FlopCount, OpFlopsFromShapes) {
