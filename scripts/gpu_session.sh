@@ -48,8 +48,8 @@ left_s() { echo $((LIMIT_S - SECONDS)); }
 mkdir -p "$OUT"
 # What comes back from OUT is at most 8 files (the device tool's limit; the rest are left out): so a stage writes
 # at most 6 there: machine-STAGE.txt (the machine's versions, the carried binaries' check, the doctor's report),
-# kernels.log and kernels.json, cuda-tests.log (tests), STAGE.log and the tarred run (ladder stages), and the
-# kit's device-build.log where it builds.
+# kernels.log and kernels.json, cuda-tests.log (tests), STAGE.log and the tarred run (ladder stages; while it is
+# packed again, its .part.tgz beside it), and the kit's device-build.log where it builds.
 M="$OUT/machine-$stage.txt"
 {
   date -u +%FT%TZ
