@@ -180,6 +180,19 @@ TEST_F(CudaTest, DescribesTheDevice_CUDA) {
   EXPECT_GT(dev_.sm_count, 0);
   EXPECT_GT(dev_.total_memory, 0);
   EXPECT_FALSE(dev_.runtime_version.empty());
+  // the card's UUID as nvidia-smi has it, where nvidia-smi is there
+  const auto smi = test::run_command("nvidia-smi --query-gpu=uuid --format=csv,noheader -i " + dev_.pci_bus_id);
+  if (smi.exit_code == 0) {
+    EXPECT_EQ(smi.output.substr(0, smi.output.find('\n')), dev_.uuid) << smi.output;
+  }
+  EXPECT_EQ(dev_.uuid.rfind("GPU-", 0), 0u) << dev_.uuid;
+}
+
+// A card's UUID as nvidia-smi prints it (rungs.json's device.uuid and cards).
+TEST(Device, GpuUuidIsNvidiaSmisForm) {
+  unsigned char b[16];
+  for (int i = 0; i < 16; ++i) b[i] = static_cast<unsigned char>(i * 17);  // 00 11 22 ... ff
+  EXPECT_EQ(gpu_uuid(b), "GPU-00112233-4455-6677-8899-aabbccddeeff");
 }
 
 TEST_F(CudaTest, EventTimerTimesDeviceWork_CUDA) {

@@ -173,12 +173,16 @@ TEST(Reliability, ResumeRefusesARunMadeOnAnotherDevice) {
   ASSERT_EQ(here["type"], "cpu");
   const std::string this_is = "this is " + device_identity(here);
 
-  // the same device, total memory moved by a few KB (a CPU's MemTotal between boots): resumed
+  // the same device, total memory moved by a few KB (a CPU's MemTotal between boots), another card of the model
+  // (a lease is a fresh machine): resumed, the cards the run was timed on kept (this CPU adds none)
   rungs["device"]["total_memory"] = here["total_memory"].get<int64_t>() - 8192;
+  rungs["device"]["uuid"] = "GPU-00112233-4455-6677-8899-aabbccddeeff";
+  rungs["cards"] = {"GPU-00112233-4455-6677-8899-aabbccddeeff"};
   test::write_text(d / "run/rungs.json", rungs.dump(2));
   auto r = test::run_gpt2bench("ladder --resume " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("5 of 5 rungs already complete"), std::string::npos) << r.output;
+  EXPECT_EQ(load(d / "run/rungs.json")["cards"], rungs["cards"]);
 
   struct Case {
     nlohmann::json device;
@@ -206,6 +210,16 @@ TEST(Reliability, ResumeRefusesARunMadeOnAnotherDevice) {
         << r.output;
     EXPECT_EQ(test::read_text(d / "run/rungs.json"), before);  // untouched
   }
+}
+
+// The cards a run was timed on: the earlier sessions' and this one's GPU, each once, in order; a CPU adds none.
+TEST(Reliability, CardsARunWasTimedOn) {
+  const std::string a = "GPU-0a", b = "GPU-0b";
+  EXPECT_EQ(cards_with(nlohmann::json::array(), a), nlohmann::json({a}));
+  EXPECT_EQ(cards_with(nlohmann::json({a}), b), nlohmann::json({a, b}));
+  EXPECT_EQ(cards_with(nlohmann::json({a, b}), a), nlohmann::json({a, b}));
+  EXPECT_EQ(cards_with(nlohmann::json({a}), ""), nlohmann::json({a}));
+  EXPECT_EQ(cards_with(nlohmann::json(), ""), nlohmann::json::array());  // an older run's rungs.json: none
 }
 
 TEST(Reliability, DivergenceIsRecordedWithItsStepAndTheLadderGoesOn) {

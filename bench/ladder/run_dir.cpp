@@ -2,6 +2,7 @@
 
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -111,6 +112,7 @@ Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& pro
           if (b["run_name"].get<std::string>().rfind(r.plan.benchmark_name + "/", 0) == 0) kept.benchmarks.push_back(b);
       }
   kept.context = old_results["context"];
+  kept.cards = old.value("cards", nlohmann::json::array());
   for (const auto& ref : old.value("references", nlohmann::json::array()))
     if (ref.value("status", "") == "ok") kept.references.push_back(ref);
   std::cerr << "gpt2bench: resuming " << out_dir << ": " << n << " of " << records.size()
@@ -118,10 +120,18 @@ Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& pro
   return kept;
 }
 
+nlohmann::json cards_with(const nlohmann::json& earlier, const std::string& uuid) {
+  nlohmann::json cards = earlier.is_array() ? earlier : nlohmann::json::array();
+  if (!uuid.empty() && std::find(cards.begin(), cards.end(), uuid) == cards.end()) cards.push_back(uuid);
+  return cards;
+}
+
 RunWriter::RunWriter(const std::string& dir, nlohmann::json header, Kept kept)
     : rungs_path_(files::join(dir, "rungs.json")), results_path_(files::join(dir, "results.json")),
       doc_(std::move(header)), kept_(std::move(kept)) {
   doc_["references"] = kept_.references;
+  const nlohmann::json cards = cards_with(kept_.cards, doc_["device"].value("uuid", ""));
+  if (!cards.empty()) doc_["cards"] = cards;
 }
 
 void RunWriter::flush(const std::vector<RungRecord>& records, const std::string& status) {

@@ -35,7 +35,13 @@ struct Kept {
   std::vector<nlohmann::json> benchmarks;
   nlohmann::json context;
   nlohmann::json references = nlohmann::json::array();  // the reference rungs that finished (status ok)
+  nlohmann::json cards = nlohmann::json::array();       // the GPUs (UUIDs) its earlier sessions were timed on
 };
+
+// The cards a run has been timed on: the earlier sessions' (rungs.json's `cards`) and this one's `uuid` (a GPU's;
+// "" on a CPU adds none), each once, in order. More than one: a run resumed on another card (a lease is a fresh
+// machine), whose references may be compared with rungs timed on another card than theirs.
+nlohmann::json cards_with(const nlohmann::json& earlier, const std::string& uuid);
 
 // --resume: the earlier run's finished rungs are kept (their rungs.json entries, restored into `records`,
 // and Google Benchmark results) and its finished references, provided the profile resolves to the same

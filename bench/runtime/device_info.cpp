@@ -20,10 +20,22 @@ void to_json(nlohmann::json& j, const DeviceInfo& d) {
        {"runtime_version", d.runtime_version}, {"bf16", d.bf16}, {"tf32", d.tf32},
        {"flash_attention", d.flash_attention}, {"world_size", d.world_size}};
   if (!d.pci_bus_id.empty()) j["pci_bus_id"] = d.pci_bus_id;
+  if (!d.uuid.empty()) j["uuid"] = d.uuid;
   if (!d.cpu_model_id.empty()) j["cpu_model_id"] = d.cpu_model_id;
   if (!d.bf16_support.empty()) j["bf16_support"] = d.bf16_support;
   j["fp16"] = d.fp16;
   if (!d.fp16_support.empty()) j["fp16_support"] = d.fp16_support;
+}
+
+std::string gpu_uuid(const unsigned char (&bytes)[16]) {
+  static const char* hex = "0123456789abcdef";
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += hex[bytes[i] >> 4];
+    out += hex[bytes[i] & 15];
+  }
+  return out;
 }
 
 }  // namespace gpt2

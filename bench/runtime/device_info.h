@@ -21,6 +21,7 @@ struct DeviceInfo {
   int64_t total_memory = 0;        // bytes
   std::string driver_version, runtime_version;
   std::string pci_bus_id;          // CUDA: the device's PCI bus id (NVML finds it by that)
+  std::string uuid;                // CUDA: the card's UUID as nvidia-smi prints it (gpu_uuid), "" elsewhere
   std::string cpu_model_id;        // CPU: "family 25 model 1 stepping 1" (/proc/cpuinfo), "" elsewhere
   std::string bf16_support;        // CPU: "native (amx_bf16)", "native (avx512_bf16)" or "emulated (...)"
   bool bf16 = true;                // bf16 arithmetic supported
@@ -39,5 +40,7 @@ enum class ExecutorKind { kEager, kCudaGraph };
 std::string to_string(MathMode m);
 std::string to_string(ExecutorKind k);
 void to_json(nlohmann::json& j, const DeviceInfo& d);
+// A card's 16-byte UUID (cudaDeviceProp::uuid) as nvidia-smi prints it: "GPU-" and 8-4-4-4-12 hex digits.
+std::string gpu_uuid(const unsigned char (&bytes)[16]);
 
 }  // namespace gpt2

@@ -70,6 +70,7 @@ class Run:
     synthetic: str = ""  # a test fixture's own words on what in it is made up; "" for a real run
     measured: dict = field(default_factory=dict)  # rungs.json "measured": matmul_tflops, copy_bandwidth_gbs
     kernels: dict | None = None  # kernels.json (gpt2bench kernels --out RUN/kernels.json): our ops against ATen's
+    cards: list = field(default_factory=list)  # rungs.json's GPUs (UUIDs) the run was timed on: 2+ = resumed on another
 
     @property
     def device_name(self) -> str:
@@ -244,6 +245,7 @@ def load_run(path: str | Path) -> Run:
             measured=rungs_doc.get("measured") or {},
             flop_shares=(rungs_doc["rungs"][0].get("flops", {}).get("shares") if rungs_doc["rungs"] else None),
             kernels=_load_kernels(d, rungs_doc["device"]),
+            cards=list(rungs_doc.get("cards", [])),
         )
     except (KeyError, TypeError) as e:
         raise ReportError(f"{d / 'rungs.json'}: unexpected layout (missing {e})") from e

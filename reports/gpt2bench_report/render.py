@@ -106,6 +106,10 @@ def run_notes(run: Run) -> list[str]:
                      "distribution-free, at the coverage shown). The C++ rung is timed again right after each "
                      "reference: its two timings bracket the Python one, and a ratio that holds at both is not the "
                      "machine's drift between them. First step: torch.compile's compilation where compiled.")
+        if len(run.cards) > 1:
+            notes.append(f"this run was timed on {len(run.cards)} cards of one model ({', '.join(run.cards)}; "
+                         "resumed on another machine): a reference may have run on another card than its C++ rung, so "
+                         "its C++ / Python is across cards; the column \"C++ timed again after it\" is one card's.")
         scoped = [ref for ref in run.references if (ref.get("result") or {}).get("compile_scopes")]
         if scoped:
             notes.append("torch.compile both ways a user writes it, each timed, the faster the reference's tok/s: "

@@ -509,6 +509,16 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
     assert ("the model returning its loss (nanoGPT's; the loss inside the graph): ref_torch_compile at batch 8: "
             "model 950 tok/s, model_and_loss 1,000 tok/s (model_and_loss taken); ref_torch_compile at batch 32: "
             "model 960 tok/s, model_and_loss failed (OutOfMemoryError: CUDA out of memory.) (model taken).") in md
+    assert "cards of one model" not in md  # one card (here none: a CPU)
+
+    # A run resumed on another machine (a lease is a fresh one): its cards named, its ratios said to be across them
+    doc["cards"] = ["GPU-00112233-4455-6677-8899-aabbccddeeff", "GPU-ffeeddcc-bbaa-9988-7766-554433221100"]
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    md = (write_report([load_run(run_dir)], tmp_path / "report2") / "report.md").read_text()
+    assert ("this run was timed on 2 cards of one model (GPU-00112233-4455-6677-8899-aabbccddeeff, "
+            "GPU-ffeeddcc-bbaa-9988-7766-554433221100; resumed on another machine): a reference may have run on "
+            "another card than its C++ rung, so its C++ / Python is across cards; the column \"C++ timed again after "
+            "it\" is one card's.") in md
 
 
 def test_the_eager_gap_sets_each_reference_beside_its_cpp_rung_op_by_op(tmp_path):
