@@ -175,6 +175,7 @@ if [ "$stage" = first ]; then
 fi
 
 # ladder / resume / first: the run directory, and gpu-124m with the budget that fits what the build left of the call
+resume=()  # gpt2bench ladder's --resume RUN, or --out RUN for a new run
 if [ "$stage" = resume ]; then
   run=$(ls -dt runs/*-gpu-124m 2>/dev/null | head -1)
   [ -n "$run" ] && [ -f "$run/rungs.json" ] || {
@@ -189,10 +190,10 @@ if [ "$stage" = resume ]; then
   if [ -n "$was" ] && [ -n "$here" ] && [ "$was" != "$here" ]; then
     echo "gpu_session: $run was run on $was, this is $here: a new run here instead (resume that one on a lease of" \
       "its kind: the device tool's kind argument)"
-    run="runs/$(date -u +%Y%m%d-%H%M%S)-gpu-124m"
-    resume=(--out "$run")
+    resume=()
   fi
-else
+fi
+if [ "${#resume[@]}" -eq 0 ]; then  # ladder, first, or resume on another device: a new run
   run="runs/$(date -u +%Y%m%d-%H%M%S)-gpu-124m"
   resume=(--out "$run")
 fi
@@ -214,10 +215,10 @@ pack() {
   [ "$stage" = first ] && [ -s "$OUT/kernels.json" ] && cp "$OUT/kernels.json" "$run/kernels.json"
   local tgz part
   tgz="$OUT/$(basename "$run").tgz" part="$OUT/$(basename "$run").part.tgz"
-  tar -czf "$part" --warning=no-file-changed --ignore-failed-read --exclude='*.tokens' "$run" 2>/dev/null
+  tar_run() { tar -czf "$part" --warning=no-file-changed --ignore-failed-read --exclude='*.tokens' "$@" "$run" 2>/dev/null; }
+  tar_run
   if [ "$(stat -c %s "$part")" -gt "$FILE_MAX_B" ]; then
-    tar -czf "$part" --warning=no-file-changed --ignore-failed-read --exclude='*.tokens' --exclude='*.trace.json' \
-      "$run" 2>/dev/null
+    tar_run --exclude='*.trace.json'
     [ -n "${1:-}" ] || echo "gpu_session: $(basename "$tgz") without the Chrome traces (breakdown/*.trace.json):" \
       "with them it was over the $FILE_MAX_B bytes a file under OUT may hold to come back"
   fi

@@ -190,8 +190,8 @@ TEST_F(CudaTest, DescribesTheDevice_CUDA) {
 
 // A card's UUID as nvidia-smi prints it (rungs.json's device.uuid and cards).
 TEST(Device, GpuUuidIsNvidiaSmisForm) {
-  unsigned char b[16];
-  for (int i = 0; i < 16; ++i) b[i] = static_cast<unsigned char>(i * 17);  // 00 11 22 ... ff
+  char b[16];
+  for (int i = 0; i < 16; ++i) b[i] = static_cast<char>(i * 17);  // 00 11 22 ... ff
   EXPECT_EQ(gpu_uuid(b), "GPU-00112233-4455-6677-8899-aabbccddeeff");
 }
 

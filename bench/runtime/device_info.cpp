@@ -27,13 +27,14 @@ void to_json(nlohmann::json& j, const DeviceInfo& d) {
   if (!d.fp16_support.empty()) j["fp16_support"] = d.fp16_support;
 }
 
-std::string gpu_uuid(const unsigned char (&bytes)[16]) {
+std::string gpu_uuid(const char (&bytes)[16]) {
   static const char* hex = "0123456789abcdef";
   std::string out = "GPU-";
   for (int i = 0; i < 16; ++i) {
     if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
-    out += hex[bytes[i] >> 4];
-    out += hex[bytes[i] & 15];
+    const auto b = static_cast<unsigned char>(bytes[i]);
+    out += hex[b >> 4];
+    out += hex[b & 15];
   }
   return out;
 }

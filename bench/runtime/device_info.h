@@ -41,6 +41,6 @@ std::string to_string(MathMode m);
 std::string to_string(ExecutorKind k);
 void to_json(nlohmann::json& j, const DeviceInfo& d);
 // A card's 16-byte UUID (cudaDeviceProp::uuid) as nvidia-smi prints it: "GPU-" and 8-4-4-4-12 hex digits.
-std::string gpu_uuid(const unsigned char (&bytes)[16]);
+std::string gpu_uuid(const char (&bytes)[16]);
 
 }  // namespace gpt2

@@ -16,7 +16,6 @@
 #include <torch/csrc/cuda/nccl.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
-#include <cstring>
 #include <sstream>
 
 #include "bench/runtime/graph_capture.h"
@@ -49,9 +48,7 @@ DeviceInfo describe(int index) {
   d.driver_version = ver(driver);
   char bus[32] = {};
   if (cudaDeviceGetPCIBusId(bus, sizeof(bus), index) == cudaSuccess) d.pci_bus_id = bus;
-  unsigned char uuid[16];
-  std::memcpy(uuid, p.uuid.bytes, sizeof(uuid));
-  d.uuid = gpu_uuid(uuid);
+  d.uuid = gpu_uuid(p.uuid.bytes);
   d.runtime_version = ver(runtime);
   d.bf16 = p.major >= 8;             // bf16 tensor cores from Ampere
   d.tf32 = p.major >= 8;             // TF32 tensor cores from Ampere
