@@ -81,11 +81,17 @@ top in this run beyond noise (rungs.json's "kept" says which and why).
   --verbose        also print Google Benchmark's own console table (by default: one line per rung as it
                    ends, then the summary table)
   --resume DIR     finish an interrupted run in DIR: rungs already complete there (ok, skipped, diverged,
-                   oom) are kept, the rest run; refused if the profile resolves differently, the build
-                   differs or the device does (its model, SMs or threads, driver). Ctrl-C (SIGINT) or
-                   SIGTERM stops a ladder cleanly, keeping the finished rungs.
+                   oom, and an error that lost the device) are kept, the rest run; refused if the profile
+                   resolves differently, the build differs or the device does (its model, SMs or threads,
+                   driver). Ctrl-C (SIGINT) or SIGTERM stops a ladder cleanly, keeping the finished rungs.
   --nproc N        N local processes: rungs with the ddp variant run data-parallel on all of them
                    (c10d: Gloo on the CPU, NCCL on GPUs); the others on rank 0 alone. Rank 0 writes.
+
+Exit status: 0 no rung ended in an error (parity failures, divergence, oom are in the table); 1 a rung's
+error or a lost rank; 3 a rung left the device unusable (CUDA: a kernel's illegal address or device-side
+assert loses the process's context): the process ends at once, that rung recorded with its error
+("device_fault"), the rest left pending, and --resume DIR runs them in a new one; 130 stopped by a
+signal. GPT2BENCH_FAULT_DEVICE=<rung>[:free|:device] (tests) makes that rung fail so.
 )";
 
 constexpr const char* kDdpCheckHelp = R"(usage: gpt2bench ddp-check --profile FILE --out DIR [--steps K] [--batch B] [--nproc N]

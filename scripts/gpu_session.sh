@@ -8,11 +8,12 @@
 #                                   (after a crash, each _CUDA test alone: which ones crash)
 #   scripts/gpu_session.sh ladder   gpu-124m whole (its references, extra rungs and breakdown passes) under the
 #                                   time the call has left after the build, less a reserve; stopped cleanly
-#                                   (SIGTERM: the finished rungs kept) if it runs on towards the limit; the run
-#                                   directory tarred into $OUT, ready for reports/reference/<device>/ as written
+#                                   (SIGTERM: the finished rungs kept) if it runs on towards the limit; after a
+#                                   rung that lost the device (exit 3), the rest in a new process (--resume); the
+#                                   run directory tarred into $OUT, ready for reports/reference/<device>/ as written
 #   scripts/gpu_session.sh first    a lease of 15 minutes in one call: the build with the tests, our kernels'
-#                                   tests (KernelsCuda.*, at most FIRST_TESTS_S) and timings (kernels.json, also
-#                                   put in the run directory), then
+#                                   tests (KernelsCuda.*, and two device tests the ladder relies on) and timings
+#                                   (kernels.json, also put in the run directory), at most FIRST_TESTS_S, then
 #                                   the ladder stage on what the call has left; `resume` on the warm machine
 #                                   after it if the lease has 4 minutes left, else the next lease resumes
 #   scripts/gpu_session.sh resume   the newest runs/*-gpu-124m finished (gpt2bench ladder --resume): the rungs
@@ -29,7 +30,8 @@
 # GPU_SESSION_RESERVE_S, how long before it the budget ends (100: a rung at its floor, a reference's compile);
 # GPU_SESSION_FIRST_TESTS_S, the first stage's bound on its kernels' tests and timings together (90);
 # GPU_SESSION_FILE_MAX_B, the most bytes a file under OUT may hold to come back (15 MiB: the tool's 16, less a margin);
-# GPU_SESSION_CHECKPOINT_S, how often the run is packed again under OUT while the ladder runs, if it changed (20).
+# GPU_SESSION_CHECKPOINT_S, how often the run is packed again under OUT while the ladder runs, if it changed (20);
+# GPU_SESSION_ROUNDS, the most gpt2bench ladder processes a call starts, one more after each that lost the device (6).
 set -u
 stage=${1:-}
 case "$stage" in tests | ladder | resume | first) shift ;; *)
@@ -42,7 +44,7 @@ KIT=.device-kit
 [ -x "$KIT/build.sh" ] || { echo "gpu_session: copy ../shared/device to $KIT first (and carry it)" >&2; exit 2; }
 LIMIT_S=${GPU_SESSION_LIMIT_S:-600} STOP_S=${GPU_SESSION_STOP_S:-40} RESERVE_S=${GPU_SESSION_RESERVE_S:-100}
 FIRST_TESTS_S=${GPU_SESSION_FIRST_TESTS_S:-90} FILE_MAX_B=${GPU_SESSION_FILE_MAX_B:-$((15 * 1024 * 1024))}
-CHECKPOINT_S=${GPU_SESSION_CHECKPOINT_S:-20}
+CHECKPOINT_S=${GPU_SESSION_CHECKPOINT_S:-20} ROUNDS=${GPU_SESSION_ROUNDS:-6}
 SECONDS=0
 left_s() { echo $((LIMIT_S - SECONDS)); }
 mkdir -p "$OUT"
@@ -123,14 +125,16 @@ build_with_tests() {
   { echo "== gpt2bench doctor"; "$KIT/build.sh" build-cuda/gpt2bench doctor 2>&1; } >>"$M"
 }
 
-# kernel_checks UNTIL_S: our kernels' tests (KernelsCuda.*), then the kernels against what they replace, op by op,
-# at gpu-124m's shapes (seconds; kernels.json), both stopped at second UNTIL_S of the call, both logged in
-# kernels.log; the first failure's exit.
+# kernel_checks UNTIL_S: our kernels' tests (KernelsCuda.*) and two of the device's that the ladder relies on (its
+# description and UUID; lost_context after a fault and after an out-of-memory: seconds), then the kernels against
+# what they replace, op by op, at gpu-124m's shapes (seconds; kernels.json), both stopped at second UNTIL_S of the
+# call, both logged in kernels.log; the first failure's exit.
 kernel_checks() {
   local until_s=$1 rc=0 one=0
-  run_until $((until_s - SECONDS)) "${RUN[@]}" build-cuda/gpt2bench_tests --gtest_filter='KernelsCuda.*' \
+  run_until $((until_s - SECONDS)) "${RUN[@]}" build-cuda/gpt2bench_tests \
+    --gtest_filter='KernelsCuda.*:CudaTest.DescribesTheDevice_CUDA:CudaTest.AFaultLosesTheDevice*' \
     >"$OUT/kernels.log" 2>&1 || rc=$?
-  echo "gpu_session: KernelsCuda.* exited $rc"
+  echo "gpu_session: KernelsCuda.* and two device tests exited $rc"
   grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/kernels.log"
   echo "== gpt2bench kernels" >>"$OUT/kernels.log"
   run_until $((until_s - SECONDS)) "${RUN[@]}" build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml \
@@ -198,14 +202,18 @@ if [ "${#resume[@]}" -eq 0 ]; then  # ladder, first, or resume on another device
   resume=(--out "$run")
 fi
 $carried || "$KIT/build.sh" true || exit 1
-budget_s=$(($(left_s) - RESERVE_S))
-[ "$budget_s" -ge 60 ] || {
+profile=$(mktemp --suffix=-gpu-124m.yaml)  # not under OUT (its files are few); rungs.json records the budget
+# budget_profile: gpu-124m with the budget the call has left less the reserve, into $profile; 1 under a minute
+budget_profile() {
+  budget_s=$(($(left_s) - RESERVE_S))
+  [ "$budget_s" -ge 60 ] || return 1
+  budget_min=$(awk -v s="$budget_s" 'BEGIN { printf "%.1f", s / 60 }')
+  { cat profiles/gpu-124m.yaml; echo "budget_minutes: $budget_min   # scripts/gpu_session.sh: what the call had left"; } >"$profile"
+}
+budget_profile || {
   echo "gpu_session: the build left $(left_s)s of this call: too little for a ladder; call again (warm: no build)" >&2
   exit 1
 }
-budget_min=$(awk -v s="$budget_s" 'BEGIN { printf "%.1f", s / 60 }')
-profile=$(mktemp --suffix=-gpu-124m.yaml)  # not under OUT (its files are few); rungs.json records the budget
-{ cat profiles/gpu-124m.yaml; echo "budget_minutes: $budget_min   # scripts/gpu_session.sh: what the call had left"; } >"$profile"
 # pack [quiet]: the run directory tarred under OUT, with this call's kernels.json (first: where the report shows it
 # beside the ladder) and without the reference rungs' token files (the data's first tokens, up to 8 MB each, written
 # again by each reference run); without the Chrome traces (breakdown/*.trace.json) too where with them it would be
@@ -244,15 +252,27 @@ checkpoints() {
 echo "gpu_session: ${SECONDS}s into the call; $run under a ${budget_min}-minute budget, stopped by $((LIMIT_S - STOP_S))s"
 checkpoints >/dev/null 2>&1 &
 checkpointing=$!
-run_until $(($(left_s) - STOP_S)) "${RUN[@]}" build-cuda/gpt2bench ladder --profile "$profile" "${resume[@]}" "$@" 2>&1 |
-  tee "$OUT/$stage.log"
-rc=${PIPESTATUS[0]}
+: >"$OUT/$stage.log"
+# A rung that leaves the device unusable (gpt2bench ladder's exit 3: a kernel's illegal address loses the process's
+# CUDA context) ends its process; the rest in a new one (--resume keeps that rung as the error it was), while the
+# call has a minute of budget left, at most ROUNDS processes in all.
+for ((round = 1; ; round++)); do
+  run_until $(($(left_s) - STOP_S)) "${RUN[@]}" build-cuda/gpt2bench ladder --profile "$profile" "${resume[@]}" "$@" 2>&1 |
+    tee -a "$OUT/$stage.log"
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 3 ] && [ "$round" -lt "$ROUNDS" ] && budget_profile || break
+  echo "gpu_session: a rung left the device unusable (its error in $stage.log and rungs.json): the rest in a new" \
+    "process, --resume, under a ${budget_min}-minute budget"
+  resume=(--resume "$run")
+done
 kill "$checkpointing" 2>/dev/null
 wait "$checkpointing" 2>/dev/null
 pack
 case $rc in
 0) ;;
 124 | 130) echo "gpu_session: $run stopped before its end, the finished rungs kept; next call: OUT=... scripts/gpu_session.sh resume" ;;
+3) echo "gpu_session: $run: a rung left the device unusable, and no new process was started for the rest ($round" \
+  "processes, $(left_s)s of the call left); next call: OUT=... scripts/gpu_session.sh resume" ;;
 *) echo "gpu_session: gpt2bench ladder exited $rc (its log: $OUT/$stage.log)" ;;
 esac
 exit "$rc"

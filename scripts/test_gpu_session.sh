@@ -58,6 +58,12 @@ while [ $# -gt 0 ]; do case "$1" in --out | --resume) out=$2; shift ;; --profile
 mkdir -p "$out/reference" "$out/breakdown" && cp "$prof" "$out/profile.yaml" && echo "$args" >>"$out/calls"
 echo tokens >"$out/reference/ref_torch_eager_b8.tokens"  # as the reference rungs leave them
 head -c "${FAKE_TRACE_B:-100}" /dev/urandom >"$out/breakdown/00_baseline.trace.json"
+if [ "$(wc -l <"$out/calls")" -le "${FAKE_LOSE_DEVICE:-0}" ]; then  # a rung lost the device: this process ends
+  echo '{"status": "aborted"}' >"$out/rungs.json"
+  echo "ladder: a rung lost the device"
+  sleep "${FAKE_LOSE_AFTER_S:-0}"
+  exit 3
+fi
 if [ -n "${FAKE_HANG:-}" ]; then  # a ladder that would run past the call: stopped by SIGTERM, keeping its rungs
   echo '{"status": "running"}' >"$out/rungs.json"
   trap 'echo "{\"status\": \"interrupted\"}" >"$out/rungs.json"; exit 130' TERM
@@ -110,6 +116,27 @@ check "ladder, large traces: tarred without them, said" \
 check "ladder, large traces: under the limit" [ "$(stat -c %s "$tgz")" -le 50000 ]
 out=$(OUT="$T/out" FAKE_TRACE_B=80000 GPU_SESSION_FILE_MAX_B=50 "$SCRIPT" ladder 2>&1); rc=$?
 check "ladder, a tarball over the limit anyway: said" grep -q "is still over 50 bytes: it will not come back" <<<"$out"
+
+# a rung that lost the device (exit 3): the rest in a new process, --resume, with the budget then left
+rm -rf runs "$T/out" && mkdir "$T/out"
+out=$(OUT="$T/out" FAKE_LOSE_DEVICE=1 "$SCRIPT" ladder --rung x 2>&1); rc=$?
+check "lost device: exit 0 (the second process finished)" [ $rc -eq 0 ]
+check "lost device: said" grep -q "a rung left the device unusable .*: the rest in a new process" <<<"$out"
+check "lost device: a new run, then --resume on it, the arguments passed on to both" bash -c \
+  "head -1 runs/*-gpu-124m/calls | grep -qE -- '--out runs/[0-9-]+-gpu-124m --rung x' &&
+   sed -n 2p runs/*-gpu-124m/calls | grep -qE -- '--resume runs/[0-9-]+-gpu-124m --rung x' && [ \$(wc -l <runs/*-gpu-124m/calls) -eq 2 ]"
+check "lost device: both processes in the log" \
+  bash -c "grep -q 'ladder: a rung lost the device' '$T/out/ladder.log' && grep -q 'ladder: done' '$T/out/ladder.log'"
+check "lost device: the finished run tarred" \
+  bash -c "tar -xzOf '$T'/out/*-gpu-124m.tgz --wildcards '*/rungs.json' | grep -q complete"
+rm -rf runs "$T/out" && mkdir "$T/out"
+out=$(OUT="$T/out" FAKE_LOSE_DEVICE=99 GPU_SESSION_ROUNDS=3 "$SCRIPT" ladder 2>&1); rc=$?
+check "lost device each time: exit 3 after ROUNDS processes" bash -c "[ $rc -eq 3 ] && [ \$(wc -l <runs/*-gpu-124m/calls) -eq 3 ]"
+check "lost device each time: the next call named" grep -q "no new process was started for the rest (3 processes" <<<"$out"
+rm -rf runs "$T/out" && mkdir "$T/out"
+out=$(OUT="$T/out" FAKE_LOSE_DEVICE=99 FAKE_LOSE_AFTER_S=3 GPU_SESSION_LIMIT_S=162 "$SCRIPT" ladder 2>&1); rc=$?
+check "lost device, under a minute of budget left after it (62 s, then 3 s gone): no new process" \
+  bash -c "[ $rc -eq 3 ] && [ \$(wc -l <runs/*-gpu-124m/calls) -eq 1 ]"
 
 # a cold machine's build that leaves less than a minute of budget: no ladder started
 rm -rf runs "$T/out" && mkdir "$T/out"
@@ -190,7 +217,7 @@ check "first: the kernels' timings in the tarred run directory, as written" \
 rm -rf runs "$T/out" && mkdir "$T/out"
 out=$(OUT="$T/out" FAKE_KERNELS_HANG=1 GPU_SESSION_FIRST_TESTS_S=2 "$SCRIPT" first 2>&1); rc=$?
 check "first, hung tests: exit 0 (the ladder ran)" [ $rc -eq 0 ]
-check "first, hung tests: their stop said" grep -q "KernelsCuda.\* exited 124" <<<"$out"
+check "first, hung tests: their stop said" grep -q "KernelsCuda.\* and two device tests exited 124" <<<"$out"
 check "first, hung tests: the ladder's budget is what they left (600 s less 2, less 100)" \
   grep -qE "^budget_minutes: 8\.[2-3] " runs/*-gpu-124m/profile.yaml
 rm -rf runs

@@ -195,6 +195,63 @@ TEST(Device, GpuUuidIsNvidiaSmisForm) {
   EXPECT_EQ(gpu_uuid(b), "GPU-00112233-4455-6677-8899-aabbccddeeff");
 }
 
+// The ladder's check after a rung's error (lost_context): an out-of-memory leaves the device usable, a kernel's
+// fault does not. The fault is a device-side assert (an index past the table, as a token past the vocabulary
+// would be): sticky, as an illegal address is. It loses its process's context, so it runs in a process of its own.
+TEST_F(CudaTest, AFaultLosesTheDeviceAndAnOutOfMemoryDoesNot_CUDA) {
+  EXPECT_THROW(at::empty({int64_t{1} << 50}, at::device(torch_device(dev_)).dtype(at::kByte)), c10::OutOfMemoryError);
+  EXPECT_EQ(lost_context(dev_), "");
+  const auto r = test::run_command(std::string(GPT2BENCH_TESTS_BINARY) +
+                                   " --gtest_also_run_disabled_tests --gtest_filter=CudaTest.DISABLED_AFaultLosesTheContext");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("lost_context: cudaError"), std::string::npos) << r.output;
+}
+
+// Run by the test above in a process of its own (disabled elsewhere: it loses the process's CUDA context).
+TEST_F(CudaTest, DISABLED_AFaultLosesTheContext) {
+  const auto on = at::device(torch_device(dev_));
+  const auto table = at::zeros({8, 4}, on);
+  const auto past = at::full({16}, int64_t{1} << 20, on.dtype(at::kLong));
+  EXPECT_ANY_THROW({
+    (void)table.index_select(0, past);
+    synchronize(dev_);
+  });
+  const std::string why = lost_context(dev_);
+  std::printf("lost_context: %s\n", why.c_str());
+  EXPECT_FALSE(why.empty());
+  EXPECT_EQ(lost_context(dev_), why);  // every later look says the same
+  std::fflush(nullptr);
+  std::_Exit(HasFailure() ? 1 : 0);  // no teardown on a lost device: what it would free is not this test's question
+}
+
+// The same on a real device, in a ladder: a rung with pinned batches (record_stream) hits a real fault (a
+// device-side assert, GPT2BENCH_FAULT_DEVICE=<rung>:device) wherever the device reports it: the rung is recorded
+// with its error, the process exits 3 (not std::terminate's abort), and --resume runs the rest in a new process.
+TEST_F(CudaTest, AFaultLosesTheDeviceInALadderRungAndResumeGoesOnPastIt_CUDA) {
+  test::TempDir d;
+  const auto profile = test::write_tiny_profile(
+      d, "name: f\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cuda\nbatch: 4\nwarmup_steps: 1\n"
+         "steps: 2\nrepetitions: 2\nparity_steps: 2\nbreakdown_steps: 0\nvariants: [fused_adamw, pinned_memory, cuda_graph]\n");
+  auto r = test::run_command("GPT2BENCH_FAULT_DEVICE=02_pinned_memory:device " + std::string(GPT2BENCH_BINARY) +
+                             " ladder --profile " + profile + " --out " + (d / "run"));
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("gpt2bench: 02_pinned_memory left the device unusable (cudaError"), std::string::npos)
+      << r.output;
+  auto rungs = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  EXPECT_EQ(rungs["status"], "aborted");
+  EXPECT_EQ(rungs["rungs"][1]["status"], "ok");
+  EXPECT_EQ(rungs["rungs"][2]["status"], "error");
+  EXPECT_EQ(rungs["rungs"][2].value("device_fault", false), true) << rungs["rungs"][2].dump(2);
+  EXPECT_EQ(rungs["rungs"][3]["status"], "pending");
+  std::printf("the fault, as the device reported it: %s\n", rungs["rungs"][2].value("error", "").c_str());
+
+  r = test::run_command(std::string(GPT2BENCH_BINARY) + " ladder --resume " + (d / "run"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // the rung's error stands
+  rungs = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  EXPECT_EQ(rungs["rungs"][2].value("device_fault", false), true);
+  EXPECT_EQ(rungs["rungs"][3]["status"], "ok") << rungs["rungs"][3].dump(2);
+}
+
 TEST_F(CudaTest, EventTimerTimesDeviceWork_CUDA) {
   auto a = at::randn({4096, 4096}, at::device(torch_device(dev_)));
   auto timer = make_step_timer(dev_);

@@ -222,6 +222,69 @@ TEST(Reliability, CardsARunWasTimedOn) {
   EXPECT_EQ(cards_with(nlohmann::json(), ""), nlohmann::json::array());  // an older run's rungs.json: none
 }
 
+// Our kernels first run on a GPU unchecked there: a kernel's illegal address loses the process's CUDA context, every
+// later call in it fails, and freeing a tensor another stream used throws inside its destructor (std::terminate).
+// Either way (`how`: the error reaching the rung's handler, or a destructor's throw) the rung is recorded with its
+// error, the rest are left to a new process, the exit is 3, and --resume runs them there, keeping the faulted rung
+// as it was (run again, it would lose the new process's device as well).
+void lose_the_device_then_resume(const std::string& how) {
+  test::TempDir d;
+  std::string body = kBody;
+  body.replace(body.find("steps: 300"), 10, "steps: 2");
+  body.replace(body.find("variants: ["), 11, "references: [ref_torch_eager]\nvariants: [");
+  const auto profile = test::write_tiny_profile(d, body);
+  const std::string fault = "GPT2BENCH_FAULT_DEVICE=02_native_layers" + how;
+  auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"), fault);
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("gpt2bench: 02_native_layers left the device unusable (cudaErrorIllegalAddress: an illegal "
+                          "memory access was encountered): CUDA error: an illegal memory access was encountered\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("gpt2bench ladder --resume runs the rest in a new one"), std::string::npos) << r.output;
+  auto rungs = load(d / "run/rungs.json");
+  EXPECT_EQ(rungs["status"], "aborted");
+  EXPECT_EQ(rungs["rungs"][1]["status"], "ok");
+  EXPECT_FALSE(rungs["rungs"][1].contains("device_fault"));
+  const auto lost = rungs["rungs"][2];
+  EXPECT_EQ(lost["status"], "error");
+  EXPECT_EQ(lost.value("device_fault", false), true);
+  EXPECT_EQ(lost["error"].get<std::string>().rfind("CUDA error: an illegal memory access was encountered\n", 0), 0u)
+      << lost["error"];
+  for (int i : {3, 4}) EXPECT_EQ(rungs["rungs"][i]["status"], "pending") << i;
+  EXPECT_TRUE(rungs["references"].empty());  // not started in a process without its device
+  EXPECT_EQ(iterations_of(load(d / "run/results.json"), "01_mask_on_the_fly"), 2);  // the finished rungs' results
+
+  // A new process, the fault still set for that rung: the rung is kept, not run again; the rest run, the
+  // reference too. A rung's error stands: exit 1.
+  r = test::run_gpt2bench("ladder --resume " + (d / "run"), fault);
+  ASSERT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("3 of 5 rungs already complete"), std::string::npos) << r.output;
+  rungs = load(d / "run/rungs.json");
+  EXPECT_EQ(rungs["status"], "partial");
+  for (const char* key : {"status", "error", "device_fault"}) EXPECT_EQ(rungs["rungs"][2][key], lost[key]) << key;
+  for (int i : {0, 1, 3, 4}) EXPECT_EQ(rungs["rungs"][i]["status"], "ok") << i;
+  ASSERT_EQ(rungs["references"].size(), 1u);
+  EXPECT_EQ(rungs["references"][0]["status"], "ok");
+}
+
+TEST(Reliability, ARungThatLosesTheDeviceEndsTheProcessAndResumeGoesOnPastIt) { lose_the_device_then_resume(""); }
+
+TEST(Reliability, ATensorFreedAfterTheDeviceIsLostEndsTheProcessTheSameWay) { lose_the_device_then_resume(":free"); }
+
+TEST(Reliability, AFaultInjectedInAnUnknownWayIsRefused) {
+  test::TempDir d;
+  std::string body = kBody;
+  body.replace(body.find("steps: 300"), 10, "steps: 2");
+  const auto profile = test::write_tiny_profile(d, body);
+  const auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"),
+                                     "GPT2BENCH_FAULT_DEVICE=02_native_layers:later");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("GPT2BENCH_FAULT_DEVICE='02_native_layers:later': expected <rung>, <rung>:free or "
+                          "<rung>:device"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Reliability, DivergenceIsRecordedWithItsStepAndTheLadderGoesOn) {
   test::TempDir d;
   std::string body = kBody;

@@ -30,6 +30,7 @@
 #include "bench/runtime/memory.h"
 #include "bench/runtime/nvtx.h"
 #include "bench/ladder/kept.h"
+#include "bench/ladder/lost_device.h"
 #include "bench/ladder/parity.h"
 #include "bench/ladder/reference.h"
 #include "common/python.h"
@@ -510,8 +511,10 @@ struct Ladder {
   }
 
   // A failed rung: out of memory is "oom" (with the batch tried), the rest "error" (the full text
-  // here, the first line in tables). A lost rank ends the run: every later rung would wait on it.
+  // here, the first line in tables). A lost rank ends the run: every later rung would wait on it. A lost device
+  // ends the process, before anything is freed (bench/ladder/lost_device.h).
   void fail(RungRecord& r, const std::exception& e) {
+    lost_device_exit().check(error_text(e));
     release();
     if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) {
       r.out.status = RungStatus::kOom;
@@ -621,6 +624,10 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
   const Profile& prof = ladder.prof;
   const int64_t rep = static_cast<int64_t>(rec.out.rep_step_ms.size());
   NvtxRange rung_range(rec.plan.benchmark_name.c_str());  // nsys shows the ladder's structure
+  struct InFlight {  // what a lost device records (bench/ladder/lost_device.h)
+    explicit InFlight(RungRecord& r) { lost_device_exit().set_in_flight(&r); }
+    ~InFlight() { lost_device_exit().set_in_flight(nullptr); }
+  } in_flight(rec);
   if (rec.out.status == RungStatus::kPending && (!ladder.abort_reason.empty() || g_signal)) {
     rec.out.status = g_signal ? RungStatus::kInterrupted : RungStatus::kError;
     rec.out.error = g_signal ? "not run: interrupted" : "not run: " + ladder.abort_reason;
@@ -644,6 +651,7 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
       ladder.take_top_batch(rec, records);
       ladder.build(rec, share);
       ladder.fit(rec, share, started);
+      lost_device_exit().inject(rec, ladder.dev);
     }
     bool stopped = false;
     const double total_s = ladder.repetition(rec, stopped);
@@ -927,8 +935,12 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
       try {
         compare_again(ref, ladder.retime(*with, ladder.budget.limited() ? ladder.budget.share_s(runs_left - 1) : INFINITY));
       } catch (const std::exception& e) {
-        ladder.release();
         ref["again"] = {{"rung", with->name()}, {"error", error_text(e)}};
+        auto with_this = refs;  // a lost device ends the process here: the reference's own figures kept
+        with_this.push_back(ref);
+        writer.set_references(with_this);
+        lost_device_exit().check(error_text(e));
+        ladder.release();
       }
       std::cerr << again_line(ref) << "\n";
     }
@@ -980,6 +992,7 @@ int run_ladder(const LadderOptions& o) {
   // 2. The peaks, the writer, the parity reference.
   const nlohmann::json measured = measure_peaks(dev, records);
   RunWriter writer(o.out_dir, run_header(prof, dev, records, build_id, measured), std::move(kept));
+  const LostDeviceExit::Armed armed(lost_device_exit(), dev, records, writer);
   // From here on the CPU runs out of memory as a GPU does: at the allocation that goes over the
   // budget, wherever it is (batch search, build, warm-up, timed steps, breakdown, parity).
   meter->set_limit(prof.settings.cpu_memory_budget);

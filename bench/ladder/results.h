@@ -62,6 +62,7 @@ struct RungOutcome {
   std::optional<int64_t> chunk_chosen;     // classifier_chunk: fastest — the chunk it ran with (rank 0 measured it)
   std::optional<ChunkChoice> chunk_choice; // and the measurement
   int64_t diverged_at = 0;  // the first step with a non-finite loss (1-based, warm-up included), 0 if none
+  bool device_fault = false;  // an error that left the device unusable (lost_context): kept by --resume, not rerun
   std::vector<double> rank_step_ms, rank_peak_alloc_bytes;  // data-parallel rungs: per rank, last repetition
   std::optional<double> scaling_efficiency;
   nlohmann::json breakdown;  // the breakdown pass's summary and memory breakdown, when it ran

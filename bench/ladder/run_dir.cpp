@@ -24,8 +24,12 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what_i
   }
 }
 
-bool complete(RungStatus s) {
-  return s == RungStatus::kOk || s == RungStatus::kSkipped || s == RungStatus::kDiverged || s == RungStatus::kOom;
+// A rung --resume keeps: it ended as it will end again with this build on this device. A device fault too: run
+// again, it would lose the new process's device as well, and every rung after it with it.
+bool complete(const nlohmann::json& rung) {
+  const RungStatus s = rung_status_from(rung.at("status").get<std::string>());
+  return s == RungStatus::kOk || s == RungStatus::kSkipped || s == RungStatus::kDiverged || s == RungStatus::kOom ||
+         (s == RungStatus::kError && rung.value("device_fault", false));
 }
 
 }  // namespace
@@ -105,7 +109,7 @@ Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& pro
   size_t n = 0;
   for (auto& r : records)
     for (const auto& j : old["rungs"])
-      if (j["name"] == r.plan.rung.name && complete(rung_status_from(j["status"].get<std::string>()))) {
+      if (j["name"] == r.plan.rung.name && complete(j)) {
         restore(r, j);
         ++n;
         for (const auto& b : old_results["benchmarks"])

@@ -41,6 +41,9 @@ class Backend {
                                                         int size, std::chrono::milliseconds timeout) const = 0;
   virtual void synchronize() const = 0;
   virtual void empty_cache() const = 0;
+  // "" while the device can still be used; else why not. CUDA: an error that outlives cudaGetLastError (a
+  // kernel's illegal address, a device assert: the process's context is lost, and every later call fails).
+  virtual std::string lost_context() const = 0;
   virtual std::string library_report() const = 0;  // for `gpt2bench doctor`; empty when nothing to say
 };
 

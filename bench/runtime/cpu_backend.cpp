@@ -70,6 +70,7 @@ class CpuBackend final : public Backend {
   }
   void synchronize() const override {}
   void empty_cache() const override { release_host_memory(); }
+  std::string lost_context() const override { return ""; }
   std::string library_report() const override { return ""; }
 };
 

@@ -132,6 +132,7 @@ std::unique_ptr<Executor> make_executor(ExecutorKind k, const DeviceInfo& d, Ste
 
 void synchronize(const DeviceInfo& d) { backend_for(d).synchronize(); }
 void empty_cache(const DeviceInfo& d) { backend_for(d).empty_cache(); }
+std::string lost_context(const DeviceInfo& d) { return backend_for(d).lost_context(); }
 
 c10::ScalarType compute_dtype(MathMode m) {
   return m == MathMode::kBf16 ? at::kBFloat16 : m == MathMode::kFp16 ? at::kHalf : at::kFloat;

@@ -75,6 +75,9 @@ std::unique_ptr<Executor> make_executor(ExecutorKind k, const DeviceInfo& d, Ste
 
 void synchronize(const DeviceInfo& d);
 void empty_cache(const DeviceInfo& d);  // return cached device memory between rungs
+// "" while the device can be used; else why not (CUDA: a sticky error, such as a kernel's illegal address: the
+// process's context is lost, every later call fails, and only a new process can use the device again).
+std::string lost_context(const DeviceInfo& d);
 
 // Dense peak FLOP/s from the datasheet (bench/datasheet.h) for known GPUs at the precision the rung
 // computes in; nullopt for any other device, the CPU included, and for a precision without tensor cores.

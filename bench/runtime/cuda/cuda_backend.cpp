@@ -247,6 +247,16 @@ c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10
 void synchronize() { c10::cuda::device_synchronize(); }
 void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
+// A sticky error (cudaErrorIllegalAddress, cudaErrorLaunchFailure, a device assert ...) is returned by every
+// later call, cudaGetLastError's reset notwithstanding; any other error is cleared by it.
+std::string lost_context() {
+  if (cudaDeviceSynchronize() == cudaSuccess) return "";
+  (void)cudaGetLastError();
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) return "";
+  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
+
 std::string library_report() {
   std::ostringstream s;
   const auto& hooks = at::detail::getCUDAHooks();
@@ -287,6 +297,7 @@ class CudaBackend final : public Backend {
   }
   void synchronize() const override { cuda::synchronize(); }
   void empty_cache() const override { cuda::empty_cache(); }
+  std::string lost_context() const override { return cuda::lost_context(); }
   std::string library_report() const override { return cuda::library_report(); }
 };
 }  // namespace

@@ -1,0 +1,114 @@
+#include "bench/ladder/lost_device.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <stdexcept>
+
+#include "bench/ladder/run_dir.h"
+#include "bench/runtime/device.h"
+#include "common/errors.h"
+
+namespace gpt2 {
+namespace {
+
+[[noreturn]] void raise_illegal_address() {
+  throw c10::AcceleratorError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, 700,
+                              "CUDA error: an illegal memory access was encountered\n"
+                              "CUDA kernel errors might be asynchronously reported at some other API call, so the "
+                              "stacktrace below might be incorrect.\nFor debugging consider passing "
+                              "CUDA_LAUNCH_BLOCKING=1\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side "
+                              "assertions.\n");
+}
+
+// A tensor freed after the fault: its destructor throws, as the caching allocators' insert_events does.
+struct FreedAfterTheFault {
+  ~FreedAfterTheFault() { raise_illegal_address(); }
+};
+
+}  // namespace
+
+LostDeviceExit& lost_device_exit() {
+  static LostDeviceExit e;
+  return e;
+}
+
+void LostDeviceExit::arm(const DeviceInfo& dev, std::vector<RungRecord>& records, RunWriter& writer) {
+  dev_ = &dev, records_ = &records, writer_ = &writer, in_flight_ = nullptr;
+  previous_ = std::set_terminate(&LostDeviceExit::on_terminate);
+}
+
+void LostDeviceExit::disarm() {
+  if (!writer_) return;
+  std::set_terminate(previous_);
+  dev_ = nullptr, records_ = nullptr, writer_ = nullptr, in_flight_ = nullptr;
+}
+
+void LostDeviceExit::check(const std::string& error) {
+  if (!writer_) return;
+  const std::string why = injected_.empty() ? lost_context(*dev_) : injected_;
+  if (!why.empty()) exit(error, why);
+}
+
+void LostDeviceExit::exit(const std::string& error, const std::string& why) {
+  std::string who = "the C++ rung timed again after a reference";  // a copy of the rung: nothing to record
+  if (in_flight_) {
+    in_flight_->out.status = RungStatus::kError;
+    in_flight_->out.error = error;
+    in_flight_->out.device_fault = true;
+    who = in_flight_->name();
+  }
+  int code = 3;
+  try {
+    writer_->flush(*records_, "aborted");
+  } catch (const std::exception& e) {
+    std::cerr << "gpt2bench: the run could not be written after the device was lost: " << e.what() << "\n";
+    code = 1;
+  }
+  std::cerr << "\ngpt2bench: " << who << " left the device unusable (" << why << "): " << first_line(error)
+            << "\n  nothing more can run in this process; its rungs are written (" << writer_->rungs_path()
+            << "), and gpt2bench ladder --resume runs the rest in a new one (that rung kept as the error it was)\n";
+  std::cout.flush(), std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(code);  // no destructor: freeing tensors now would throw inside them (std::terminate)
+}
+
+void LostDeviceExit::on_terminate() {
+  std::string error = "std::terminate";
+  if (const auto e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      error = error_text(x);
+    } catch (...) {
+    }
+  }
+  LostDeviceExit& self = lost_device_exit();
+  self.check(error);  // exits 3 where the device is lost
+  if (self.previous_) self.previous_();
+  std::abort();
+}
+
+void LostDeviceExit::inject(const RungRecord& r, const DeviceInfo& dev) {
+  const char* v = std::getenv("GPT2BENCH_FAULT_DEVICE");
+  if (!v) return;
+  const std::string s = v;
+  const auto colon = s.find(':');
+  if (s.substr(0, colon) != r.name()) return;
+  const std::string how = colon == std::string::npos ? "" : s.substr(colon + 1);
+  if (how != "" && how != "free" && how != "device")
+    throw std::runtime_error("GPT2BENCH_FAULT_DEVICE='" + s + "': expected <rung>, <rung>:free or <rung>:device");
+  if (how == "device") {
+    const auto on = at::device(torch_device(dev));
+    (void)at::zeros({8}, on).index_select(0, at::full({4}, int64_t{1} << 20, on.dtype(at::kLong)));
+    return;
+  }
+  injected_ = "cudaErrorIllegalAddress: an illegal memory access was encountered";
+  if (how == "free") FreedAfterTheFault{};
+  raise_illegal_address();
+}
+
+}  // namespace gpt2
