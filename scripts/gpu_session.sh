@@ -12,8 +12,9 @@
 #                                   rung that lost the device (exit 3), the rest in a new process (--resume); the
 #                                   run directory tarred into $OUT, ready for reports/reference/<device>/ as written
 #   scripts/gpu_session.sh first    a lease of 15 minutes in one call: the build with the tests, our kernels'
-#                                   tests (KernelsCuda.*, and two device tests the ladder relies on) and timings
-#                                   (kernels.json, also put in the run directory), at most FIRST_TESTS_S, then
+#                                   tests (KernelsCuda.*) and timings (kernels.json, also put in the run
+#                                   directory) and three device tests the ladder relies on, at most
+#                                   FIRST_TESTS_S (kernel_checks), then
 #                                   the ladder stage on what the call has left; `resume` on the warm machine
 #                                   after it if the lease has 4 minutes left, else the next lease resumes
 #   scripts/gpu_session.sh resume   the newest runs/*-gpu-124m finished (gpt2bench ladder --resume): the rungs
@@ -125,14 +126,15 @@ build_with_tests() {
   { echo "== gpt2bench doctor"; "$KIT/build.sh" build-cuda/gpt2bench doctor 2>&1; } >>"$M"
 }
 
-# kernel_checks UNTIL_S: our kernels' tests (KernelsCuda.*) and two of the device's that the ladder relies on (its
-# description and UUID; lost_context after a fault and after an out-of-memory: seconds), then the kernels against
-# what they replace, op by op, at gpu-124m's shapes (seconds; kernels.json), both stopped at second UNTIL_S of the
-# call, both logged in kernels.log; the first failure's exit.
+# kernel_checks UNTIL_S: our kernels' tests (KernelsCuda.*) with two of the device's that the ladder relies on (its
+# description and UUID; lost_context after a real fault and after an out-of-memory), then the kernels against what
+# they replace, op by op, at gpu-124m's shapes (kernels.json), then a ladder losing its device to a real fault (two
+# tiny ladders: last, so that it never takes the timings' time), each stopped at second UNTIL_S of the call, all
+# logged in kernels.log; the first failure's exit.
 kernel_checks() {
-  local until_s=$1 rc=0 one=0
+  local until_s=$1 rc=0 one=0 lost=0
   run_until $((until_s - SECONDS)) "${RUN[@]}" build-cuda/gpt2bench_tests \
-    --gtest_filter='KernelsCuda.*:CudaTest.DescribesTheDevice_CUDA:CudaTest.AFaultLosesTheDevice*' \
+    --gtest_filter='KernelsCuda.*:CudaTest.DescribesTheDevice_CUDA:CudaTest.AFaultLosesTheDeviceAndAnOutOfMemoryDoesNot_CUDA' \
     >"$OUT/kernels.log" 2>&1 || rc=$?
   echo "gpu_session: KernelsCuda.* and two device tests exited $rc"
   grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/kernels.log"
@@ -140,8 +142,13 @@ kernel_checks() {
   run_until $((until_s - SECONDS)) "${RUN[@]}" build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml \
     --out "$OUT/kernels.json" 2>&1 | tee -a "$OUT/kernels.log"
   one=${PIPESTATUS[0]}
+  echo "== a ladder losing its device" >>"$OUT/kernels.log"
+  run_until $((until_s - SECONDS)) "${RUN[@]}" build-cuda/gpt2bench_tests \
+    --gtest_filter='CudaTest.AFaultLosesTheDeviceInALadderRung*' >>"$OUT/kernels.log" 2>&1 || lost=$?
+  echo "gpu_session: a ladder losing its device to a real fault (CudaTest.AFaultLosesTheDeviceInALadderRung*) exited $lost"
   [ $rc -ne 0 ] && return $rc
-  return $one
+  [ $one -ne 0 ] && return $one
+  return $lost
 }
 
 if [ "$stage" = tests ]; then

@@ -207,6 +207,10 @@ check "first: exit 0" [ $rc -eq 0 ]
 check "first: the kernels' tests logged and their verdict shown" \
   bash -c "grep -q PASSED '$T/out/kernels.log' && grep -q 'PASSED' <<<'$out'"
 check "first: the kernels' timings under OUT" [ -s "$T/out/kernels.json" ]
+check "first: the ladder that loses its device tested after the timings, logged, its verdict shown" bash -c \
+  "grep -A2 '== gpt2bench kernels' '$T/out/kernels.log' | grep -q 'kernels: fake timings' &&
+   grep -A2 '== a ladder losing its device' '$T/out/kernels.log' | grep -q PASSED" &&
+  grep -q "AFaultLosesTheDeviceInALadderRung\*) exited" <<<"$out"
 check "first: the ladder ran, logged" grep -q "ladder: done" "$T/out/first.log"
 check "first: not every _CUDA test (the tests stage's)" [ ! -f "$T/out/cuda-tests.log" ]
 check "first, built: no more files under OUT than come back (8)" [ "$(find "$T/out" -type f | wc -l)" -le 8 ]
