@@ -44,6 +44,7 @@ class Rung:
     anti_variant: bool = False  # slowed on purpose (sync_every_step): never a run's fastest
     kept: list | None = None  # a kept rung: each candidate extra, whether it joined and why (rungs.json "kept")
     measured_matmul: float | None = None  # FLOP/s of a GEMM in the rung's precision, measured by its run
+    device_fault: bool = False  # its error lost the device (the process's CUDA context): the rest ran in a new one
 
     @property
     def throttled(self) -> bool:
@@ -228,6 +229,7 @@ def load_run(path: str | Path) -> Run:
                     anti_variant=bool(r.get("anti_variant", False)),
                     kept=r.get("kept"),
                     measured_matmul=(r.get("peak_flops") or {}).get("measured_matmul") or None,
+                    device_fault=bool(r.get("device_fault", False)),
                 )
             )
         return Run(

@@ -164,6 +164,11 @@ def run_notes(run: Run) -> list[str]:
                          + (", ".join(joined) if joined else "none") + " kept ("
                          + "; ".join(f"{e['variant']}: {e.get('why', '')}" for e in r.kept) + ").")
     for r in run.rungs:
+        if r.device_fault:
+            notes.append(f"{r.name} lost the device ({_first_line(r.error)}): a kernel's fault loses the process's CUDA "
+                         "context, so that process ended there and the rungs after it ran in a new one "
+                         "(gpt2bench ladder --resume), which keeps this rung as the error it was.")
+    for r in run.rungs:
         if r.throttled:
             notes.append(f"{r.name} was THROTTLED while timed: {r.clocks.get('throttled_why', '')} (NVML); "
                          "its tok/s understates the step.")

@@ -416,6 +416,26 @@ def test_a_power_capped_rung_is_noted_not_throttled(tmp_path):
     assert f"{ok[1]['name']} (" not in md.split("At the power limit")[1].split("\n")[0]  # 10% of its samples only
 
 
+def test_a_rung_that_lost_the_device_is_noted(tmp_path):
+    # A rung as gpt2bench ladder records a kernel's fault that lost the device (bench/ladder/lost_device.cpp), the
+    # rungs after it run by --resume in a new process.
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    lost = [r for r in doc["rungs"] if r["status"] == "ok"][1]
+    lost.update(status="error", device_fault=True,
+                error="CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be "
+                      "asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n")
+    for k in ("median", "repetitions", "spread"):
+        lost.pop(k, None)
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    md = (write_report([run], tmp_path / "report") / "report.md").read_text()
+    assert (f"{lost['name']} lost the device (CUDA error: an illegal memory access was encountered): a kernel's fault "
+            "loses the process's CUDA context") in md
+    assert md.count("lost the device") == 1  # the other rungs: none
+
+
 def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     # A copy of a fixture as a newer gpt2bench writes it: the MFU's basis, the spread, NVML's clocks.
     run_dir = tmp_path / "run"
