@@ -29,7 +29,7 @@
 # The call's clock (tests of this script set them): GPU_SESSION_LIMIT_S, the call's limit (600);
 # GPU_SESSION_STOP_S, how long before it gpt2bench is stopped (40: the stop, the tar and the way back);
 # GPU_SESSION_RESERVE_S, how long before it the budget ends (100: a rung at its floor, a reference's compile);
-# GPU_SESSION_FIRST_TESTS_S, the first stage's bound on its kernels' tests and timings together (90);
+# GPU_SESSION_FIRST_TESTS_S, the first stage's bound on its kernel checks: tests, timings and device tests together (90);
 # GPU_SESSION_FILE_MAX_B, the most bytes a file under OUT may hold to come back (15 MiB: the tool's 16, less a margin);
 # GPU_SESSION_CHECKPOINT_S, how often the run is packed again under OUT while the ladder runs, if it changed (20);
 # GPU_SESSION_ROUNDS, the most gpt2bench ladder processes a call starts, one more after each that lost the device (6).
