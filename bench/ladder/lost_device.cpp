@@ -50,10 +50,10 @@ void LostDeviceExit::disarm() {
 void LostDeviceExit::check(const std::string& error) {
   if (!writer_) return;
   const std::string why = injected_.empty() ? lost_context(*dev_) : injected_;
-  if (!why.empty()) exit(error, why);
+  if (!why.empty()) end_process(error, why);
 }
 
-void LostDeviceExit::exit(const std::string& error, const std::string& why) {
+void LostDeviceExit::end_process(const std::string& error, const std::string& why) {
   std::string who = "the C++ rung timed again after a reference";  // a copy of the rung: nothing to record
   if (in_flight_) {
     in_flight_->out.status = RungStatus::kError;

@@ -49,7 +49,7 @@ class LostDeviceExit {
   void inject(const RungRecord& r, const DeviceInfo& dev);
 
  private:
-  [[noreturn]] void exit(const std::string& error, const std::string& why);
+  [[noreturn]] void end_process(const std::string& error, const std::string& why);
   static void on_terminate();
 
   const DeviceInfo* dev_ = nullptr;
