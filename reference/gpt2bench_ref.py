@@ -317,14 +317,19 @@ def run(cfg):
     budget = cfg.get("budget_s")  # None: no time budget; else seconds for all of this (0: spent, the floor)
 
     # 1. Parity: the first parity_steps losses from the seed, dropout off, on the data from its start (the first
-    #    scope's form: every form computes the same step).
+    #    scope's form: every form computes the same step). `parity_eager`: the model uncompiled instead, where the
+    #    parity only asks whether the model trains at this batch (ref_torch_compile at batch_scaling's batch, another
+    #    problem than the baseline's): a compilation of its own (dropout off is another graph) spent on nothing else.
     if cfg["parity_steps"] > 0:
         model, opt = build(dict(cfg, parity=True), device)
         out["parameters"] = parameter_count(model)
-        step, data = make_step(model, opt, scopes[0]), Batches(tokens, b, t, device)
+        parity_scope = None if cfg.get("parity_eager") else scopes[0]
+        out["parity_form"] = parity_scope or "eager"
+        step, data = make_step(model, opt, parity_scope), Batches(tokens, b, t, device)
         t0 = time.perf_counter()
         out["parity_losses"] = [float(step(*data.next()))]  # float(): a device sync
-        out["first_step_s"] = time.perf_counter() - t0  # torch.compile's compilation, when compiled
+        if parity_scope == scopes[0]:
+            out["first_step_s"] = time.perf_counter() - t0  # torch.compile's compilation, when compiled
         out["parity_grad_norm"] = first_step_gradient_norm(opt, cfg["optimizer"]["beta1"])
         out["parity_losses"] += [float(step(*data.next())) for _ in range(cfg["parity_steps"] - 1)]
         out["parity_s"] = time.perf_counter() - t0
@@ -360,7 +365,7 @@ def run(cfg):
     # the breakdown's time was the last scope's to keep; had that one failed, the pass runs all the same
     last = forms.get(scopes[-1], {"breakdown_steps": cfg.get("breakdown_steps", 0)})
     out.update({k: v for k, v in forms[best].items() if k not in ("breakdown", "breakdown_steps")})
-    out.setdefault("first_step_s", forms[best]["timed_model_first_step_s"])  # no parity run: compiled here
+    out.setdefault("first_step_s", forms[best]["timed_model_first_step_s"])  # no compiled parity run: compiled here
     if cfg["compile"]:
         out["compile_scope"] = best
         out["compile_scopes"] = {k: {f: v[f] for f in ("tokens_per_sec", "median_step_s", "step_s", "steps_per_repetition",

@@ -12,6 +12,8 @@
 #include "bench/ladder/backoff.h"
 #include "bench/ladder/reference.h"
 #include "bench/ladder/results.h"
+#include "bench/runtime/device.h"
+#include "config/profile.h"
 #include "bench/step/train_step.h"
 #include "common/files.h"
 #include "helpers.h"
@@ -245,6 +247,18 @@ TEST(Reference, TheRunsAfterTheRungs) {
   EXPECT_EQ(references_to_run(both, 8, 32, eager8), (Runs{{"ref_torch_compile", 8}, {"ref_torch_compile", 32}}));
   EXPECT_EQ(references_to_run(both, 8, 32, compile32), (Runs{{"ref_torch_eager", 8}, {"ref_torch_compile", 8}}));
   EXPECT_EQ(references_to_run(both, 8, 0, compile32), (Runs{{"ref_torch_eager", 8}, {"ref_torch_compile", 8}}));
+}
+
+// ref_torch_compile's parity run is compiled at the profile's batch (the compiled step against the baseline's
+// losses) and uncompiled at batch_scaling's, where it only says whether the step trains: dropout off is another
+// graph, a compilation of its own on a lent GPU's clock. The eager reference has no compilation to spare.
+TEST(Reference, TheCompiledReferenceCompilesItsParityRunOnlyAtTheProfilesBatch) {
+  const Profile prof = load_profile(GPT2BENCH_SOURCE_DIR "/profiles/gpu-124m.yaml");
+  const DeviceInfo cpu = detect_device("cpu");
+  EXPECT_EQ(reference_config("ref_torch_compile", prof, cpu, prof.batch)["parity_eager"], false);
+  EXPECT_EQ(reference_config("ref_torch_compile", prof, cpu, 4 * prof.batch)["parity_eager"], true);
+  EXPECT_EQ(reference_config("ref_torch_eager", prof, cpu, prof.batch)["parity_eager"], false);
+  EXPECT_EQ(reference_config("ref_torch_compile", prof, cpu, 4 * prof.batch)["parity_steps"], prof.parity_steps);
 }
 
 // ref_torch_compile runs at the profile's batch and again at batch_scaling's: each run keeps its own config,

@@ -57,6 +57,10 @@ nlohmann::json reference_config(const std::string& name, const Profile& prof, co
       // faster is the reference's figure: which one is depends on the device.
       {"compile_scopes", compiled ? nlohmann::json{"model", "model_and_loss"} : nlohmann::json::array()},
       {"parity_steps", prof.parity_steps},
+      // At batch_scaling's batch the parity only asks whether the step trains (another problem than the baseline's,
+      // ParityClass::kProblem): run uncompiled there, not worth a compilation of its own (dropout off is another
+      // graph) on a lent GPU's clock. At the profile's batch it is compiled: the compiled step against the baseline.
+      {"parity_eager", compiled && batch != prof.batch},
       {"warmup_steps", prof.warmup_steps},
       {"steps", prof.steps},
       {"repetitions", prof.repetitions},
@@ -215,6 +219,7 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
                             : ref["name"] == "ref_torch_eager" ? ParityClass::kExact
                                                                : ParityClass::kPrecision;
     ref["parity"] = to_json(judge_parity(cls, t, baseline), cls);
+    if (res.contains("parity_form")) ref["parity"]["form"] = res["parity_form"];  // "eager", or the compiled scope
   }
 }
 

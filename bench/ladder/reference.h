@@ -32,7 +32,8 @@ struct Trajectory;
 const std::vector<std::string>& reference_names();
 
 // What the script reads for reference `name` (one of reference_names()) at `batch`: the model
-// (the profile's, padded for ref_torch_compile), precision, layers, attention, optimizer, steps.
+// (the profile's, padded for ref_torch_compile), precision, layers, attention, optimizer, steps; `parity_eager`
+// where its parity run goes uncompiled (ref_torch_compile at another batch than the profile's).
 nlohmann::json reference_config(const std::string& name, const Profile& prof, const DeviceInfo& dev, int64_t batch);
 
 // Runs one reference: writes DIR/reference/<name>_b<batch>.config.json and the tokens it needs (int64, from

@@ -124,3 +124,33 @@ def test_a_compile_scope_that_fails_is_recorded_and_the_other_stands(tmp_path, m
     assert out["breakdown"]["steps"] == 1  # the pass ran for the form that stands, though the failed one held its time
     with pytest.raises(RuntimeError, match="cannot compile"):
         ref.run(dict(cfg, compile_scopes=["model_and_loss"]))
+
+
+@pytest.mark.parametrize("parity_eager", [False, True])
+def test_the_parity_run_is_compiled_unless_parity_eager(tmp_path, monkeypatch, parity_eager):
+    # ref_torch_compile at batch_scaling's batch runs its parity steps uncompiled (gpt2bench sets parity_eager there:
+    # the parity only asks whether the step trains, and dropout off is a compilation of its own); elsewhere the
+    # parity run is the first scope's compiled step, and its first step is the compilation reported.
+    m = dict(GPT2_124M, n_layer=1, n_embd=32, n_head=2, context=16, vocab_size=97, padded_vocab=104)
+    tokens = tmp_path / "tokens"
+    tokens.write_bytes((torch.arange(400) % 7).numpy().tobytes())
+    cfg = {"name": "ref_torch_compile", "device": "cpu", "tokens": str(tokens), "batch": 2, "model": m, "seed": 7,
+           "precision": "fp32", "attention": "sdpa", "layers": "native", "compile": True,
+           "compile_scopes": ["model", "model_and_loss"], "parity_steps": 2, "parity_eager": parity_eager,
+           "warmup_steps": 1, "steps": 2, "repetitions": 3,
+           "optimizer": {"form": "loop", "lr": 1e-3, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}}
+    real, made = ref.make_step, []
+
+    def recording(model, opt, scope):
+        made.append(scope)
+        return real(model, opt, None)  # eager all the same: the test needs no compiler
+
+    monkeypatch.setattr(ref, "make_step", recording)
+    out = ref.run(cfg)
+    assert made == [None if parity_eager else "model", "model", "model_and_loss"]
+    assert out["parity_form"] == ("eager" if parity_eager else "model")
+    assert len(out["parity_losses"]) == 2
+    if parity_eager:  # the compilation reported is the faster timed form's first step, not an eager step's
+        assert out["first_step_s"] == out["compile_scopes"][out["compile_scope"]]["timed_model_first_step_s"]
+    else:
+        assert out["first_step_s"] not in [v["timed_model_first_step_s"] for v in out["compile_scopes"].values()]
