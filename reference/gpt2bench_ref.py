@@ -415,8 +415,12 @@ def timed_model(cfg, device, tokens, scope, share, profiled, sync):
     if share is not None:  # fit the timed steps to what is left of the share, at least one per repetition
         left = share - (time.perf_counter() - begun)
         cost = 4 * profiled * per_step  # n unprofiled steps, then n profiled ones, which run slower
-        if profiled and left - cost < reps * per_step:
-            profiled, cost, res["breakdown"] = 0, 0, {"skipped": "over the time budget"}  # dropped first, as a C++ rung's
+        # Dropped first, as a C++ rung's pass, but only where it would cost more than the floor's timed steps (one a
+        # repetition, run however short the share): the pass is the eager gap's other side, and a compilation alone
+        # can take the whole share (a lent GPU's first call) while the pass costs a few steps.
+        floor = reps * per_step
+        if profiled and left - cost < floor and cost > floor:
+            profiled, cost, res["breakdown"] = 0, 0, {"skipped": "over the time budget"}
         left -= cost
         steps = max(1, min(steps, int(left / (reps * per_step))))
     res["steps_per_repetition"], res["breakdown_steps"] = steps, profiled

@@ -154,3 +154,21 @@ def test_the_parity_run_is_compiled_unless_parity_eager(tmp_path, monkeypatch, p
         assert out["first_step_s"] == out["compile_scopes"][out["compile_scope"]]["timed_model_first_step_s"]
     else:
         assert out["first_step_s"] not in [v["timed_model_first_step_s"] for v in out["compile_scopes"].values()]
+
+
+@pytest.mark.parametrize("repetitions,kept", [(9, True), (3, False)])
+def test_a_spent_share_drops_the_breakdown_only_where_it_costs_more_than_the_floor(tmp_path, repetitions, kept):
+    # A compilation can take a reference's whole share; its breakdown pass (4 x breakdown_steps steps' time) is kept
+    # where that is no more than the floor's timed steps (one a repetition), the eager gap's other side with it.
+    m = dict(GPT2_124M, n_layer=1, n_embd=32, n_head=2, context=16, vocab_size=97, padded_vocab=104)
+    tokens = (torch.arange(4000) % 7).to(torch.int64)
+    cfg = {"name": "ref_torch_eager", "device": "cpu", "batch": 2, "model": m, "seed": 7, "precision": "fp32",
+           "attention": "sdpa", "layers": "native", "compile": False, "warmup_steps": 1, "steps": 5,
+           "repetitions": repetitions,
+           "optimizer": {"form": "loop", "lr": 1e-3, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}}
+    res, _, _ = ref.timed_model(cfg, "cpu", tokens, None, share=0.0, profiled=2, sync=lambda: None)
+    assert res["steps_per_repetition"] == 1  # the floor
+    assert res["breakdown_steps"] == (2 if kept else 0)
+    assert ("breakdown" in res) == (not kept)
+    if not kept:
+        assert res["breakdown"] == {"skipped": "over the time budget"}
