@@ -23,6 +23,7 @@
 #include "bench/ladder/ddp_check.h"
 #include "bench/ladder/kernel_bench.h"
 #include "bench/ladder/ladder.h"
+#include "bench/ladder/reference.h"
 #include "bench/runtime/launcher.h"
 #include "bench/runtime/memory.h"
 #include "config/profile.h"
@@ -50,6 +51,7 @@ commands:
   report         tables and charts (Markdown, HTML, PNG/SVG) from one or more run directories
   breakdown      the breakdown pass alone: where each rung's time, FLOPs and memory go ("profile": old name)
   kernels        our fused kernels against the ops they replace, forward + backward, timed in turns
+  reference-config  the JSON configuration a Python reference rung runs with (--warm fills torch.compile's caches from it)
   ddp-check      train K data-parallel steps; each rank writes its losses and a parameter checksum
   help           this text; `gpt2bench <command> --help` for a command's options
 
@@ -126,6 +128,22 @@ command exits 1. GPT2BENCH_FAULT_KERNEL=<variant> (tests) makes that case fail s
                    device, `gpt2bench report` shows them beside that run's ladder (make ladder does so)
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
   --rounds N       rounds of turns (default 15)
+)";
+
+constexpr const char* kReferenceConfigHelp = R"(usage: gpt2bench reference-config --profile FILE [--name NAME] [--batch N] [--device D]
+
+Prints the JSON configuration a reference rung runs with (see ladder's reference rungs): the model, batch,
+precision, layers, attention, optimizer, torch.compile's scopes, parity and timed steps. The ladder writes the
+same as DIR/reference/<name>_b<batch>.config.json, with the tokens file and its time budget added, and runs
+`python reference/gpt2bench_ref.py CONFIG OUT`. With this one, `python reference/gpt2bench_ref.py --warm CONFIG
+FORM...` (FORM: parity, model, model_and_loss) compiles those forms into torch.compile's on-disk caches ahead
+of a ladder, so that the reference's own compilations are cache hits (scripts/gpu_session.sh first does so
+beside our kernels' tests, one process a form).
+
+  --profile FILE   YAML run profile
+  --name NAME      ref_torch_compile (default) or ref_torch_eager
+  --batch N        the batch (default: the profile's; ref_torch_compile also runs at batch_scaling's)
+  --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
 )";
 
 constexpr const char* kBreakdownHelp = R"(usage: gpt2bench breakdown --profile FILE --out DIR [--rung NAME] [--device D]
@@ -289,6 +307,15 @@ int cmd_kernels(int argc, char** argv) {
   return run_kernel_bench(o);
 }
 
+int cmd_reference_config(int argc, char** argv) {
+  auto f = parse_flags(argc, argv, 2, {"profile", "name", "batch", "device"}, kReferenceConfigHelp);
+  const Profile prof = load_profile(need(f, "profile", kReferenceConfigHelp));
+  const DeviceInfo dev = detect_device(get(f, "device", prof.device));
+  const int64_t batch = f.count("batch") ? positive_int(f["batch"], "--batch") : prof.batch;
+  std::cout << reference_config(get(f, "name", "ref_torch_compile"), prof, dev, batch).dump(2) << "\n";
+  return 0;
+}
+
 int cmd_report(int argc, char** argv) {
   std::vector<std::string> args, prices;
   std::string out;
@@ -440,6 +467,7 @@ int cli_main(int argc, char** argv) {
     }
     if (cmd == "report") return cmd_report(argc, argv);
     if (cmd == "kernels") return cmd_kernels(argc, argv);
+    if (cmd == "reference-config") return cmd_reference_config(argc, argv);
     if (cmd == "list-variants") return cmd_list_variants(argc, argv);
     if (cmd == "doctor") return cmd_doctor(argc, argv);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {

@@ -15,7 +15,11 @@ The model is kept equivalent to model/gpt2.cpp and model/layers.cpp: the same mo
 initialisation (one CPU generator seeded as init_weights is, drawing in canonical_parameters' order), the same
 loss on the same batch (the parity losses; tested end to end by ctest ReferenceRungs).
 
-usage: python gpt2bench_ref.py CONFIG.json OUT.json   (CONFIG and OUT written and read by gpt2bench)
+`--warm CONFIG FORM...` compiles FORMs (parity, model, model_and_loss) of that configuration into torch.compile's
+on-disk caches and exits, so that the reference's own compilations later are cache hits (gpt2bench
+reference-config prints CONFIG; scripts/gpu_session.sh first runs it beside our kernels' tests).
+
+usage: python gpt2bench_ref.py CONFIG.json OUT.json | --warm CONFIG.json FORM...   (CONFIG: gpt2bench's)
 """
 import json
 import math
@@ -440,7 +444,51 @@ def timed_model(cfg, device, tokens, scope, share, profiled, sync):
     return res, step, data
 
 
+WARM_FORMS = ("parity", "model", "model_and_loss")
+
+
+def warm(cfg, forms):
+    """torch.compile's caches filled for the compilations run(cfg) will make, so that its own, in a later process, are
+    cache hits (inductor's FX graph and AOTAutograd caches, triton's kernels, on disk): each of `forms` — "parity"
+    (the parity run's compiled form, dropout off) or a compile scope — built as run() builds it and compiled by one
+    step on random tokens of the batch's shape; nothing timed or kept. A lent GPU's first call runs one process a
+    form while our kernels' tests run (scripts/gpu_session.sh). Returns each form's seconds, or why it was passed
+    over (a form run() will not compile)."""
+    unknown = [f for f in forms if f not in WARM_FORMS]
+    if unknown or not forms:
+        raise ValueError(f"forms to warm: {unknown or 'none'} (expected some of {', '.join(WARM_FORMS)})")
+    if not cfg["compile"]:
+        raise ValueError(f"{cfg.get('name', 'this reference')} is not compiled: nothing to warm")
+    device = torch.device(cfg["device"])
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    scopes = cfg.get("compile_scopes") or ["model"]
+    b, t, v = cfg["batch"], cfg["model"]["context"], cfg["model"]["vocab_size"]
+    out = {}
+    for form in forms:
+        if form == "parity" and (not cfg.get("parity_steps") or cfg.get("parity_eager")):
+            out[form] = "not compiled by this reference (no parity steps, or parity_eager)"
+            continue
+        if form != "parity" and form not in scopes:
+            out[form] = f"not among its compile_scopes {scopes}"
+            continue
+        model, opt = build(dict(cfg, parity=form == "parity"), device)
+        step = make_step(model, opt, scopes[0] if form == "parity" else form)
+        # the loader's batches: (B, T) int64, contiguous, on the device
+        x, y = (torch.randint(v, (b, t), dtype=torch.int64).to(device) for _ in range(2))
+        t0 = time.perf_counter()
+        float(step(x, y))  # a device sync
+        out[form] = time.perf_counter() - t0
+        del model, opt, step
+    return out
+
+
 def main(argv):
+    if len(argv) >= 4 and argv[1] == "--warm":
+        with open(argv[2]) as f:
+            cfg = json.load(f)
+        print(json.dumps({"warmed": warm(cfg, argv[3:])}))
+        return 0
     if len(argv) != 3:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2

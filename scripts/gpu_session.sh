@@ -14,7 +14,9 @@
 #   scripts/gpu_session.sh first    a lease of 15 minutes in one call: the build with the tests, our kernels'
 #                                   tests (KernelsCuda.*) and timings (kernels.json, also put in the run
 #                                   directory) and three device tests the ladder relies on, at most
-#                                   FIRST_TESTS_S (kernel_checks), then
+#                                   FIRST_TESTS_S (kernel_checks); beside the tests, ref_torch_compile's
+#                                   compilations at the profile's batch warmed into torch.compile's caches
+#                                   (warm_start: the timings wait for them), then
 #                                   the ladder stage on what the call has left; `resume` on the warm machine
 #                                   after it if the lease has 4 minutes left, else the next lease resumes
 #   scripts/gpu_session.sh resume   the newest runs/*-gpu-124m finished (gpt2bench ladder --resume): the rungs
@@ -32,7 +34,8 @@
 # GPU_SESSION_FIRST_TESTS_S, the first stage's bound on its kernel checks: tests, timings and device tests together (90);
 # GPU_SESSION_FILE_MAX_B, the most bytes a file under OUT may hold to come back (15 MiB: the tool's 16, less a margin);
 # GPU_SESSION_CHECKPOINT_S, how often the run is packed again under OUT while the ladder runs, if it changed (20);
-# GPU_SESSION_ROUNDS, the most gpt2bench ladder processes a call starts, one more after each that lost the device (6).
+# GPU_SESSION_ROUNDS, the most gpt2bench ladder processes a call starts, one more after each that lost the device (6);
+# GPU_SESSION_WARM_S, the most seconds each process warming torch.compile's caches may take (first stage; 150).
 set -u
 stage=${1:-}
 case "$stage" in tests | ladder | resume | first) shift ;; *)
@@ -45,7 +48,7 @@ KIT=.device-kit
 [ -x "$KIT/build.sh" ] || { echo "gpu_session: copy ../shared/device to $KIT first (and carry it)" >&2; exit 2; }
 LIMIT_S=${GPU_SESSION_LIMIT_S:-600} STOP_S=${GPU_SESSION_STOP_S:-40} RESERVE_S=${GPU_SESSION_RESERVE_S:-100}
 FIRST_TESTS_S=${GPU_SESSION_FIRST_TESTS_S:-90} FILE_MAX_B=${GPU_SESSION_FILE_MAX_B:-$((15 * 1024 * 1024))}
-CHECKPOINT_S=${GPU_SESSION_CHECKPOINT_S:-20} ROUNDS=${GPU_SESSION_ROUNDS:-6}
+CHECKPOINT_S=${GPU_SESSION_CHECKPOINT_S:-20} ROUNDS=${GPU_SESSION_ROUNDS:-6} WARM_S=${GPU_SESSION_WARM_S:-150}
 SECONDS=0
 left_s() { echo $((LIMIT_S - SECONDS)); }
 mkdir -p "$OUT"
@@ -126,11 +129,50 @@ build_with_tests() {
   { echo "== gpt2bench doctor"; "$KIT/build.sh" build-cuda/gpt2bench doctor 2>&1; } >>"$M"
 }
 
+# warm_start: ref_torch_compile's compilations at the profile's batch (its parity run's form and both compile scopes),
+# one process a form (reference/gpt2bench_ref.py --warm, at most WARM_S each), filling torch.compile's on-disk caches
+# beside our kernels' tests, which time nothing: the ladder's reference, minutes later in its own process, then
+# compiles from the caches (every graph a cache hit: pytest test_warming_makes_the_references_compilations_cache_hits),
+# where cold they take minutes of the call. Only their time is saved; what they compile is the reference's own. At a
+# lower CPU priority than the tests (nice 10): those are bounded by FIRST_TESTS_S, the warm is not in a hurry.
+warmers=() warm_log="" warm_began=0
+warm_start() {
+  local cfg form
+  cfg=$(mktemp --suffix=-ref_torch_compile.json) warm_log=$(mktemp --suffix=-warm.log)
+  if ! "${RUN[@]}" build-cuda/gpt2bench reference-config --profile profiles/gpu-124m.yaml >"$cfg" 2>>"$warm_log"; then
+    { echo "== torch.compile's caches: not warmed (no reference config)"; cat "$warm_log"; } >>"$M"
+    echo "gpu_session: torch.compile's caches not warmed: gpt2bench reference-config failed ($M)"
+    return 0
+  fi
+  warm_began=$SECONDS
+  for form in parity model model_and_loss; do
+    run_until "$WARM_S" nice -n 10 "${GPT2BENCH_PYTHON:-python3}" reference/gpt2bench_ref.py --warm "$cfg" "$form" \
+      >>"$warm_log" 2>&1 &
+    warmers+=($!)
+  done
+  echo "gpu_session: warming torch.compile's caches for ref_torch_compile at the profile's batch beside the kernels'" \
+    "tests (parity, model, model_and_loss: a process each, at most ${WARM_S}s)"
+}
+# warm_wait: the warm processes waited for (none: at once); `waited`, the seconds waited here; their output in $M.
+waited=0
+warm_wait() {
+  waited=0
+  [ "${#warmers[@]}" -gt 0 ] || return 0
+  local began=$SECONDS
+  wait "${warmers[@]}"
+  waited=$((SECONDS - began))
+  warmers=()
+  { echo "== torch.compile's caches warmed for ref_torch_compile ($((SECONDS - warm_began))s)"; cat "$warm_log"; } >>"$M"
+  echo "gpu_session: torch.compile's caches warmed in $((SECONDS - warm_began))s ($(grep -c '"warmed"' "$warm_log")" \
+    "of 3 forms; waited ${waited}s after the kernels' tests)"
+}
+
 # kernel_checks UNTIL_S: our kernels' tests (KernelsCuda.*) with two of the device's that the ladder relies on (its
 # description and UUID; lost_context after a real fault and after an out-of-memory), then the kernels against what
 # they replace, op by op, at gpu-124m's shapes (kernels.json), then a ladder losing its device to a real fault (two
 # tiny ladders: last, so that it never takes the timings' time), each stopped at second UNTIL_S of the call, all
-# logged in kernels.log; the first failure's exit.
+# logged in kernels.log; the first failure's exit. The timings wait for the warm processes (no other process on
+# the device while they time), and UNTIL_S moves on by that wait: the references gain it back.
 kernel_checks() {
   local until_s=$1 rc=0 one=0 lost=0
   run_until $((until_s - SECONDS)) "${RUN[@]}" build-cuda/gpt2bench_tests \
@@ -138,6 +180,8 @@ kernel_checks() {
     >"$OUT/kernels.log" 2>&1 || rc=$?
   echo "gpu_session: KernelsCuda.* and two device tests exited $rc"
   grep -hE '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/kernels.log"
+  warm_wait
+  until_s=$((until_s + waited))
   echo "== gpt2bench kernels" >>"$OUT/kernels.log"
   run_until $((until_s - SECONDS)) "${RUN[@]}" build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml \
     --out "$OUT/kernels.json" 2>&1 | tee -a "$OUT/kernels.log"
@@ -182,6 +226,7 @@ fi
 # stopping the call), then on as the ladder stage
 if [ "$stage" = first ]; then
   build_with_tests
+  warm_start
   kernel_checks $((SECONDS + FIRST_TESTS_S))
 fi
 

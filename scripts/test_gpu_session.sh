@@ -44,6 +44,9 @@ case "$*" in
 *=CudaTest.Fine_CUDA | *=KernelsCuda.Kernel_CUDA) exit 0 ;;
 esac
 case "$*" in *KernelsCuda*) [ -n "${FAKE_KERNELS_HANG:-}" ] && { sleep 60 & wait $!; } ;; esac
+case "$*" in *KernelsCuda*) [ -n "${FAKE_WARM_S:-}" ] && sleep 1  # the warm processes started, still running
+  [ "$(ls "$FAKE_WARM_DIR"/warm-done-* 2>/dev/null | wc -l)" -lt \
+    "$(cat "$FAKE_WARM_DIR/warm-calls" 2>/dev/null | wc -l)" ] && echo "tests: beside the warm" ;; esac
 echo "[  PASSED  ] 3 tests."
 case "$*" in *KernelsCuda*) exit 0 ;; esac
 [ -n "${FAKE_CRASH:-}" ] && kill -SEGV $$
@@ -52,7 +55,12 @@ EOF
 cat >"$T/fakebuild/gpt2bench" <<'EOF'
 #!/bin/bash
 [ "$1" = doctor ] && { echo "doctor: fake"; exit 0; }
-[ "$1" = kernels ] && { echo '{"cases": []}' >"${@: -1}"; echo "kernels: fake timings"; exit 0; }
+[ "$1" = reference-config ] && { echo '{"name": "ref_torch_compile"}'; exit 0; }
+if [ "$1" = kernels ]; then  # whether any process warming compile's caches was still running (FAKE_WARM_DIR)
+  calls=$(cat "$FAKE_WARM_DIR/warm-calls" 2>/dev/null | wc -l) done=$(ls "$FAKE_WARM_DIR"/warm-done-* 2>/dev/null | wc -l)
+  [ "$calls" -gt 0 ] && { [ "$done" -eq "$calls" ] && echo "kernels: timed after the warm" || echo "kernels: timed DURING the warm"; }
+  echo '{"cases": []}' >"${@: -1}"; echo "kernels: fake timings"; exit 0
+fi
 args="$*"
 while [ $# -gt 0 ]; do case "$1" in --out | --resume) out=$2; shift ;; --profile) prof=$2; shift ;; esac; shift; done
 mkdir -p "$out/reference" "$out/breakdown" && cp "$prof" "$out/profile.yaml" && echo "$args" >>"$out/calls"
@@ -75,6 +83,17 @@ echo "ladder: done"
 EOF
 chmod +x .device-kit/build.sh "$T"/fakebuild/*
 printf 'name: gpu-124m\nbatch: 8\n' >profiles/gpu-124m.yaml
+# the Python reference's --warm: logs its arguments with the config it was given, takes FAKE_WARM_S, says it warmed
+mkdir -p reference && cat >reference/gpt2bench_ref.py <<'PY'
+import json, os, sys, time
+d, form = os.environ["FAKE_WARM_DIR"], sys.argv[-1]
+with open(os.path.join(d, "warm-calls"), "a") as f:
+    f.write(" ".join(sys.argv[1:]) + " " + open(sys.argv[2]).read().strip() + "\n")
+time.sleep(float(os.environ.get("FAKE_WARM_S", "0")))
+open(os.path.join(d, "warm-done-" + form), "w").close()
+print(json.dumps({"warmed": {form: 1.0}}))
+PY
+export FAKE_WARM_DIR="$T"
 
 out=$(OUT="$T/out" "$SCRIPT" tests 2>&1); rc=$?
 check "tests: a failing _CUDA test fails the stage" [ $rc -eq 1 ]
@@ -86,6 +105,7 @@ check "tests: the kernels' tests and timings in one log" \
   bash -c "grep -q 'PASSED' '$T/out/kernels.log' && grep -q 'kernels: fake timings' '$T/out/kernels.log'"
 check "tests: no crash, no test run alone" bash -c "! grep -q 'each _CUDA test alone' '$T/out/cuda-tests.log'"
 check "tests: the kernels' timings under OUT, and shown" [ -s "$T/out/kernels.json" ]
+check "tests: torch.compile's caches not warmed (the first stage's)" [ ! -e "$T/warm-calls" ]
 check "tests: ... and shown" grep -q "kernels: fake timings" <<<"$out"
 rm -rf "$T/out" && mkdir "$T/out"
 out=$(OUT="$T/out" FAKE_CRASH=1 "$SCRIPT" tests 2>&1); rc=$?
@@ -204,8 +224,8 @@ check "killed from outside: the run as the ladder had it then, packed under OUT"
 rm -rf runs "$T/out" && mkdir "$T/out"
 out=$(OUT="$T/out" "$SCRIPT" first 2>&1); rc=$?
 check "first: exit 0" [ $rc -eq 0 ]
-check "first: the kernels' tests logged and their verdict shown" \
-  bash -c "grep -q PASSED '$T/out/kernels.log' && grep -q 'PASSED' <<<'$out'"
+check "first: the kernels' tests logged" grep -q PASSED "$T/out/kernels.log"
+check "first: ... and their verdict shown" grep -q PASSED <<<"$out"
 check "first: the kernels' timings under OUT" [ -s "$T/out/kernels.json" ]
 check "first: the ladder that loses its device tested after the timings, logged, its verdict shown" bash -c \
   "grep -A2 '== gpt2bench kernels' '$T/out/kernels.log' | grep -q 'kernels: fake timings' &&
@@ -217,6 +237,29 @@ check "first, built: no more files under OUT than come back (8)" [ "$(find "$T/o
 check "first: the run tarred" bash -c "ls '$T'/out/*-gpu-124m.tgz >/dev/null"
 check "first: the kernels' timings in the tarred run directory, as written" \
   bash -c "tar -xzOf '$T'/out/*-gpu-124m.tgz --wildcards '*/kernels.json' | cmp - '$T/out/kernels.json'"
+check "first: torch.compile's caches warmed, said" grep -q "caches warmed in .*s (3 of 3 forms" <<<"$out"
+# the warm processes take longer than the kernels' tests: the tests run beside them, the timings wait for them, and
+# the kernel checks' window moves on by that wait (here 2 s, less than the 3 s wait: without it no timings)
+rm -rf runs "$T/out" "$T"/warm-* && mkdir "$T/out"
+out=$(OUT="$T/out" FAKE_WARM_S=3 GPU_SESSION_FIRST_TESTS_S=2 "$SCRIPT" first 2>&1); rc=$?
+check "first, warm: exit 0, the ladder ran" bash -c "[ $rc -eq 0 ] && grep -q 'ladder: done' '$T/out/first.log'"
+check "first, warm: a process a form" [ "$(wc -l <"$T/warm-calls")" -eq 3 ]
+for f in parity model model_and_loss; do
+  check "first, warm: $f warmed with the config gpt2bench printed" \
+    grep -qE -- "^--warm [^ ]*-ref_torch_compile.json $f [{]\"name\": \"ref_torch_compile\"[}]$" "$T/warm-calls"
+done
+check "first, warm: the kernels' tests beside it" grep -q "tests: beside the warm" "$T/out/kernels.log"
+check "first, warm: the timings after it, in the window moved on by the wait" \
+  bash -c "grep -q 'kernels: timed after the warm' '$T/out/kernels.log' && [ -s '$T/out/kernels.json' ]"
+check "first, warm: what it said in the machine's file" grep -q '"warmed": {"model_and_loss": 1.0}' "$T/out/machine-first.txt"
+check "first, warm: no more files under OUT than come back (8)" [ "$(find "$T/out" -type f | wc -l)" -le 8 ]
+# a warm process that hangs is stopped at GPU_SESSION_WARM_S, said, and the call goes on
+rm -rf runs "$T/out" "$T"/warm-* && mkdir "$T/out"
+out=$(OUT="$T/out" FAKE_WARM_S=60 GPU_SESSION_WARM_S=2 "$SCRIPT" first 2>&1); rc=$?
+check "first, warm hung: exit 0, the timings and the ladder ran" \
+  bash -c "[ $rc -eq 0 ] && [ -s '$T/out/kernels.json' ] && grep -q 'ladder: done' '$T/out/first.log'"
+check "first, warm hung: stopped, said" grep -q "caches warmed in [0-9]*s (0 of 3 forms" <<<"$out"
+rm -f "$T"/warm-*
 # kernels' tests that hang are stopped at FIRST_TESTS_S and the ladder still runs, on the budget left
 rm -rf runs "$T/out" && mkdir "$T/out"
 out=$(OUT="$T/out" FAKE_KERNELS_HANG=1 GPU_SESSION_FIRST_TESTS_S=2 "$SCRIPT" first 2>&1); rc=$?

@@ -388,6 +388,44 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   EXPECT_NE(doc2["references"][0]["error"].get<std::string>().find("/nonexistent/python"), std::string::npos);
 }
 
+// `reference-config` prints what the ladder writes for a reference and runs it with (less the tokens file and the
+// time budget, which only a ladder run has): --warm compiles from it the graphs the reference compiles later.
+TEST(Cli, ReferenceConfigPrintsTheConfigTheLadderRunsTheReferenceWith) {
+  test::TempDir d;
+  std::string body = kTinyProfile;
+  body.replace(body.find("variants: []"), 12, "variants: []\nreferences: [ref_torch_compile]\nsettings: {vocab_multiple: 8}\n");
+  const auto profile = test::write_tiny_profile(d, body);
+  auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run") + " --rung ref_torch_compile",
+                               "GPT2BENCH_PYTHON=/bin/true");  // no Python run: the config is written before it
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto written = nlohmann::json::parse(test::read_text(d / "run/reference/ref_torch_compile_b2.config.json"));
+  written.erase("tokens");
+  written.erase("budget_s");
+  auto printed = test::run_gpt2bench("reference-config --profile " + profile);
+  ASSERT_EQ(printed.exit_code, 0) << printed.output;
+  EXPECT_EQ(nlohmann::json::parse(printed.output), written);
+  auto at8 = nlohmann::json::parse(test::run_gpt2bench("reference-config --profile " + profile + " --batch 8").output);
+  EXPECT_EQ(at8["batch"], 8);
+  EXPECT_EQ(at8["parity_eager"], true);  // another batch than the profile's (batch_scaling's): parity uncompiled
+  auto eager = nlohmann::json::parse(
+      test::run_gpt2bench("reference-config --profile " + profile + " --name ref_torch_eager").output);
+  EXPECT_EQ(eager["compile"], false);
+  EXPECT_EQ(eager["precision"], "fp32");
+
+  auto bad = test::run_gpt2bench("reference-config --profile " + profile + " --name ref_torch_compiled");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("unknown reference rung 'ref_torch_compiled'"), std::string::npos) << bad.output;
+  bad = test::run_gpt2bench("reference-config --profile " + profile + " --batch 0");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--batch takes a whole number >= 1, got '0'"), std::string::npos) << bad.output;
+  bad = test::run_gpt2bench("reference-config");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("missing --profile"), std::string::npos) << bad.output;
+  auto help = test::run_gpt2bench("reference-config --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("--warm CONFIG"), std::string::npos) << help.output;
+}
+
 TEST(Cli, MisspelledKeyFailsAndWritesNothing) {
   test::TempDir d;
   const auto profile = test::write_tiny_profile(d, std::string(kTinyProfile) + "reps: 3\n");

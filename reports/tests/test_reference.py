@@ -172,3 +172,67 @@ def test_a_spent_share_drops_the_breakdown_only_where_it_costs_more_than_the_flo
     assert ("breakdown" in res) == (not kept)
     if not kept:
         assert res["breakdown"] == {"skipped": "over the time budget"}
+
+
+_RUN_AND_COUNT = """
+import importlib.util, json, sys
+from torch._dynamo.utils import counters
+spec = importlib.util.spec_from_file_location("gpt2bench_ref", sys.argv[1])
+ref = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ref)
+ref.run(json.load(open(sys.argv[2])))
+print(json.dumps({k: counters["inductor"][k] for k in ("fxgraph_cache_hit", "fxgraph_cache_miss")}))
+"""
+
+
+def test_warming_makes_the_references_compilations_cache_hits(tmp_path):
+    # The --warm processes (one a form, beside our kernels' tests on a lent GPU) must compile exactly the graphs the
+    # reference compiles later in its own process: there every compilation is then an inductor FX graph cache hit,
+    # where in a cold cache every one is a miss. Each in a process of its own, as on the device.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "reference" / "gpt2bench_ref.py"
+    m = dict(GPT2_124M, n_layer=1, n_embd=32, n_head=2, context=16, vocab_size=97, padded_vocab=104, dropout=0.1)
+    tokens = tmp_path / "tokens"
+    tokens.write_bytes((torch.arange(400) % 7).numpy().tobytes())
+    cfg = {"name": "ref_torch_compile", "device": "cpu", "tokens": str(tokens), "batch": 2, "model": m, "seed": 7,
+           "precision": "bf16_cast", "attention": "sdpa", "layers": "native", "compile": True,
+           "compile_scopes": ["model", "model_and_loss"], "parity_steps": 2, "parity_eager": False,
+           "warmup_steps": 1, "steps": 1, "repetitions": 2, "breakdown_steps": 0,
+           "optimizer": {"form": "fused", "lr": 1e-3, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}}
+    cfg_path = tmp_path / "cfg.json"
+    cfg_path.write_text(json.dumps(cfg))
+
+    def counted(cache):
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), TRITON_CACHE_DIR=str(cache / "triton"))
+        out = subprocess.run([sys.executable, "-c", _RUN_AND_COUNT, str(script), str(cfg_path)], env=env,
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    cold = counted(tmp_path / "cold")
+    assert cold["fxgraph_cache_miss"] > 0 and cold["fxgraph_cache_hit"] == 0, cold
+    warmed = tmp_path / "warmed"
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(warmed), TRITON_CACHE_DIR=str(warmed / "triton"))
+    for form in ref.WARM_FORMS:
+        said = subprocess.run([sys.executable, str(script), "--warm", str(cfg_path), form], env=env,
+                              capture_output=True, text=True, check=True).stdout
+        assert isinstance(json.loads(said)["warmed"][form], float), said
+    hot = counted(warmed)
+    assert hot["fxgraph_cache_miss"] == 0 and hot["fxgraph_cache_hit"] == cold["fxgraph_cache_miss"], (cold, hot)
+
+
+def test_warming_refuses_what_it_cannot_warm_and_passes_over_what_the_reference_does_not_compile():
+    cfg = {"name": "ref_torch_eager", "compile": False, "device": "cpu"}
+    with pytest.raises(ValueError, match="ref_torch_eager is not compiled: nothing to warm"):
+        ref.warm(cfg, ["model"])
+    with pytest.raises(ValueError, match=r"forms to warm: \['modle'\]"):
+        ref.warm(dict(cfg, compile=True), ["model", "modle"])
+    with pytest.raises(ValueError, match="forms to warm: none"):
+        ref.warm(dict(cfg, compile=True), [])
+    said = ref.warm({"compile": True, "device": "cpu", "batch": 1, "model": {"context": 4, "vocab_size": 7},
+                     "compile_scopes": ["model"], "parity_steps": 2, "parity_eager": True}, ["parity", "model_and_loss"])
+    assert said == {"parity": "not compiled by this reference (no parity steps, or parity_eager)",
+                    "model_and_loss": "not among its compile_scopes ['model']"}
