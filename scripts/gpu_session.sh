@@ -134,7 +134,7 @@ build_with_tests() {
 # beside our kernels' tests, which time nothing: the ladder's reference, minutes later in its own process, then
 # compiles from the caches (every graph a cache hit: pytest test_warming_makes_the_references_compilations_cache_hits),
 # where cold they take minutes of the call. Only their time is saved; what they compile is the reference's own. At a
-# lower CPU priority than the tests (nice 10): those are bounded by FIRST_TESTS_S, the warm is not in a hurry.
+# lower CPU priority than the tests (nice 10): those are bounded by FIRST_TESTS_S, the warm only waited for after them.
 warmers=() warm_log="" warm_began=0
 warm_start() {
   local cfg form
