@@ -385,8 +385,21 @@ def run(cfg):
             live = (best,) + build_step(cfg, device, tokens, best)[1:]
             live[1](*live[2].next())
         out["breakdown"] = breakdown(live[1], live[2], last["breakdown_steps"], cuda, sync)
+    if cfg["compile"]:  # how many of its graphs inductor compiled and how many it took from its on-disk cache
+        out["inductor_fx_graph_cache"] = fx_graph_cache_counts()
     out["elapsed_s"] = time.perf_counter() - started
     return out
+
+
+def fx_graph_cache_counts():
+    """This process's inductor FX graph cache hits and misses (torch._dynamo's counters: a private API, so where it
+    is not there, nothing): a reference compiled from caches that an earlier process warmed (--warm) reports the
+    seconds of a cache hit as its first step, and says so."""
+    try:
+        from torch._dynamo.utils import counters
+        return {"hits": int(counters["inductor"]["fxgraph_cache_hit"]), "misses": int(counters["inductor"]["fxgraph_cache_miss"])}
+    except Exception:  # noqa: BLE001 — a record, never a failure of the reference
+        return None
 
 
 def build_step(cfg, device, tokens, scope):

@@ -195,6 +195,20 @@ def _failure(ref: dict) -> str:
     return f"error: {said}" if status == "error" else said or status
 
 
+def _first_step(res: dict) -> str:
+    """A reference's first step in seconds (a compiled one's: its compilation), and where inductor took its graphs
+    from its on-disk cache (warmed by an earlier process: gpu_session.sh first), how many: a cache hit's seconds are
+    not a compilation's."""
+    cell = _fmt(res.get("first_step_s"), ".1f")
+    cache = res.get("inductor_fx_graph_cache") or {}
+    hits, misses = cache.get("hits", 0), cache.get("misses", 0)
+    if hits and not misses:
+        return f"{cell} (graphs from the cache)"
+    if hits:
+        return f"{cell} ({hits} of {hits + misses} graphs from the cache)"
+    return cell
+
+
 def reference_table(run: Run) -> list[list[str]]:
     """The Python reference rungs beside the C++ ones: never in the ladder's speed-ups."""
     rows = [["reference (Python)", "batch", "status", "tok/s", "compared with", "C++ tok/s", "C++ / Python",
@@ -217,7 +231,7 @@ def reference_table(run: Run) -> list[list[str]]:
             _fmt(res.get("tokens_per_sec")) if ok else "-", ref.get("compared_with", "-"),
             _fmt(ref.get("cpp_tokens_per_sec")), _fmt(ref.get("ratio"), ".2f") + "x" if "ratio" in ref else "-",
             interval(ri), again_cell,
-            ref.get("parity", {}).get("verdict", "n/a"), _fmt(res.get("first_step_s"), ".1f") if ok else "-",
+            ref.get("parity", {}).get("verdict", "n/a"), _first_step(res) if ok else "-",
             res.get("torch_version", "-"),
         ])
     return rows

@@ -180,8 +180,9 @@ from torch._dynamo.utils import counters
 spec = importlib.util.spec_from_file_location("gpt2bench_ref", sys.argv[1])
 ref = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ref)
-ref.run(json.load(open(sys.argv[2])))
-print(json.dumps({k: counters["inductor"][k] for k in ("fxgraph_cache_hit", "fxgraph_cache_miss")}))
+out = ref.run(json.load(open(sys.argv[2])))
+print(json.dumps(dict({k: counters["inductor"][k] for k in ("fxgraph_cache_hit", "fxgraph_cache_miss")},
+                      recorded=out["inductor_fx_graph_cache"])))
 """
 
 
@@ -222,6 +223,9 @@ def test_warming_makes_the_references_compilations_cache_hits(tmp_path):
         assert isinstance(json.loads(said)["warmed"][form], float), said
     hot = counted(warmed)
     assert hot["fxgraph_cache_miss"] == 0 and hot["fxgraph_cache_hit"] == cold["fxgraph_cache_miss"], (cold, hot)
+    # the reference says so in its result (the report's first-step cell: "graphs from the cache")
+    assert cold["recorded"] == {"hits": 0, "misses": cold["fxgraph_cache_miss"]}
+    assert hot["recorded"] == {"hits": hot["fxgraph_cache_hit"], "misses": 0}
 
 
 def test_warming_refuses_what_it_cannot_warm_and_passes_over_what_the_reference_does_not_compile():

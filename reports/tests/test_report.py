@@ -503,11 +503,12 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
         {"name": "ref_torch_compile", "status": "ok", "config": {"batch": 8}, "compared_with": base["name"],
          "cpp_tokens_per_sec": 1200.0, "ratio": 1.2, "again": {"rung": base["name"], "error": "not finished: interrupted"},
          "result": {"tokens_per_sec": 1000.0, "first_step_s": 30.0, "torch_version": "2.13.0+cpu",
-                    "compile_scope": "model_and_loss",
+                    "compile_scope": "model_and_loss", "inductor_fx_graph_cache": {"hits": 1, "misses": 2},
                     "compile_scopes": {"model": {"tokens_per_sec": 950.0}, "model_and_loss": {"tokens_per_sec": 1000.0}}}},
         {"name": "ref_torch_compile", "status": "ok", "config": {"batch": 32}, "compared_with": base["name"],
          "cpp_tokens_per_sec": 1200.0, "ratio": 1.25,
-         "result": {"tokens_per_sec": 960.0, "first_step_s": 30.0, "torch_version": "2.13.0+cpu", "compile_scope": "model",
+         "result": {"tokens_per_sec": 960.0, "first_step_s": 3.0, "torch_version": "2.13.0+cpu", "compile_scope": "model",
+                    "inductor_fx_graph_cache": {"hits": 2, "misses": 0},
                     "compile_scopes": {"model": {"tokens_per_sec": 960.0},
                                        "model_and_loss": {"error": "OutOfMemoryError: CUDA out of memory."}}}},
         {"name": "ref_torch_compile", "status": "error", "config": {"batch": 4},
@@ -524,6 +525,9 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
                      "1.15x; 1.05-1.22x (96%)", "pass", "0.5", "2.13.0+cpu"]
     assert f"| ref_torch_compile | 8 | ok | 1,000 | {base['name']} | 1,200 | 1.20x | - | not finished: interrupted |" in md
     assert "| ref_torch_compile | 4 | error: python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler" in md
+    # where inductor took its graphs from a cache an earlier process warmed, the first step says so
+    assert "| 3.0 (graphs from the cache) | 2.13.0+cpu |" in md
+    assert "| 30.0 (1 of 3 graphs from the cache) | 2.13.0+cpu |" in md
     assert "| ref_torch_compile | 16 | not finished: interrupted (--resume runs it again) | - |" in md  # not an error
     assert "blocks' weight matmuls 63.9%, LM head 29.0%, causal attention 7.1%" in md
     assert ("the model returning its loss (nanoGPT's; the loss inside the graph): ref_torch_compile at batch 8: "
