@@ -297,9 +297,19 @@ def breakdown(step, data, n, cuda, sync):
             "step_ms": 1e3 * wall / n, "host_ms_per_step": 1e3 * host / n, "events_per_step": events, "by_name": rows}
 
 
+def forms_of(cfg):
+    """The step's forms the reference times: its compile scopes, or the one eager form (None)."""
+    return (cfg.get("compile_scopes") or ["model"]) if cfg["compile"] else [None]
+
+
+def parity_form_of(cfg):
+    """The parity run's form: the first timed form's, uncompiled (None) where `parity_eager` says so."""
+    return None if cfg.get("parity_eager") else forms_of(cfg)[0]
+
+
 def run(cfg):
     # Eager: one form; compiled: each scope in turn, the faster kept as the reference's figure.
-    scopes = (cfg.get("compile_scopes") or ["model"]) if cfg["compile"] else [None]
+    scopes = forms_of(cfg)
     unknown = [s for s in scopes if s not in (None, "model", "model_and_loss")]
     if unknown:
         raise ValueError(f"compile_scopes: {unknown} (expected model, model_and_loss)")
@@ -327,7 +337,7 @@ def run(cfg):
     if cfg["parity_steps"] > 0:
         model, opt = build(dict(cfg, parity=True), device)
         out["parameters"] = parameter_count(model)
-        parity_scope = None if cfg.get("parity_eager") else scopes[0]
+        parity_scope = parity_form_of(cfg)
         out["parity_form"] = parity_scope or "eager"
         step, data = make_step(model, opt, parity_scope), Batches(tokens, b, t, device)
         t0 = time.perf_counter()
@@ -475,18 +485,18 @@ def warm(cfg, forms):
     device = torch.device(cfg["device"])
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    scopes = cfg.get("compile_scopes") or ["model"]
+    scopes = forms_of(cfg)
     b, t, v = cfg["batch"], cfg["model"]["context"], cfg["model"]["vocab_size"]
     out = {}
     for form in forms:
-        if form == "parity" and (not cfg.get("parity_steps") or cfg.get("parity_eager")):
+        if form == "parity" and (not cfg.get("parity_steps") or parity_form_of(cfg) is None):
             out[form] = "not compiled by this reference (no parity steps, or parity_eager)"
             continue
         if form != "parity" and form not in scopes:
             out[form] = f"not among its compile_scopes {scopes}"
             continue
         model, opt = build(dict(cfg, parity=form == "parity"), device)
-        step = make_step(model, opt, scopes[0] if form == "parity" else form)
+        step = make_step(model, opt, parity_form_of(cfg) if form == "parity" else form)
         # the loader's batches: (B, T) int64, contiguous, on the device
         x, y = (torch.randint(v, (b, t), dtype=torch.int64).to(device) for _ in range(2))
         t0 = time.perf_counter()
