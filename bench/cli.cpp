@@ -83,9 +83,11 @@ top in this run beyond noise (rungs.json's "kept" says which and why).
   --verbose        also print Google Benchmark's own console table (by default: one line per rung as it
                    ends, then the summary table)
   --resume DIR     finish an interrupted run in DIR: rungs already complete there (ok, skipped, diverged,
-                   oom, and an error that lost the device) are kept, the rest run; refused if the profile
-                   resolves differently, the build differs or the device does (its model, SMs or threads,
-                   driver). Ctrl-C (SIGINT) or SIGTERM stops a ladder cleanly, keeping the finished rungs.
+                   oom, and an error that lost the device) are kept, the rest run; a rung an earlier process
+                   ended in (a crash, a kill) runs once more, and after a second such end is kept as an error;
+                   refused if the profile resolves differently, the build differs or the device does (its
+                   model, SMs or threads, driver). Ctrl-C (SIGINT) or SIGTERM stops a ladder cleanly, keeping
+                   the finished rungs.
   --nproc N        N local processes: rungs with the ddp variant run data-parallel on all of them
                    (c10d: Gloo on the CPU, NCCL on GPUs); the others on rank 0 alone. Rank 0 writes.
 

@@ -271,6 +271,79 @@ TEST(Reliability, ARungThatLosesTheDeviceEndsTheProcessAndResumeGoesOnPastIt) { 
 
 TEST(Reliability, ATensorFreedAfterTheDeviceIsLostEndsTheProcessTheSameWay) { lose_the_device_then_resume(":free"); }
 
+// A process that ends in a rung records nothing there: a crash (a segfault, an abort), the out-of-memory killer, a
+// deadline's kill where the rung could not stop in time. Written ahead of its work, the rung is left "in_flight";
+// --resume runs it once more (a deadline's kill ends a sound rung so), counting the end in `ended_processes`.
+TEST(Reliability, ARungItsProcessEndedInRunsOnceMore) {
+  test::TempDir d;
+  const auto profile = test::write_tiny_profile(d, kBody);
+  auto r = run_and_signal("ladder --profile " + profile + " --out " + (d / "run"), "02_native_layers: build", SIGKILL, 0);
+  ASSERT_EQ(r.exit_code, -1) << r.output;  // killed
+  auto rungs = load(d / "run/rungs.json");
+  EXPECT_EQ(rungs["status"], "running");
+  EXPECT_EQ(rungs["rungs"][1]["status"], "ok");
+  EXPECT_FALSE(rungs["rungs"][1].contains("in_flight"));  // ended: its outcome written
+  EXPECT_EQ(rungs["rungs"][2]["status"], "pending");
+  EXPECT_EQ(rungs["rungs"][2].value("in_flight", false), true);
+  EXPECT_FALSE(rungs["rungs"][3].contains("in_flight"));  // not started
+
+  r = test::run_gpt2bench("ladder --resume " + (d / "run"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("gpt2bench: 02_native_layers: the last process ended during it, recording nothing (a "
+                          "crash, or a kill it could not stop for): run again; a second such end records it as an error"),
+            std::string::npos)
+      << r.output;
+  rungs = load(d / "run/rungs.json");
+  EXPECT_EQ(rungs["status"], "complete");
+  for (const auto& rung : rungs["rungs"]) {
+    EXPECT_EQ(rung["status"], "ok") << rung["name"];
+    EXPECT_FALSE(rung.contains("in_flight")) << rung["name"];
+  }
+  EXPECT_EQ(rungs["rungs"][2].value("ended_processes", 0), 1);
+  EXPECT_FALSE(rungs["rungs"][3].contains("ended_processes"));
+}
+
+// A rung that ends a second process (a crash it causes each time; a hang the deadline kills) is recorded as an error
+// and kept as such by --resume, which goes on past it: it cannot take every later process, and every later lease of
+// a GPU, with it.
+TEST(Reliability, ARungThatEndsTwoProcessesIsAnErrorAndResumeGoesOnPastIt) {
+  test::TempDir d;
+  const auto profile = test::write_tiny_profile(d, kBody);
+  auto r = run_and_signal("ladder --profile " + profile + " --out " + (d / "run"), "02_native_layers: build", SIGKILL, 0);
+  ASSERT_EQ(r.exit_code, -1) << r.output;
+  r = run_and_signal("ladder --resume " + (d / "run"), "02_native_layers: build", SIGKILL, 0);
+  ASSERT_EQ(r.exit_code, -1) << r.output;
+  auto rungs = load(d / "run/rungs.json");
+  EXPECT_EQ(rungs["rungs"][2]["status"], "pending");
+  EXPECT_EQ(rungs["rungs"][2].value("in_flight", false), true);
+  EXPECT_EQ(rungs["rungs"][2].value("ended_processes", 0), 1);  // the first end; this one is counted on resume
+
+  r = test::run_gpt2bench("ladder --resume " + (d / "run"));
+  ASSERT_EQ(r.exit_code, 1) << r.output;  // a rung's error
+  const std::string error =
+      "its process ended during this rung 2 times, recording nothing (a crash, or a kill it could not stop for: the "
+      "ladder's log says which); --resume does not run it again";
+  EXPECT_NE(r.output.find("gpt2bench: 02_native_layers: " + error), std::string::npos) << r.output;
+  rungs = load(d / "run/rungs.json");
+  EXPECT_EQ(rungs["status"], "partial");
+  const auto given_up = rungs["rungs"][2];
+  EXPECT_EQ(given_up["status"], "error");
+  EXPECT_EQ(given_up["error"], error);
+  EXPECT_EQ(given_up.value("ended_processes", 0), 2);
+  EXPECT_FALSE(given_up.contains("in_flight"));
+  for (int i : {0, 1, 3, 4}) EXPECT_EQ(rungs["rungs"][i]["status"], "ok") << i;
+  EXPECT_EQ(iterations_of(load(d / "run/results.json"), "02_native_layers"), 0);
+
+  // Kept: a later --resume neither runs it again nor counts it again.
+  r = test::run_gpt2bench("ladder --resume " + (d / "run"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("5 of 5 rungs already complete"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("gpt2bench: 02_native_layers: "), std::string::npos) << r.output;  // nothing counted
+  rungs = load(d / "run/rungs.json");
+  for (const char* key : {"status", "error", "ended_processes"}) EXPECT_EQ(rungs["rungs"][2][key], given_up[key]) << key;
+  EXPECT_EQ(iterations_of(load(d / "run/results.json"), "02_native_layers"), 0);
+}
+
 TEST(Reliability, AFaultInjectedInAnUnknownWayIsRefused) {
   test::TempDir d;
   std::string body = kBody;

@@ -279,6 +279,7 @@ struct Ladder {
   int64_t rungs_started = 0;
   SdpaTimings sdpa_timed{};  // settings.sdpa_backend: fastest — one timing an attention (choose_sdpa)
   ChunkTimings chunk_timed{};  // settings.classifier_chunk: fastest — one timing a head (choose_chunk)
+  std::function<void()> save_running{};  // rungs.json written as it stands (rank 0; none on the other ranks)
 
   bool rank0() const { return !dist || dist->rank() == 0; }
   // --resume: the kept rungs' SDPA timings (at their planned batch) and classifier chunk timings stand for the
@@ -637,6 +638,10 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
     return;
   }
   try {
+    if (rep == 0) {  // written ahead: a process that ends in this rung recording nothing leaves it said (--resume)
+      rec.out.in_flight = true;
+      if (ladder.save_running) ladder.save_running();
+    }
     if (rep == 0 && rec.plan.kind == RungKind::kKept && !ladder.settle(rec, records)) {
       st.SkipWithError(rec.out.error.c_str());
       return;
@@ -956,6 +961,15 @@ void warn_if_few_repetitions(const Profile& prof) {
               << "difference from noise (the median's interval and the U test want 5 or more; GPUs 9)\n";
 }
 
+// The rungs that ran (or ended without running): those the filter left out stay "pending" in rungs.json and out of
+// the summary.
+std::vector<RungRecord> rungs_that_ran(const std::vector<RungRecord>& records) {
+  std::vector<RungRecord> ran;
+  for (const auto& r : records)
+    if (r.out.status != RungStatus::kPending) ran.push_back(r);
+  return ran;
+}
+
 }  // namespace
 
 int run_ladder(const LadderOptions& o) {
@@ -999,6 +1013,7 @@ int run_ladder(const LadderOptions& o) {
   Ladder ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, make_clock_sampler(dev), budget};
   ladder.rungs_to_run = runs_to_make(o.rung_filter, prof, records, writer.references());
   ladder.keep_timings(records);
+  ladder.save_running = [&writer, &records] { writer.flush(records, "running"); };
   if (budget.limited())
     std::cerr << "gpt2bench: time budget " << format_duration(budget.total_s()) << " for " << ladder.rungs_to_run
               << " rung(s): each takes the timed steps that fit its share (at least 1 per repetition)\n";
@@ -1031,9 +1046,7 @@ int run_ladder(const LadderOptions& o) {
   // 4. The Python reference rungs, on the same device, data and batch; beside the rungs, not in them.
   if (!g_signal && ladder.abort_reason.empty()) run_reference_rungs(o, ladder, records, writer);
   std::signal(SIGINT, old_int), std::signal(SIGTERM, old_term);
-  std::vector<RungRecord> ran;  // rungs the filter left out stay "pending" in rungs.json and out of the summary
-  for (const auto& r : records)
-    if (r.out.status != RungStatus::kPending) ran.push_back(r);
+  const std::vector<RungRecord> ran = rungs_that_ran(records);
   writer.flush(records, run_status(ran, g_signal != 0, !ladder.abort_reason.empty()));
   benchmark::Shutdown();
   return conclude(ran, ladder, writer, o.out_dir);

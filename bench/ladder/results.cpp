@@ -113,6 +113,8 @@ nlohmann::json to_json(const RungRecord& r) {
   };
   if (!r.out.error.empty()) j["error"] = r.out.error;
   if (r.out.device_fault) j["device_fault"] = true;
+  if (r.out.status == RungStatus::kPending && r.out.in_flight) j["in_flight"] = true;
+  if (r.out.ended_processes > 0) j["ended_processes"] = r.out.ended_processes;
   j["sdpa_backend_used"] = r.out.sdpa_backend_used;
   if (r.out.sdpa_choice) j["sdpa_choice"] = *r.out.sdpa_choice;
   if (r.out.chunk_choice) j["classifier_chunk_choice"] = *r.out.chunk_choice;
@@ -153,6 +155,7 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   r.out.status = rung_status_from(j.at("status").get<std::string>());
   r.out.error = j.value("error", "");
   r.out.device_fault = j.value("device_fault", false);
+  r.out.ended_processes = j.value("ended_processes", int64_t{0});
   r.out.batch = j.at("spec").at("batch").get<int64_t>();
   if (j.contains("flops") && j["flops"].contains("counted_per_token")) r.out.counted_flops_per_token = j["flops"]["counted_per_token"].get<double>();
   r.out.parity = parity_result_from(j.at("parity"));

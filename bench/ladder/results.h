@@ -20,6 +20,10 @@
 namespace gpt2 {
 
 enum class RungStatus { kPending, kOk, kSkipped, kDiverged, kOom, kInterrupted, kError };
+
+// The processes a rung may end (recording nothing) before --resume records it as an error instead of running it
+// again: one such end may be a deadline's kill of a sound rung; a second in the same rung is the rung's.
+constexpr int64_t kProcessEndsARungMayCause = 2;
 std::string to_string(RungStatus s);
 RungStatus rung_status_from(const std::string& s);  // throws std::invalid_argument on an unknown name
 
@@ -63,6 +67,12 @@ struct RungOutcome {
   std::optional<ChunkChoice> chunk_choice; // and the measurement
   int64_t diverged_at = 0;  // the first step with a non-finite loss (1-based, warm-up included), 0 if none
   bool device_fault = false;  // an error that left the device unusable (lost_context): kept by --resume, not rerun
+  // Written ahead of the rung's work (rungs.json's "in_flight" while it is pending), so that a process that ends in
+  // it recording nothing (a crash; a kill: the out-of-memory killer's, a deadline's where the rung could not stop in
+  // time) leaves the rung said; --resume counts such ends (`ended_processes`): after one it runs the rung again, after
+  // kProcessEndsARungMayCause it records the rung as an error and goes on past it (bench/ladder/run_dir.h).
+  bool in_flight = false;
+  int64_t ended_processes = 0;
   std::vector<double> rank_step_ms, rank_peak_alloc_bytes;  // data-parallel rungs: per rank, last repetition
   std::optional<double> scaling_efficiency;
   nlohmann::json breakdown;  // the breakdown pass's summary and memory breakdown, when it ran

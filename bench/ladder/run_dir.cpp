@@ -25,11 +25,31 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what_i
 }
 
 // A rung --resume keeps: it ended as it will end again with this build on this device. A device fault too: run
-// again, it would lose the new process's device as well, and every rung after it with it.
+// again, it would lose the new process's device as well, and every rung after it with it; and so a rung that ended
+// its processes (carry_ended).
 bool complete(const nlohmann::json& rung) {
   const RungStatus s = rung_status_from(rung.at("status").get<std::string>());
   return s == RungStatus::kOk || s == RungStatus::kSkipped || s == RungStatus::kDiverged || s == RungStatus::kOom ||
-         (s == RungStatus::kError && rung.value("device_fault", false));
+         (s == RungStatus::kError &&
+          (rung.value("device_fault", false) || rung.value("ended_processes", int64_t{0}) >= kProcessEndsARungMayCause));
+}
+
+// A rung not complete in the earlier run: the processes that ended in it recording nothing, that one's included
+// where it was in flight (a crash, a kill) — run again after one, an error after kProcessEndsARungMayCause, said.
+void carry_ended(RungRecord& r, const nlohmann::json& j) {
+  const bool ended_in_it = j.value("in_flight", false);
+  r.out.ended_processes = j.value("ended_processes", int64_t{0}) + (ended_in_it ? 1 : 0);
+  if (!ended_in_it) return;
+  if (r.out.ended_processes >= kProcessEndsARungMayCause) {
+    r.out.status = RungStatus::kError;
+    r.out.error = "its process ended during this rung " + std::to_string(r.out.ended_processes) +
+                  " times, recording nothing (a crash, or a kill it could not stop for: the ladder's log says which);"
+                  " --resume does not run it again";
+    std::cerr << "gpt2bench: " << r.name() << ": " << r.out.error << "\n";
+  } else {
+    std::cerr << "gpt2bench: " << r.name() << ": the last process ended during it, recording nothing (a crash, or a"
+              << " kill it could not stop for): run again; a second such end records it as an error\n";
+  }
 }
 
 }  // namespace
@@ -114,6 +134,8 @@ Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& pro
         ++n;
         for (const auto& b : old_results["benchmarks"])
           if (b["run_name"].get<std::string>().rfind(r.plan.benchmark_name + "/", 0) == 0) kept.benchmarks.push_back(b);
+      } else if (j["name"] == r.plan.rung.name) {
+        carry_ended(r, j);
       }
   kept.context = old_results["context"];
   kept.cards = old.value("cards", nlohmann::json::array());

@@ -45,6 +45,7 @@ class Rung:
     kept: list | None = None  # a kept rung: each candidate extra, whether it joined and why (rungs.json "kept")
     measured_matmul: float | None = None  # FLOP/s of a GEMM in the rung's precision, measured by its run
     device_fault: bool = False  # its error lost the device (the process's CUDA context): the rest ran in a new one
+    ended_processes: int = 0  # processes that ended in it recording nothing (a crash, a kill): --resume counted them
 
     @property
     def throttled(self) -> bool:
@@ -230,6 +231,7 @@ def load_run(path: str | Path) -> Run:
                     kept=r.get("kept"),
                     measured_matmul=(r.get("peak_flops") or {}).get("measured_matmul") or None,
                     device_fault=bool(r.get("device_fault", False)),
+                    ended_processes=int(r.get("ended_processes", 0)),
                 )
             )
         return Run(

@@ -169,6 +169,11 @@ def run_notes(run: Run) -> list[str]:
                          "context, so that process ended there and the rungs after it ran in a new one "
                          "(gpt2bench ladder --resume), which keeps this rung as the error it was.")
     for r in run.rungs:
+        if r.ended_processes and r.status == "ok":  # one that ended two is an error, its text in the table
+            notes.append(f"{r.name}: a process ended during it recording nothing (a crash, or a kill it could not stop "
+                         "for: the ladder's log says which); it ran again in a new one (gpt2bench ladder --resume), "
+                         "and these figures are that run's.")
+    for r in run.rungs:
         if r.throttled:
             notes.append(f"{r.name} was THROTTLED while timed: {r.clocks.get('throttled_why', '')} (NVML); "
                          "its tok/s understates the step.")

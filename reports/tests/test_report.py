@@ -436,6 +436,27 @@ def test_a_rung_that_lost_the_device_is_noted(tmp_path):
     assert md.count("lost the device") == 1  # the other rungs: none
 
 
+def test_a_rung_a_process_ended_in_is_noted(tmp_path):
+    # As gpt2bench ladder --resume records a rung its process ended in (bench/ladder/run_dir.cpp): run again after one
+    # such end, an error after two.
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    again, given_up = [r for r in doc["rungs"] if r["status"] == "ok"][1:3]
+    again["ended_processes"] = 1
+    given_up.update(status="error", ended_processes=2,
+                    error="its process ended during this rung 2 times, recording nothing (a crash, or a kill it could "
+                          "not stop for: the ladder's log says which); --resume does not run it again")
+    for k in ("median", "repetitions", "spread"):
+        given_up.pop(k, None)
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    md = (write_report([load_run(run_dir)], tmp_path / "report") / "report.md").read_text()
+    assert (f"{again['name']}: a process ended during it recording nothing (a crash, or a kill it could not stop for: "
+            "the ladder's log says which); it ran again in a new one") in md
+    assert f"| {given_up['name']} | error |" in md and "| its process ended during this rung 2 times" in md  # the table
+    assert md.count("recording nothing") == 2  # the note, the table's error; the other rungs: none
+
+
 def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     # A copy of a fixture as a newer gpt2bench writes it: the MFU's basis, the spread, NVML's clocks.
     run_dir = tmp_path / "run"
