@@ -9,7 +9,8 @@
 #   scripts/gpu_session.sh ladder   gpu-124m whole (its references, extra rungs and breakdown passes) under the
 #                                   time the call has left after the build, less a reserve; stopped cleanly
 #                                   (SIGTERM: the finished rungs kept) if it runs on towards the limit; after a
-#                                   rung that lost the device (exit 3), the rest in a new process (--resume); the
+#                                   rung that lost the device (exit 3) or a crash, the rest in a new process
+#                                   (--resume: the rung a crash ended runs once more, an error after a second); the
 #                                   run directory tarred into $OUT, ready for reports/reference/<device>/ as written
 #   scripts/gpu_session.sh first    a lease of 15 minutes in one call: the build with the tests, our kernels'
 #                                   tests (KernelsCuda.*) and timings (kernels.json, also put in the run
@@ -306,15 +307,22 @@ checkpoints >/dev/null 2>&1 &
 checkpointing=$!
 : >"$OUT/$stage.log"
 # A rung that leaves the device unusable (gpt2bench ladder's exit 3: a kernel's illegal address loses the process's
-# CUDA context) ends its process; the rest in a new one (--resume keeps that rung as the error it was), while the
-# call has a minute of budget left, at most ROUNDS processes in all.
+# CUDA context) ends its process; so does a crash (a signal: SIGSEGV 139, SIGABRT 134) or a kill (137: the
+# out-of-memory killer's). The rest in a new one (--resume keeps a device fault's rung as the error it was; the rung
+# a crash ended runs once more, and after a second such end is an error it keeps), while the call has a minute of
+# budget left, at most ROUNDS processes in all. Where this script's own deadline killed it, no minute is left.
 for ((round = 1; ; round++)); do
   run_until $(($(left_s) - STOP_S)) "${RUN[@]}" build-cuda/gpt2bench ladder --profile "$profile" "${resume[@]}" "$@" 2>&1 |
     tee -a "$OUT/$stage.log"
   rc=${PIPESTATUS[0]}
-  [ "$rc" -eq 3 ] && [ "$round" -lt "$ROUNDS" ] && budget_profile || break
-  echo "gpu_session: a rung left the device unusable (its error in $stage.log and rungs.json): the rest in a new" \
-    "process, --resume, under a ${budget_min}-minute budget"
+  case $rc in
+  3) why="a rung left the device unusable (its error in $stage.log and rungs.json)" ;;
+  13[1-9] | 1[4-9][0-9]) why="gpt2bench ladder ended by signal $((rc - 128)) (a crash or a kill: $stage.log; the rung it" ;;
+  *) break ;;
+  esac
+  [ "$round" -lt "$ROUNDS" ] && [ -f "$run/rungs.json" ] && budget_profile || break
+  [ "$rc" -gt 130 ] && why="$why was in runs once more, and is an error after a second such end)"
+  echo "gpu_session: $why: the rest in a new process, --resume, under a ${budget_min}-minute budget"
   resume=(--resume "$run")
 done
 kill "$checkpointing" 2>/dev/null
@@ -325,6 +333,8 @@ case $rc in
 124 | 130) echo "gpu_session: $run stopped before its end, the finished rungs kept; next call: OUT=... scripts/gpu_session.sh resume" ;;
 3) echo "gpu_session: $run: a rung left the device unusable, and no new process was started for the rest ($round" \
   "processes, $(left_s)s of the call left); next call: OUT=... scripts/gpu_session.sh resume" ;;
+13[1-9] | 1[4-9][0-9]) echo "gpu_session: $run: gpt2bench ladder ended by signal $((rc - 128)), and no new process was" \
+  "started for the rest ($round processes, $(left_s)s of the call left); next call: OUT=... scripts/gpu_session.sh resume" ;;
 *) echo "gpu_session: gpt2bench ladder exited $rc (its log: $OUT/$stage.log)" ;;
 esac
 exit "$rc"

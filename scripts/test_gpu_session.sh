@@ -2,6 +2,7 @@
 # ctest GpuSession: scripts/gpu_session.sh's mechanics, with a fake device kit and fake binaries (no GPU here):
 # usage errors, a failing _CUDA test failing the stage with its line shown, a crash followed by each test alone,
 # the ladder stage's profile (gpu-124m with the budget the call has left) and tarred run directory under $OUT, a
+# ladder process that lost the device or crashed followed by a new one (--resume), a
 # ladder stopped before the call's deadline with its run kept and tarred, a call the build left too little of,
 # the resume stage, the first stage (a 15-minute lease's one call: kernels' tests and timings, then the ladder), and
 # carried binaries (scripts/prebuild_gpu.sh) run with no build, or the build when they are another tree's or fail;
@@ -71,6 +72,11 @@ if [ "$(wc -l <"$out/calls")" -le "${FAKE_LOSE_DEVICE:-0}" ]; then  # a rung los
   echo "ladder: a rung lost the device"
   sleep "${FAKE_LOSE_AFTER_S:-0}"
   exit 3
+fi
+if [ "$(wc -l <"$out/calls")" -le "${FAKE_LADDER_CRASH:-0}" ]; then  # a crash in a rung: nothing recorded
+  echo '{"status": "running"}' >"$out/rungs.json"
+  echo "ladder: crashed in a rung"
+  kill -SEGV $$
 fi
 if [ -n "${FAKE_HANG:-}" ]; then  # a ladder that would run past the call: stopped by SIGTERM, keeping its rungs
   echo '{"status": "running"}' >"$out/rungs.json"
@@ -157,6 +163,22 @@ rm -rf runs "$T/out" && mkdir "$T/out"
 out=$(OUT="$T/out" FAKE_LOSE_DEVICE=99 FAKE_LOSE_AFTER_S=3 GPU_SESSION_LIMIT_S=162 "$SCRIPT" ladder 2>&1); rc=$?
 check "lost device, under a minute of budget left after it (62 s, then 3 s gone): no new process" \
   bash -c "[ $rc -eq 3 ] && [ \$(wc -l <runs/*-gpu-124m/calls) -eq 1 ]"
+
+# a crash in a rung (a signal): the rest in a new process, --resume, as after a lost device; a crash each time:
+# ROUNDS processes, the signal and the next call said
+rm -rf runs "$T/out" && mkdir "$T/out"
+out=$(OUT="$T/out" FAKE_LADDER_CRASH=1 "$SCRIPT" ladder --rung x 2>&1); rc=$?
+check "crash: exit 0 (the second process finished)" [ $rc -eq 0 ]
+check "crash: said, with the rung's second chance" grep -q "gpu_session: gpt2bench ladder ended by signal 11 (a crash or a \
+kill: ladder.log; the rung it was in runs once more, and is an error after a second such end): the rest in a new \
+process, --resume" <<<"$out"
+check "crash: a new run, then --resume on it" bash -c \
+  "sed -n 2p runs/*-gpu-124m/calls | grep -qE -- '--resume runs/[0-9-]+-gpu-124m --rung x' && [ \$(wc -l <runs/*-gpu-124m/calls) -eq 2 ]"
+rm -rf runs "$T/out" && mkdir "$T/out"
+out=$(OUT="$T/out" FAKE_LADDER_CRASH=99 GPU_SESSION_ROUNDS=3 "$SCRIPT" ladder 2>&1); rc=$?
+check "crash each time: exit 139 after ROUNDS processes" bash -c "[ $rc -eq 139 ] && [ \$(wc -l <runs/*-gpu-124m/calls) -eq 3 ]"
+check "crash each time: the next call named" \
+  grep -q "ended by signal 11, and no new process was started for the rest (3 processes" <<<"$out"
 
 # a cold machine's build that leaves less than a minute of budget: no ladder started
 rm -rf runs "$T/out" && mkdir "$T/out"
