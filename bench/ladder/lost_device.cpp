@@ -54,7 +54,9 @@ void LostDeviceExit::check(const std::string& error) {
 }
 
 void LostDeviceExit::end_process(const std::string& error, const std::string& why) {
-  std::string who = "the C++ rung timed again after a reference";  // a copy of the rung: nothing to record
+  // Outside a rung's record: the baseline's parity run before the rungs, or a copy of a rung timed again after a
+  // reference (nothing to record in either).
+  std::string who = "a step outside the rungs (the parity reference's, or a C++ rung's timed again after a reference)";
   if (in_flight_) {
     in_flight_->out.status = RungStatus::kError;
     in_flight_->out.error = error;
