@@ -293,6 +293,9 @@ def breakdown(step, data, n, cuda, sync):
         sync()
         wall = time.perf_counter() - t0
     events, rows = by_name(prof.events(), n, cuda)
+    if cuda and events == 0:  # CUPTI's collection off in this process: no table rather than one of zeros
+        return {"source": "torch.profiler", "steps": n, "error": f"torch.profiler recorded no kernel over {n} "
+                "profiled steps: its CUDA activity collection is off in this process"}
     return {"source": "torch.profiler", "events": "kernel launches" if cuda else "ATen ops", "steps": n,
             "step_ms": 1e3 * wall / n, "host_ms_per_step": 1e3 * host / n, "events_per_step": events, "by_name": rows}
 

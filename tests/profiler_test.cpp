@@ -127,6 +127,26 @@ TEST(CuptiAggregation, PhasesByCorrelationCategoriesAndLaunches) {
   EXPECT_EQ(to_json(s)["by_name"][5]["name"], "orphan_kernel");
 }
 
+// CUPTI can leave its activity collection off for the rest of a process (an earlier session did so on CUDA 13.0:
+// lightseekorg/tokenspeed#1348, 0 kernel events where there were 933,304): steps that ran on the GPU with no kernel
+// recorded are an error, not a breakdown of zeros. A CPU pass (ops) and no steps are not.
+TEST(CuptiAggregation, StepsWithNoKernelRecordedAreAnErrorNotZeros) {
+  const std::vector<TraceEvent> copies_only = {{"memcpy", "memcpy", "", 1000, 100, 0, 4096, 8, 5}};
+  try {
+    summarize(copies_only, 3, 1e-3, "cupti");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "CUPTI recorded no kernel over 3 profiled steps (1 other records): its activity "
+                           "collection is off in this process; no breakdown rather than one of zeros");
+  }
+  EXPECT_THROW(summarize({}, 3, 1e-3, "cupti"), std::runtime_error);
+  std::vector<TraceEvent> with_a_kernel = copies_only;
+  with_a_kernel.push_back({"ampere_sgemm_128x64_tn", "kernel", "", 1200, 300, 0, 0, 7, 1});
+  EXPECT_DOUBLE_EQ(summarize(with_a_kernel, 3, 1e-3, "cupti").events_per_step, 1.0 / 3);
+  EXPECT_NO_THROW(summarize({}, 0, 0, "cupti"));  // nothing profiled
+  EXPECT_NO_THROW(summarize({}, 3, 1e-3, "aten_record_function"));  // the CPU's ops: another check's (no ops, no phases)
+}
+
 // What the H100 showed on 07_sdpa: cuBLAS's GEMMs (nvjet/sm90 kernels) are launched through the
 // driver API (cuLaunchKernel), ATen's own kernels through the runtime API. With both API layers'
 // records, every kernel gets its launch phase and the phases hold >= 95% of the kernel time.

@@ -282,6 +282,11 @@ std::string category(const std::string& raw, const std::string& kind, const std:
 }
 
 ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, double wall_s, const std::string& source) {
+  if (source == "cupti" && steps > 0 &&
+      std::none_of(events.begin(), events.end(), [](const TraceEvent& e) { return e.kind == "kernel"; }))
+    throw std::runtime_error("CUPTI recorded no kernel over " + std::to_string(steps) + " profiled steps (" +
+                             std::to_string(events.size()) + " other records): its activity collection is off in "
+                             "this process; no breakdown rather than one of zeros");
   ProfileSummary s;
   s.source = source;
   s.steps = steps;

@@ -130,7 +130,9 @@ struct ProfileSummary {
 };
 
 // `wall_s`: the wall time of the `steps` profiled steps. CPU times count top-level ops only, so
-// nested ops are not counted twice; counts include every op.
+// nested ops are not counted twice; counts include every op. From CUPTI (`source` "cupti"), steps that ran with no
+// kernel recorded throw instead: its activity collection was off in this process (an earlier session can leave it
+// so: lightseekorg/tokenspeed#1348, CUDA 13.0), and a table of zeros would read as a step that did no work.
 ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, double wall_s, const std::string& source);
 nlohmann::json to_json(const ProfileSummary& s);
 // Chrome trace format (opens in Perfetto): one complete ("X") event per op or kernel, and the phases.

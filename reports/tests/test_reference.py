@@ -76,6 +76,20 @@ def test_the_eager_gap_table_takes_what_the_cpp_collector_takes():
     assert rows[1]["ms_per_step"] == 0.01
 
 
+def test_a_gpu_breakdown_with_no_kernel_recorded_is_an_error_not_zeros():
+    # As the C++ pass (ctest CuptiAggregation.StepsWithNoKernelRecordedAreAnErrorNotZeros): steps that ran on the GPU
+    # with no kernel in torch.profiler's CUDA records are no eager-gap table. Here the steps run on the CPU, so the
+    # CUDA records are empty as they are where CUPTI's collection is off.
+    m = dict(GPT2_124M, n_layer=1, n_embd=32, n_head=2, context=16, vocab_size=97, padded_vocab=104)
+    cfg = {"model": m, "seed": 7, "precision": "fp32", "attention": "sdpa", "layers": "native", "batch": 2,
+           "optimizer": {"form": "loop", "lr": 1e-2, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}}
+    _, step, data = ref.build_step(cfg, "cpu", torch.arange(200) % 7, None)
+    got = ref.breakdown(step, data, 2, cuda=True, sync=lambda: None)
+    assert got == {"source": "torch.profiler", "steps": 2, "error": "torch.profiler recorded no kernel over 2 profiled "
+                   "steps: its CUDA activity collection is off in this process"}
+    assert ref.breakdown(step, data, 2, cuda=False, sync=lambda: None)["events_per_step"] > 0  # the CPU's ops
+
+
 def test_both_compile_scopes_train_the_same_step():
     # ref_torch_compile times torch.compile over the model alone (the loss eager after it) and over the model that
     # returns its loss; either is the reference's figure, so both must compute the same step: equal losses, fp32.
