@@ -20,12 +20,12 @@
 namespace gpt2 {
 
 enum class RungStatus { kPending, kOk, kSkipped, kDiverged, kOom, kInterrupted, kError };
+std::string to_string(RungStatus s);
+RungStatus rung_status_from(const std::string& s);  // throws std::invalid_argument on an unknown name
 
 // The processes a rung may end (recording nothing) before --resume records it as an error instead of running it
 // again: one such end may be a deadline's kill of a sound rung; a second in the same rung is the rung's.
 constexpr int64_t kProcessEndsARungMayCause = 2;
-std::string to_string(RungStatus s);
-RungStatus rung_status_from(const std::string& s);  // throws std::invalid_argument on an unknown name
 
 // What a rung is: resolved from the plan and the device, then fixed (a run never writes it) — but for a kept rung
 // (RungKind::kKept), whose recipe is settled when it starts, from the rungs before it (bench/ladder/kept.h).

@@ -45,8 +45,10 @@ nlohmann::json cards_with(const nlohmann::json& earlier, const std::string& uuid
 
 // --resume: the earlier run's finished rungs are kept (their rungs.json entries, restored into `records`,
 // and Google Benchmark results) and its finished references, provided the profile resolves to the same
-// rungs, the build is the same and so is the device (`dev`, device_identity). Without it, DIR must not hold a
-// run already.
+// rungs, the build is the same and so is the device (`dev`, device_identity). A rung the earlier process ended in
+// ("in_flight": a crash, a kill) counts that end in `ended_processes` and runs again, or after
+// kProcessEndsARungMayCause such ends is recorded as an error and kept. Without --resume, DIR must not hold a run
+// already.
 Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& prof, std::vector<RungRecord>& records,
                      const std::string& build_id, const DeviceInfo& dev);
 
