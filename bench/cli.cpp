@@ -93,9 +93,10 @@ top in this run beyond noise (rungs.json's "kept" says which and why).
 
 Exit status: 0 no rung ended in an error (parity failures, divergence, oom are in the table); 1 a rung's
 error or a lost rank; 3 a rung left the device unusable (CUDA: a kernel's illegal address or device-side
-assert loses the process's context): the process ends at once, that rung recorded with its error
+assert loses the process's context; or the rung hung: no step began a phase for GPT2BENCH_HANG_S seconds,
+120 on CUDA by default, 0 no watch): the process ends at once, that rung recorded with its error
 ("device_fault"), the rest left pending, and --resume DIR runs them in a new one; 130 stopped by a
-signal. GPT2BENCH_FAULT_DEVICE=<rung>[:free|:device] (tests) makes that rung fail so.
+signal. GPT2BENCH_FAULT_DEVICE=<rung>[:free|:device|:hang] (tests) makes that rung fail so.
 )";
 
 constexpr const char* kDdpCheckHelp = R"(usage: gpt2bench ddp-check --profile FILE --out DIR [--steps K] [--batch B] [--nproc N]

@@ -344,6 +344,44 @@ TEST(Reliability, ARungThatEndsTwoProcessesIsAnErrorAndResumeGoesOnPastIt) {
   EXPECT_EQ(iterations_of(load(d / "run/results.json"), "02_native_layers"), 0);
 }
 
+// A rung that hangs (a kernel that never ends: the host waits at its next synchronization for good) would hold its
+// process until a deadline killed it, recording nothing. The watch ends it as a lost device once the rung has begun
+// no step phase for GPT2BENCH_HANG_S (a CUDA device's default kHangLimitS): the rung recorded, exit 3; --resume goes
+// on past it, and the watch does not fire on the rungs that do not hang.
+TEST(Reliability, ARungThatHangsEndsItsProcessAsALostDeviceAndResumeGoesOnPastIt) {
+  test::TempDir d;
+  std::string body = kBody;
+  body.replace(body.find("steps: 300"), 10, "steps: 2");
+  const auto profile = test::write_tiny_profile(d, body);
+  auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"),
+                               "GPT2BENCH_FAULT_DEVICE=02_native_layers:hang GPT2BENCH_HANG_S=2");
+  ASSERT_EQ(r.exit_code, 3) << r.output;
+  const std::string hung = "hung: no step began a phase for 2 s (a kernel that does not end, or a call that does "
+                           "not return; GPT2BENCH_HANG_S sets the limit)";
+  EXPECT_NE(r.output.find("gpt2bench: 02_native_layers left the device unusable (hung): " + hung), std::string::npos)
+      << r.output;
+  auto rungs = load(d / "run/rungs.json");
+  EXPECT_EQ(rungs["status"], "aborted");
+  EXPECT_EQ(rungs["rungs"][1]["status"], "ok");
+  EXPECT_EQ(rungs["rungs"][2]["status"], "error");
+  EXPECT_EQ(rungs["rungs"][2]["error"], hung);
+  EXPECT_EQ(rungs["rungs"][2].value("device_fault", false), true);
+  for (int i : {3, 4}) EXPECT_EQ(rungs["rungs"][i]["status"], "pending") << i;
+
+  r = test::run_gpt2bench("ladder --resume " + (d / "run"), "GPT2BENCH_HANG_S=5");
+  ASSERT_EQ(r.exit_code, 1) << r.output;  // the hung rung's error stands
+  EXPECT_NE(r.output.find("3 of 5 rungs already complete"), std::string::npos) << r.output;
+  rungs = load(d / "run/rungs.json");
+  EXPECT_EQ(rungs["rungs"][2]["error"], hung);
+  for (int i : {0, 1, 3, 4}) EXPECT_EQ(rungs["rungs"][i]["status"], "ok") << i;
+
+  r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "bad"), "GPT2BENCH_HANG_S=soon");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("GPT2BENCH_HANG_S='soon': expected seconds, 0 or more (0: no watch)"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(files::exists(d / "bad"));
+}
+
 TEST(Reliability, AFaultInjectedInAnUnknownWayIsRefused) {
   test::TempDir d;
   std::string body = kBody;
@@ -352,8 +390,8 @@ TEST(Reliability, AFaultInjectedInAnUnknownWayIsRefused) {
   const auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"),
                                      "GPT2BENCH_FAULT_DEVICE=02_native_layers:later");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("GPT2BENCH_FAULT_DEVICE='02_native_layers:later': expected <rung>, <rung>:free or "
-                          "<rung>:device"),
+  EXPECT_NE(r.output.find("GPT2BENCH_FAULT_DEVICE='02_native_layers:later': expected <rung>, <rung>:free, "
+                          "<rung>:device or <rung>:hang"),
             std::string::npos)
       << r.output;
 }

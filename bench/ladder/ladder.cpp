@@ -980,6 +980,7 @@ int run_ladder(const LadderOptions& o) {
   std::vector<RungRecord> records = plan_rungs(prof, dev);
   check_rung_filter(o.rung_filter, records, prof);
   const TimeBudget budget(run_budget_s(prof, dev));
+  (void)hang_limit_s(dev);  // GPT2BENCH_HANG_S read (and refused) before DIR is touched
   const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
   std::unique_ptr<Dist> dist;
   if (env && env->world_size > 1) dist = std::make_unique<Dist>(*env, dev, std::chrono::seconds(prof.dist_timeout_s));

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -10,6 +12,8 @@
 
 #include "bench/ladder/run_dir.h"
 #include "bench/runtime/device.h"
+#include "bench/runtime/phase.h"
+#include "bench/step/step_spec.h"
 #include "common/errors.h"
 
 namespace gpt2 {
@@ -29,6 +33,8 @@ struct FreedAfterTheFault {
   ~FreedAfterTheFault() { raise_illegal_address(); }
 };
 
+int64_t steady_now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
+
 }  // namespace
 
 LostDeviceExit& lost_device_exit() {
@@ -36,15 +42,58 @@ LostDeviceExit& lost_device_exit() {
   return e;
 }
 
+double hang_limit_s(const DeviceInfo& dev) {
+  if (const char* v = std::getenv("GPT2BENCH_HANG_S")) {
+    char* end = nullptr;
+    const double s = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(s >= 0))
+      throw std::runtime_error(std::string("GPT2BENCH_HANG_S='") + v + "': expected seconds, 0 or more (0: no watch)");
+    return s;
+  }
+  return dev.cuda() ? kHangLimitS : 0.0;
+}
+
 void LostDeviceExit::arm(const DeviceInfo& dev, std::vector<RungRecord>& records, RunWriter& writer) {
+  const double limit_s = hang_limit_s(dev);
   dev_ = &dev, records_ = &records, writer_ = &writer, in_flight_ = nullptr;
   previous_ = std::set_terminate(&LostDeviceExit::on_terminate);
+  watch_stop_ = false;
+  if (limit_s > 0) watcher_ = std::thread([this, limit_s] { watch(limit_s); });
 }
 
 void LostDeviceExit::disarm() {
   if (!writer_) return;
+  {
+    const std::lock_guard<std::mutex> lock(watch_mu_);
+    watch_stop_ = true;
+  }
+  watch_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
   std::set_terminate(previous_);
   dev_ = nullptr, records_ = nullptr, writer_ = nullptr, in_flight_ = nullptr;
+}
+
+void LostDeviceExit::set_in_flight(RungRecord* r) {
+  in_flight_since_ns_ = steady_now_ns();
+  in_flight_ = r;
+}
+
+void LostDeviceExit::watch(double limit_s) {
+  const auto limit_ns = static_cast<int64_t>(limit_s * 1e9);
+  const auto tick = std::chrono::milliseconds(std::clamp<int64_t>(static_cast<int64_t>(limit_s * 100), 10, 1000));
+  std::unique_lock<std::mutex> lock(watch_mu_);
+  while (!watch_cv_.wait_for(lock, tick, [this] { return watch_stop_; })) {
+    RungRecord* r = in_flight_;
+    if (!r) continue;
+    const int64_t since = std::max(last_phase_began_ns(), in_flight_since_ns_.load());
+    // its spec read only once the rung has stood still that long (a kept rung's is settled as it starts)
+    if (steady_now_ns() - since < limit_ns || r != in_flight_ || ranks(r->plan.rung.spec) > 1) continue;
+    char secs[32];
+    std::snprintf(secs, sizeof(secs), "%g", limit_s);
+    const std::string what = std::string("hung: no step began a phase for ") + secs + " s (a kernel that does not end, "
+                             "or a call that does not return; GPT2BENCH_HANG_S sets the limit)";
+    end_process(what, "hung");  // from this thread: the rung's own waits for good
+  }
 }
 
 void LostDeviceExit::check(const std::string& error) {
@@ -57,11 +106,11 @@ void LostDeviceExit::end_process(const std::string& error, const std::string& wh
   // Outside a rung's record: the baseline's parity run before the rungs, or a copy of a rung timed again after a
   // reference (nothing to record in either).
   std::string who = "a step outside the rungs (the parity reference's, or a C++ rung's timed again after a reference)";
-  if (in_flight_) {
-    in_flight_->out.status = RungStatus::kError;
-    in_flight_->out.error = error;
-    in_flight_->out.device_fault = true;
-    who = in_flight_->name();
+  if (RungRecord* r = in_flight_) {
+    r->out.status = RungStatus::kError;
+    r->out.error = error;
+    r->out.device_fault = true;
+    who = r->name();
   }
   int code = 3;
   try {
@@ -101,8 +150,13 @@ void LostDeviceExit::inject(const RungRecord& r, const DeviceInfo& dev) {
   const auto colon = s.find(':');
   if (s.substr(0, colon) != r.name()) return;
   const std::string how = colon == std::string::npos ? "" : s.substr(colon + 1);
-  if (how != "" && how != "free" && how != "device")
-    throw std::runtime_error("GPT2BENCH_FAULT_DEVICE='" + s + "': expected <rung>, <rung>:free or <rung>:device");
+  if (how != "" && how != "free" && how != "device" && how != "hang")
+    throw std::runtime_error("GPT2BENCH_FAULT_DEVICE='" + s +
+                             "': expected <rung>, <rung>:free, <rung>:device or <rung>:hang");
+  if (how == "hang") {  // as a host waiting on a kernel that never ends; a test's bound, not the watch's
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    throw std::runtime_error("GPT2BENCH_FAULT_DEVICE='" + s + "': the hang was not ended by the watch in 60 s");
+  }
   if (how == "device") {
     const auto on = at::device(torch_device(dev));
     (void)at::zeros({8}, on).index_select(0, at::full({4}, int64_t{1} << 20, on.dtype(at::kLong)));

@@ -10,9 +10,22 @@
 // ends the process at once: the rung in flight recorded as an error with "device_fault", the run written as
 // "aborted", exit 3, no destructor run. `gpt2bench ladder --resume` runs the rest in a new process and keeps that
 // rung (with this build it would lose the new process's device too).
+//
+// A hang loses the device the same way: a kernel that never ends (or a library call that never returns) leaves the
+// host waiting at its next synchronization for good, and the call's deadline, minutes later, kills the process with
+// nothing recorded. So, armed with a limit (a CUDA device's default kHangLimitS; GPT2BENCH_HANG_S sets another, 0
+// none, and arms it on a CPU too, for tests), a watch thread ends the process as a lost device when the rung in
+// flight has begun no step phase for that long (bench/runtime/phase.h's heartbeat; a rung's build counts from its
+// start): the rung recorded as an error ("hung: ..."), exit 3, --resume going on past it. Data-parallel rungs are
+// not watched (their collectives have dist_timeout_s).
 #pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <exception>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/ladder/results.h"
@@ -22,9 +35,17 @@ namespace gpt2 {
 
 class RunWriter;
 
+// A CUDA device's hang limit: no step phase begun for this long in a rung is a hang. Steps take milliseconds to a few
+// seconds there; a rung's longest stretch without one (its build: SDPA and chunk timings, a graph capture's warm-up)
+// takes seconds.
+constexpr double kHangLimitS = 120;
+// The limit for `dev`: GPT2BENCH_HANG_S where set (seconds; 0 none), else kHangLimitS on CUDA and none on a CPU.
+double hang_limit_s(const DeviceInfo& dev);
+
 class LostDeviceExit {
  public:
-  // From here until disarm (or the Armed guard's end): a lost device writes `records` through `writer`, exits 3.
+  // From here until disarm (or the Armed guard's end): a lost device writes `records` through `writer`, exits 3;
+  // with hang_limit_s(dev) > 0, a rung that hangs as well (the watch thread).
   void arm(const DeviceInfo& dev, std::vector<RungRecord>& records, RunWriter& writer);
   void disarm();
   struct Armed {
@@ -38,24 +59,31 @@ class LostDeviceExit {
   };
   // The rung whose work is on the device now (nullptr between rungs, and while a reference's rung is timed again:
   // a copy, not recorded).
-  void set_in_flight(RungRecord* r) { in_flight_ = r; }
+  void set_in_flight(RungRecord* r);
   // Returns where the device can still be used (or nothing is armed); else records `error` as the rung in flight's,
   // writes the run and exits 3.
   void check(const std::string& error);
-  // GPT2BENCH_FAULT_DEVICE=<rung>[:free|:device] (tests): that rung, once built, fails as a kernel's fault does.
-  // No suffix: the error reaches the rung's handler (torch's AcceleratorError 700 in libc10_cuda's words); ":free":
-  // it is thrown from a destructor, as insert_events throws (std::terminate); ":device" (CUDA): a real one, an index
-  // past a table (a device-side assert), the rung going on to meet it wherever the device says so.
+  // GPT2BENCH_FAULT_DEVICE=<rung>[:free|:device|:hang] (tests): that rung, once built, fails as a kernel's fault
+  // does. No suffix: the error reaches the rung's handler (torch's AcceleratorError 700 in libc10_cuda's words);
+  // ":free": it is thrown from a destructor, as insert_events throws (std::terminate); ":device" (CUDA): a real one,
+  // an index past a table (a device-side assert), the rung going on to meet it wherever the device says so;
+  // ":hang": the rung waits for good, as on a kernel that never ends.
   void inject(const RungRecord& r, const DeviceInfo& dev);
 
  private:
   [[noreturn]] void end_process(const std::string& error, const std::string& why);
   static void on_terminate();
+  void watch(double limit_s);  // the watch thread's loop, until disarm
 
   const DeviceInfo* dev_ = nullptr;
   std::vector<RungRecord>* records_ = nullptr;
   RunWriter* writer_ = nullptr;
-  RungRecord* in_flight_ = nullptr;
+  std::atomic<RungRecord*> in_flight_{nullptr};
+  std::atomic<int64_t> in_flight_since_ns_{0};
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_stop_ = false;
+  std::thread watcher_;
   std::string injected_;  // the injected fault's loss, once thrown: the device counts as lost from then on
   std::terminate_handler previous_ = nullptr;
 };
