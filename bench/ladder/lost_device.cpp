@@ -86,8 +86,13 @@ void LostDeviceExit::watch(double limit_s) {
     RungRecord* r = in_flight_;
     if (!r) continue;
     const int64_t since = std::max(last_phase_began_ns(), in_flight_since_ns_.load());
-    // its spec read only once the rung has stood still that long (a kept rung's is settled as it starts)
-    if (steady_now_ns() - since < limit_ns || r != in_flight_ || ranks(r->plan.rung.spec) > 1) continue;
+    if (steady_now_ns() - since < limit_ns || r != in_flight_) continue;
+    // The record read only once the rung has stood still that long (its thread writes it as it goes). The host may
+    // issue a repetition's steps ahead of the device (a CUDA graph's launches queue) and then wait for all of them:
+    // twice that time more, by its warm-up step's.
+    const double queued_s = r->out.warmup_step_s * static_cast<double>(r->out.steps);
+    if (steady_now_ns() - since < limit_ns + static_cast<int64_t>(2e9 * queued_s) || ranks(r->plan.rung.spec) > 1)
+      continue;
     char secs[32];
     std::snprintf(secs, sizeof(secs), "%g", limit_s);
     const std::string what = std::string("hung: no step began a phase for ") + secs + " s (a kernel that does not end, "
