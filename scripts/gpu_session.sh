@@ -317,11 +317,12 @@ for ((round = 1; ; round++)); do
   rc=${PIPESTATUS[0]}
   case $rc in
   3) why="a rung left the device unusable (its error in $stage.log and rungs.json)" ;;
-  13[1-9] | 1[4-9][0-9]) why="gpt2bench ladder ended by signal $((rc - 128)) (a crash or a kill: $stage.log; the rung it" ;;
+  13[1-9] | 1[4-9][0-9])
+    why="gpt2bench ladder ended by signal $((rc - 128)) (a crash or a kill: $stage.log; the rung it was in runs"
+    why+=" once more, and is an error after a second such end)" ;;
   *) break ;;
   esac
   [ "$round" -lt "$ROUNDS" ] && [ -f "$run/rungs.json" ] && budget_profile || break
-  [ "$rc" -gt 130 ] && why="$why was in runs once more, and is an error after a second such end)"
   echo "gpu_session: $why: the rest in a new process, --resume, under a ${budget_min}-minute budget"
   resume=(--resume "$run")
 done

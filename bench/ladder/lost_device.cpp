@@ -85,7 +85,7 @@ void LostDeviceExit::watch(double limit_s) {
   while (!watch_cv_.wait_for(lock, tick, [this] { return watch_stop_; })) {
     RungRecord* r = in_flight_;
     if (!r) continue;
-    const int64_t since = std::max(last_phase_began_ns(), in_flight_since_ns_.load());
+    const int64_t since = std::max(last_step_began_ns(), in_flight_since_ns_.load());
     if (steady_now_ns() - since < limit_ns || r != in_flight_) continue;
     // The record read only once the rung has stood still that long (its thread writes it as it goes). The host may
     // issue a repetition's steps ahead of the device (a CUDA graph's launches queue) and then wait for all of them:

@@ -15,9 +15,10 @@
 // host waiting at its next synchronization for good, and the call's deadline, minutes later, kills the process with
 // nothing recorded. So, armed with a limit (a CUDA device's default kHangLimitS; GPT2BENCH_HANG_S sets another, 0
 // none, and arms it on a CPU too, for tests), a watch thread ends the process as a lost device when the rung in
-// flight has begun no step phase for that long (bench/runtime/phase.h's heartbeat; a rung's build counts from its
-// start), plus twice a repetition's device time (its steps at its warm-up step's time: a host that issued them ahead
-// of the device waits for them all): the rung recorded as an error ("hung: ..."), exit 3, --resume going on past it.
+// flight has begun no step (and so no step phase) for that long (bench/runtime/phase.h's heartbeat; a rung's build
+// counts from its start), plus twice a repetition's device time (its steps at its warm-up step's time: a host that
+// issued them ahead of the device waits for them all): the rung recorded as an error ("hung: ..."), exit 3,
+// --resume going on past it.
 // Data-parallel rungs are not watched (their collectives have dist_timeout_s).
 #pragma once
 #include <atomic>

@@ -14,10 +14,11 @@ namespace gpt2 {
 using PhaseListener = void (*)(const char* phase, bool enter);
 void set_phase_listener(PhaseListener listener);
 const char* current_phase();  // "" outside any phase
-// When a phase last began (steady clock, ns since its epoch; 0: none yet): a step's heartbeat. A step opens its
-// "data" phase first, eager or replaying a CUDA graph, so a host stuck in a call that does not return (a hung
-// kernel it waits for) stops beating (bench/ladder/lost_device.h's watch).
-int64_t last_phase_began_ns();
+// A step's heartbeat: TrainStep::step marks each step as it begins (eager or replaying a CUDA graph), so a host stuck
+// in a call that does not return (a hung kernel it waits for) stops beating (bench/ladder/lost_device.h's watch).
+// When the last one began: steady clock, ns since its epoch; 0 none yet.
+void mark_step_began();
+int64_t last_step_began_ns();
 
 class PhaseRange {
  public:

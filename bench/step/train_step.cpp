@@ -127,6 +127,7 @@ std::string TrainStep::sdpa_backend_used() const {
 }
 
 at::Tensor TrainStep::step() {
+  mark_step_began();  // the hang watch's heartbeat
   NvtxRange step_range("step");
   at::Tensor x, y;  // (B, T) int64 each, on the device
   {
