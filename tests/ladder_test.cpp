@@ -197,6 +197,48 @@ TEST(Reference, ComparedWithTheFastestRungOfTheSameStep) {
   EXPECT_FALSE(to_json(rungs[3])["anti_variant"].get<bool>());
 }
 
+// A rung whose parity failed computes another step than the reference's: however fast, ref_torch_compile is not
+// held against it, and the reference says which faster rung it passed over and why. Where every candidate
+// failed, there is no ratio at all, only what was passed over.
+TEST(Reference, NeverComparedWithARungThatFailedParity) {
+  auto ok = [](const std::string& name, double tps, const std::string& verdict) {
+    RungRecord r = rung(name, "ok");
+    r.plan.rung.spec.batch = 8;
+    r.out.rep_tokens_per_sec = {tps, tps, tps};
+    r.out.parity.verdict = verdict;
+    return r;
+  };
+  const nlohmann::json ref = {{"name", "ref_torch_compile"}, {"status", "ok"},
+                              {"config", {{"batch", 8}, {"model", {{"tie_weights", false}, {"context", 4}}}}},
+                              {"result", {{"tokens_per_sec", 100.0}}}};
+  std::vector<RungRecord> rungs = {ok("11_vocab_padding", 120, "pass"), ok("13_top+fused_residual_norm", 150, "fail"),
+                                   ok("14_top+gelu_epilogues", 90, "fail"), ok("15_top+fused_classifier", 130, "n/a")};
+  nlohmann::json j = ref;
+  compare_reference(j, rungs, {});
+  EXPECT_EQ(j["compared_with"], "15_top+fused_classifier");
+  EXPECT_DOUBLE_EQ(j["ratio"].get<double>(), 1.3);
+  ASSERT_EQ(j["passed_over"].size(), 1u) << j.dump();  // the slower failing rung was never a candidate to say
+  EXPECT_EQ(j["passed_over"][0]["rung"], "13_top+fused_residual_norm");
+  EXPECT_EQ(j["passed_over"][0]["why"], "failed parity");
+  EXPECT_DOUBLE_EQ(j["passed_over"][0]["cpp_tokens_per_sec"].get<double>(), 150);
+  EXPECT_NE(reference_line(j).find("1.30x it; not 13_top+fused_residual_norm (failed parity)"), std::string::npos)
+      << reference_line(j);
+  compare_reference(j, rungs, {});  // compared again: said once
+  EXPECT_EQ(j["passed_over"].size(), 1u);
+
+  std::vector<RungRecord> failing = {rungs[1], rungs[2]};
+  nlohmann::json none = ref;
+  compare_reference(none, failing, {});
+  EXPECT_FALSE(none.contains("compared_with"));
+  EXPECT_FALSE(none.contains("ratio"));
+  EXPECT_EQ(none["passed_over"].size(), 2u);
+  // A passing rung has no passed_over at all.
+  nlohmann::json clean = ref;
+  compare_reference(clean, {rungs[0]}, {});
+  EXPECT_EQ(clean["compared_with"], "11_vocab_padding");
+  EXPECT_FALSE(clean.contains("passed_over"));
+}
+
 // The C++ rung timed again after the reference: its ratio and interval beside the first, from its own
 // repetitions; a timing that did not finish (interrupted, diverged) says so instead of a ratio.
 TEST(Reference, TheRungTimedAgainAfterItIsComparedAsTheFirstTiming) {

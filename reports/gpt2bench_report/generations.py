@@ -136,12 +136,12 @@ def _ratio(run: Run, ref: Run, key: str, on: str) -> float | None:
 
 def cost_table(runs: list[Run], prices: dict[str, float]) -> list[list[str]] | None:
     """$ per million tokens at each run's fastest ok rung (an anti-variant's never: it is slowed on purpose, and
-    its tok/s above another rung's is noise), from a $/device-hour per run directory name or device name
-    (`--price NAME=USD`). None when no price applies."""
+    its tok/s above another rung's is noise; nor one that failed parity: it trains something else), from a
+    $/device-hour per run directory name or device name (`--price NAME=USD`). None when no price applies."""
     rows = [["run", "device", "$ / device-hour", "fastest rung", "tok/s", "$ / 1M tokens"]]
     for run in runs:
         price = prices.get(run.path.name, prices.get(run.device_name, prices.get(run.device.get("name", ""))))
-        ok = [r for r in run.rungs if r.ok and r.tokens_per_sec and not r.anti_variant]
+        ok = [r for r in run.rungs if r.ok and r.tokens_per_sec and not r.anti_variant and r.parity_verdict != "fail"]
         if price is None or not ok:
             continue
         best = max(ok, key=lambda r: r.tokens_per_sec)

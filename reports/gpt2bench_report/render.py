@@ -214,6 +214,14 @@ def _first_step(res: dict) -> str:
     return cell
 
 
+def _compared_with(ref: dict) -> str:
+    """The C++ rung a reference is held against, and the faster ones it is not (rungs.json's passed_over: a rung
+    whose parity failed computes another step)."""
+    said = ref.get("compared_with", "-")
+    passed = [f"not {p.get('rung', '?')}: {p.get('why', '?')}" for p in ref.get("passed_over", [])]
+    return said + (f" ({'; '.join(passed)})" if passed else "")
+
+
 def reference_table(run: Run) -> list[list[str]]:
     """The Python reference rungs beside the C++ ones: never in the ladder's speed-ups."""
     rows = [["reference (Python)", "batch", "status", "tok/s", "compared with", "C++ tok/s", "C++ / Python",
@@ -233,7 +241,7 @@ def reference_table(run: Run) -> list[list[str]]:
         rows.append([
             ref.get("name", "?"), str(cfg.get("batch", "")),
             ref.get("status", "?") if ok else _failure(ref),
-            _fmt(res.get("tokens_per_sec")) if ok else "-", ref.get("compared_with", "-"),
+            _fmt(res.get("tokens_per_sec")) if ok else "-", _compared_with(ref),
             _fmt(ref.get("cpp_tokens_per_sec")), _fmt(ref.get("ratio"), ".2f") + "x" if "ratio" in ref else "-",
             interval(ri), again_cell,
             ref.get("parity", {}).get("verdict", "n/a"), _first_step(res) if ok else "-",

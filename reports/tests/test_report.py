@@ -528,6 +528,7 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
                     "compile_scopes": {"model": {"tokens_per_sec": 950.0}, "model_and_loss": {"tokens_per_sec": 1000.0}}}},
         {"name": "ref_torch_compile", "status": "ok", "config": {"batch": 32}, "compared_with": base["name"],
          "cpp_tokens_per_sec": 1200.0, "ratio": 1.25,
+         "passed_over": [{"rung": "13_top+fused_residual_norm", "cpp_tokens_per_sec": 1500.0, "why": "failed parity"}],
          "result": {"tokens_per_sec": 960.0, "first_step_s": 3.0, "torch_version": "2.13.0+cpu", "compile_scope": "model",
                     "inductor_fx_graph_cache": {"hits": 2, "misses": 0},
                     "compile_scopes": {"model": {"tokens_per_sec": 960.0},
@@ -546,6 +547,9 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
                      "1.15x; 1.05-1.22x (96%)", "pass", "0.5", "2.13.0+cpu"]
     assert f"| ref_torch_compile | 8 | ok | 1,000 | {base['name']} | 1,200 | 1.20x | - | not finished: interrupted |" in md
     assert "| ref_torch_compile | 4 | error: python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler" in md
+    # a faster rung whose parity failed is not what a reference is held against, and the table says so
+    assert (f"| ref_torch_compile | 32 | ok | 960 | {base['name']} (not 13_top+fused_residual_norm: failed parity) "
+            "| 1,200 | 1.25x |") in md
     # where inductor took its graphs from a cache an earlier process warmed, the first step says so
     assert "| 3.0 (graphs from the cache) | 2.13.0+cpu |" in md
     assert "| 30.0 (1 of 3 graphs from the cache) | 2.13.0+cpu |" in md
@@ -804,6 +808,16 @@ def test_cost_is_never_taken_at_an_anti_variant_rung(tmp_path):
     (run_dir / "rungs.json").write_text(json.dumps(doc))
     rows = cost_table([load_run(run_dir)], {run_dir.name: 2.5})
     assert rows[1][3] not in ("05_sdpa", "")
+
+
+def test_cost_is_never_taken_at_a_rung_that_failed_parity(tmp_path):
+    run_dir = _synthetic_gpu_run(tmp_path, "H100 SXM", "NVIDIA H100 80GB HBM3", 3350, {"05_sdpa": 100.0})
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    fastest = max((r for r in doc["rungs"] if r["status"] == "ok"), key=lambda r: r["median"]["tokens_per_sec"])
+    assert cost_table([load_run(run_dir)], {run_dir.name: 2.5})[1][3] == fastest["name"]
+    fastest.setdefault("parity", {})["verdict"] = "fail"  # it trains something else: no cost of training GPT-2
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    assert cost_table([load_run(run_dir)], {run_dir.name: 2.5})[1][3] not in (fastest["name"], "")
 
 
 def test_committed_synthetic_gpu_runs_are_labelled_and_hold_the_quoted_figures(tmp_path):
