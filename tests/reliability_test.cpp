@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "bench/ladder/lost_device.h"  // hang_after_s
 #include "bench/ladder/run_dir.h"  // device_identity
 #include "helpers.h"
 
@@ -380,6 +381,17 @@ TEST(Reliability, ARungThatHangsEndsItsProcessAsALostDeviceAndResumeGoesOnPastIt
   EXPECT_NE(r.output.find("GPT2BENCH_HANG_S='soon': expected seconds, 0 or more (0: no watch)"), std::string::npos)
       << r.output;
   EXPECT_FALSE(files::exists(d / "bad"));
+}
+
+// The watch waits past its limit by twice a repetition's device time: a graph rung's host queues a repetition's
+// launches and then waits for all of them, beginning no step meanwhile. Before the warm-up has timed a step,
+// the limit alone.
+TEST(Reliability, AHangIsCalledOnlyPastTheLimitAndTwiceARepetitionsDeviceTime) {
+  EXPECT_DOUBLE_EQ(hang_after_s(120, 0.0, 20), 120);     // warm-up not done: no step time known
+  EXPECT_DOUBLE_EQ(hang_after_s(120, 0.25, 20), 130);    // 20 steps of 0.25 s queued: 5 s, twice
+  EXPECT_DOUBLE_EQ(hang_after_s(120, 30.0, 3), 300);     // slow steps: the margin outgrows the limit
+  EXPECT_DOUBLE_EQ(hang_after_s(2, 0.5, 0), 2);          // no timed steps yet
+  EXPECT_DOUBLE_EQ(hang_after_s(2, -1.0, -4), 2);        // nonsense in the record never shortens the limit
 }
 
 TEST(Reliability, AFaultInjectedInAnUnknownWayIsRefused) {

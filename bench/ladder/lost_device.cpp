@@ -53,6 +53,10 @@ double hang_limit_s(const DeviceInfo& dev) {
   return dev.cuda() ? kHangLimitS : 0.0;
 }
 
+double hang_after_s(double limit_s, double warmup_step_s, int64_t steps_per_repetition) {
+  return limit_s + 2 * std::max(0.0, warmup_step_s) * static_cast<double>(std::max<int64_t>(0, steps_per_repetition));
+}
+
 void LostDeviceExit::arm(const DeviceInfo& dev, std::vector<RungRecord>& records, RunWriter& writer) {
   const double limit_s = hang_limit_s(dev);
   dev_ = &dev, records_ = &records, writer_ = &writer, in_flight_ = nullptr;
@@ -87,12 +91,9 @@ void LostDeviceExit::watch(double limit_s) {
     if (!r) continue;
     const int64_t since = std::max(last_step_began_ns(), in_flight_since_ns_.load());
     if (steady_now_ns() - since < limit_ns || r != in_flight_) continue;
-    // The record read only once the rung has stood still that long (its thread writes it as it goes). The host may
-    // issue a repetition's steps ahead of the device (a CUDA graph's launches queue) and then wait for all of them:
-    // twice that time more, by its warm-up step's.
-    const double queued_s = r->out.warmup_step_s * static_cast<double>(r->out.steps);
-    if (steady_now_ns() - since < limit_ns + static_cast<int64_t>(2e9 * queued_s) || ranks(r->plan.rung.spec) > 1)
-      continue;
+    // The record read only once the rung has stood still that long (its thread writes it as it goes).
+    const double after_s = hang_after_s(limit_s, r->out.warmup_step_s, r->out.steps);
+    if (steady_now_ns() - since < static_cast<int64_t>(after_s * 1e9) || ranks(r->plan.rung.spec) > 1) continue;
     char secs[32];
     std::snprintf(secs, sizeof(secs), "%g", limit_s);
     const std::string what = std::string("hung: no step began a phase for ") + secs + " s (a kernel that does not end, "

@@ -43,6 +43,10 @@ class RunWriter;
 constexpr double kHangLimitS = 120;
 // The limit for `dev`: GPT2BENCH_HANG_S where set (seconds; 0 none), else kHangLimitS on CUDA and none on a CPU.
 double hang_limit_s(const DeviceInfo& dev);
+// How long a rung may begin no step before it counts as hung: the limit, plus twice a repetition's device time at
+// its warm-up step's time (`warmup_step_s`, 0 before its warm-up ends), since a host that issued a repetition's steps
+// ahead of the device (a CUDA graph's launches queue) then waits for all of them.
+double hang_after_s(double limit_s, double warmup_step_s, int64_t steps_per_repetition);
 
 class LostDeviceExit {
  public:
