@@ -297,8 +297,6 @@ std::string reference_line(const nlohmann::json& ref) {
       o << buf;
     }
   }
-  for (const auto& p : ref.value("passed_over", nlohmann::json::array()))
-    o << "; not " << p["rung"].get<std::string>() << " (" << p["why"].get<std::string>() << ")";
   if (ref.contains("parity")) o << ", parity " << ref["parity"]["verdict"].get<std::string>();
   if (ref.contains("events_per_step")) {
     const auto& e = ref["events_per_step"];
@@ -307,7 +305,13 @@ std::string reference_line(const nlohmann::json& ref) {
     o << buf;
   }
   std::string s = o.str();
-  return s.size() > 160 ? s.substr(0, 157) + "..." : s;
+  if (s.size() > 160) s = s.substr(0, 157) + "...";
+  for (const auto& p : ref.value("passed_over", nlohmann::json::array())) {
+    std::snprintf(buf, sizeof(buf), "\n      not compared with %s (%.0f tok/s): %s", p["rung"].get<std::string>().c_str(),
+                  p["cpp_tokens_per_sec"].get<double>(), p["why"].get<std::string>().c_str());
+    s += buf;
+  }
+  return s;
 }
 
 }  // namespace gpt2

@@ -62,7 +62,7 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
 // repetitions and clocks; or why there is none (it failed, diverged, was interrupted).
 void compare_again(nlohmann::json& ref, const RungRecord& again);
 
-// One console line (at most 160 characters).
+// One console line (at most 160 characters), then one for each faster rung it was not compared with (passed_over).
 std::string reference_line(const nlohmann::json& ref);
 // The line for ref["again"].
 std::string again_line(const nlohmann::json& ref);
