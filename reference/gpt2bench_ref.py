@@ -249,6 +249,20 @@ def first_step_gradient_norm(opt, beta1):
     return math.sqrt(sq) / (1.0 - beta1)
 
 
+def first_step_gradient_norms(model, opt, beta1):
+    """first_step_gradient_norm parameter by parameter, named and shaped as canonical_parameters (the padded rows
+    left out), as the C++ parity trajectory reads them: each view taken of its parameter's exp_avg."""
+    names, sums = [], []
+    for name, view in model.canonical_parameters():
+        base = view if view._base is None else view._base
+        m = opt.state[base]["exp_avg"]
+        g = m.as_strided(view.shape, view.stride(), m.storage_offset() + view.storage_offset() - base.storage_offset())
+        names.append(name)
+        sums.append(g.double().square().sum())
+    norms = (torch.stack(sums).sqrt() / (1.0 - beta1)).tolist() if sums else []
+    return dict(zip(names, norms))
+
+
 def by_name(events, n, cuda):
     """One step's events per name, as the C++ breakdown pass's `by_name` has them, to be set side by side (the eager
     gap). CPU: what the C++ collector's RecordFunction callback takes, the FUNCTION scope (ATen's ops and autograd's
@@ -348,6 +362,7 @@ def run(cfg):
         if parity_scope == scopes[0]:
             out["first_step_s"] = time.perf_counter() - t0  # torch.compile's compilation, when compiled
         out["parity_grad_norm"] = first_step_gradient_norm(opt, cfg["optimizer"]["beta1"])
+        out["parity_grad_norms"] = first_step_gradient_norms(model, opt, cfg["optimizer"]["beta1"])
         out["parity_losses"] += [float(step(*data.next())) for _ in range(cfg["parity_steps"] - 1)]
         out["parity_s"] = time.perf_counter() - t0
         # The first batch's loss again, after the steps (the uncompiled module: the same weights, no recompilation

@@ -320,6 +320,10 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   // The first step's whole gradient, Python's read from torch.optim.AdamW's state as the C++ one from ours.
   EXPECT_GT(eager["parity"]["grad_norm"].get<double>(), 0) << eager.dump();
   EXPECT_NEAR(eager["parity"]["grad_norm_ratio"].get<double>(), 1.0, 1e-4) << eager.dump();
+  // ... and parameter by parameter, under the same canonical names on both sides
+  EXPECT_EQ(eager["parity"]["params_compared"], eager["parity"]["grad_norms"].size()) << eager["parity"].dump();
+  EXPECT_GT(eager["parity"]["params_compared"].get<int64_t>(), 10);
+  EXPECT_LT(eager["parity"]["worst_param_dev"].get<double>(), 1e-4) << eager["parity"].dump();
   const auto& ri = eager["ratio_interval"];  // the ratio with where noise alone could put it
   EXPECT_LE(ri["low"].get<double>(), ri["estimate"].get<double>()) << ri.dump();
   EXPECT_LE(ri["estimate"].get<double>(), ri["high"].get<double>()) << ri.dump();
@@ -365,6 +369,8 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   EXPECT_EQ(compiled["config"]["model"]["padded_vocab"], 104);  // tiny's 97 padded as vocab_padding pads
   EXPECT_EQ(compiled["parity"]["verdict"], "pass") << compiled.dump();
   EXPECT_NEAR(compiled["parity"]["grad_norm_ratio"].get<double>(), 1.0, kPrecisionGradTol) << compiled.dump();
+  EXPECT_EQ(compiled["parity"]["params_compared"], eager["parity"]["params_compared"]);
+  EXPECT_LE(compiled["parity"]["worst_param_dev"].get<double>(), kPrecisionParamGradTol) << compiled.dump();
   // torch.compile both ways (the model alone; the model returning its loss), each timed, the faster the figure
   EXPECT_EQ(compiled["config"]["compile_scopes"], nlohmann::json({"model", "model_and_loss"}));
   const auto& res = compiled["result"];

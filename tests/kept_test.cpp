@@ -215,13 +215,31 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
     ASSERT_FALSE(x["batch_search"].empty()) << x["name"];
     EXPECT_EQ(x["batch_search"][0]["stage"], "top") << x["name"];
     EXPECT_EQ(x["batch_search"][0]["from"], "12_batch_scaling") << x["name"];
+    // Its parity judged against the top's trajectory (the same batch, the same problem), by what its own variants
+    // change: so a fusion that writes a gradient wrong is seen, where "the first batch's loss fell" would pass it.
+    if (x["status"] != "ok") continue;
+    EXPECT_EQ(x["parity"]["class"], "problem") << x["name"];  // its recipe holds batch_scaling
+    EXPECT_EQ(x["parity"]["against"], "12_batch_scaling") << x["name"];
+    if (x["variant"] == "weight_tying") {
+      EXPECT_EQ(x["parity"]["judged_as"], "problem") << x["name"];  // another model, even at the top's batch
+      continue;
+    }
+    EXPECT_EQ(x["parity"]["judged_as"], "precision") << x["name"];  // the top's bf16
+    EXPECT_EQ(x["parity"]["baseline_losses"], searched_top["parity"]["losses"]) << x["name"];
+    EXPECT_GT(x["parity"]["params_compared"].get<int64_t>(), 0) << x["name"];
+    EXPECT_NE(x["parity"]["rule"].get<std::string>().find("|loss - 12_batch_scaling's|"), std::string::npos)
+        << x["parity"]["rule"];
   }
+  EXPECT_EQ(searched_top["parity"]["against"], "baseline");  // the rung that changed the problem: its own check
+  EXPECT_EQ(searched_top["parity"]["judged_as"], "problem");
   // The top timed again after the extras, at its batch, without a breakdown pass of its own (the top's).
   const auto again = named(j["rungs"], "_top_again");
   ASSERT_EQ(again["status"], "ok") << again;
   EXPECT_EQ(again["kind"], "control");
   EXPECT_EQ(again["spec"], searched_top["spec"]);
   EXPECT_EQ(again["breakdown"]["skipped"], "the top's step again: its breakdown is the top's");
+  EXPECT_EQ(again["parity"]["against"], "12_batch_scaling");  // the same step: the same trajectory
+  EXPECT_EQ(again["parity"]["max_abs_dev"], 0.0) << again["parity"];
   // Every repetition of the top at 1,000 tok/s and of each extra at a multiple of it (a loaded machine's real
   // repetitions can spread a hundredfold: then no ratio is beyond noise).
   auto set_extras = [&](nlohmann::json& j, double classifier) {

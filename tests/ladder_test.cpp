@@ -240,6 +240,43 @@ TEST(Reference, NeverComparedWithARungThatFailedParity) {
   EXPECT_FALSE(clean.contains("passed_over"));
 }
 
+// At batch_scaling's batch the reference trains the problem the C++ top trains there (the same batch, weights and
+// data): judged against that rung's trajectory as a reference of its class, parameter by parameter too; with no C++
+// trajectory at that batch, as a rung of another problem (its first batch's loss must fall).
+TEST(Reference, AtBatchScalingsBatchItIsJudgedAgainstTheCppRungThere) {
+  RungRecord base = rung("00_baseline", "ok"), top = rung("12_batch_scaling", "ok");
+  base.plan.rung.spec.batch = 8;
+  top.plan.rung.spec.batch = 16;
+  top.out.rep_tokens_per_sec = {100, 100, 100};
+  top.out.parity = judge_parity(ParityClass::kProblem, Trajectory{{5.0, 4.2}, 4.0, 2.0, {{"a", 2.0}, {"b", 0.1}}},
+                                Trajectory{{5.0, 4.0}});
+  const Trajectory baseline{{5.0, 4.0}, 3.0, 3.0};
+  auto ref = [](std::vector<double> losses, double b_norm) {
+    return nlohmann::json{{"name", "ref_torch_compile"}, {"status", "ok"},
+                          {"config", {{"batch", 16}, {"model", {{"tie_weights", false}, {"context", 4}}}}},
+                          {"result", {{"tokens_per_sec", 100.0}, {"parity_losses", losses}, {"parity_grad_norm", 2.0},
+                                      {"parity_first_batch_after", 9.0},  // would fail the problem rule
+                                      {"parity_grad_norms", {{"a", 2.0}, {"b", b_norm}}}}}};
+  };
+  nlohmann::json j = ref({5.0, 4.25}, 0.1);
+  compare_reference(j, {base, top}, baseline);
+  EXPECT_EQ(j["parity"]["against"], "12_batch_scaling") << j["parity"].dump();
+  EXPECT_EQ(j["parity"]["judged_as"], "precision");
+  EXPECT_EQ(j["parity"]["verdict"], "pass") << j["parity"]["rule"];
+  EXPECT_NEAR(j["parity"]["max_abs_dev"].get<double>(), 0.05, 1e-12);
+  EXPECT_EQ(j["parity"]["params_compared"], 2);
+  j = ref({5.0, 4.25}, 0.3);  // one parameter's gradient three times the C++ one's
+  compare_reference(j, {base, top}, baseline);
+  EXPECT_EQ(j["parity"]["verdict"], "fail") << j["parity"]["rule"];
+  EXPECT_EQ(j["parity"]["worst_param"], "b");
+  j = ref({5.0, 4.25}, 0.1);
+  top.out.parity.losses.clear();  // no C++ trajectory at that batch
+  compare_reference(j, {base, top}, baseline);
+  EXPECT_EQ(j["parity"]["against"], "baseline");
+  EXPECT_EQ(j["parity"]["judged_as"], "problem");
+  EXPECT_EQ(j["parity"]["verdict"], "fail");  // 9.0 after, from 5.0: the first batch's loss rose
+}
+
 // The C++ rung timed again after the reference: its ratio and interval beside the first, from its own
 // repetitions; a timing that did not finish (interrupted, diverged) says so instead of a ratio.
 TEST(Reference, TheRungTimedAgainAfterItIsComparedAsTheFirstTiming) {
@@ -345,8 +382,13 @@ TEST(SummaryTable, TheParityCellShowsWhatWasJudged) {
   for (auto& r : rs) r.out.rep_tokens_per_sec = {100}, r.out.rep_step_ms = {10};
   rs[1].out.parity = judge_parity(ParityClass::kPrecision, Trajectory{{5.05, 4.0}, 3.0, 2.1}, Trajectory{{5.0, 4.0}, 0, 2.0});
   rs[2].out.parity = judge_parity(ParityClass::kProblem, Trajectory{{130.5, 40.0}, 12.25, 2.1}, Trajectory{{5.0, 4.0}, 0, 2.0});
+  rs.push_back(rung("14_top+fused_classifier", "ok"));
+  rs.back().out.rep_tokens_per_sec = {100}, rs.back().out.rep_step_ms = {10};
+  rs.back().out.parity = judge_parity(ParityClass::kPrecision, Trajectory{{130.5, 40.1}, 12.0, 2.1},
+                                      trajectory_of(rs[2].out.parity), "12_batch_scaling");
   const std::string table = summary_table(rs, false);
-  EXPECT_NE(table.find("pass (max dev 5.00e-02, |grad| 1.050x)"), std::string::npos) << table;
+  EXPECT_NE(table.find("pass (max dev 5.00e-02, |grad| 1.050x)\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("pass (max dev 1.00e-01, |grad| 1.000x) vs 12_batch_scaling"), std::string::npos) << table;
   EXPECT_NE(table.find("pass (first batch's loss 130.500 -> 12.250)"), std::string::npos) << table;
   // and it comes back on --resume
   RungRecord back = rung("12_batch_scaling", "ok");

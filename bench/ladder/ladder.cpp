@@ -470,9 +470,23 @@ struct Ladder {
     release();
   }
 
+  // Where a one-process rung at another batch than the baseline's (batch_scaling's) is judged: against the rung it
+  // is built on at that batch (an extra, top+kept and top_again on the top), whose trajectory is the same problem's,
+  // by its variants' class at an equal batch; else nowhere (nullptr: the baseline, by the rung's own class).
+  const RungRecord* parity_anchor(const RungRecord& r, const std::vector<RungRecord>* records) const {
+    if (!records || records->empty() || ranks(r.spec()) > 1 || r.spec().batch == records->front().spec().batch)
+      return nullptr;
+    const RungRecord* on = compared_with(*records, r);
+    if (!on || on->spec().batch != r.spec().batch || ranks(on->spec()) > 1 || on->out.parity.losses.empty())
+      return nullptr;
+    for (double l : on->out.parity.losses)
+      if (!std::isfinite(l)) return nullptr;
+    return on;
+  }
+
   // After the last repetition: free the step, then the parity run (every rank, for DDP). A parity
   // run that runs out of memory leaves the rung's measurements standing: parity n/a, with why.
-  void finish(RungRecord& r, bool is_baseline) {
+  void finish(RungRecord& r, bool is_baseline, const std::vector<RungRecord>* records = nullptr) {
     release();
     if (r.out.diverged_at) {
       r.out.status = RungStatus::kDiverged;
@@ -501,8 +515,12 @@ struct Ladder {
     try {
       // fit() set the steps: the profile's, or fewer at the budget's floor (one process only)
       const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(r.out.parity_steps), dist);
-      r.out.parity = baseline.losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline);
-      if (baseline.losses.empty()) r.out.parity.rule = "no parity reference: " + reference_error;
+      if (const RungRecord* on = parity_anchor(r, records)) {
+        r.out.parity = judge_parity(class_at_equal_batch(r.plan.rung.applied), t, trajectory_of(on->out.parity), on->name());
+      } else {
+        r.out.parity = baseline.losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline);
+        if (baseline.losses.empty()) r.out.parity.rule = "no parity reference: " + reference_error;
+      }
     } catch (const c10::OutOfMemoryError& e) {
       r.out.parity = ParityResult{};
       r.out.parity.rule = "out of memory in the parity run at batch " + std::to_string(s.batch) + ": " +
@@ -669,7 +687,7 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
     }
     st.SetIterationTime(total_s);
     if (rec.out.diverged_at) {  // no counters: a non-finite one would not be JSON
-      ladder.finish(rec, i == 0);
+      ladder.finish(rec, i == 0, &records);
       st.SkipWithError(rec.out.error.c_str());
       return;
     }
@@ -687,7 +705,7 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
         st.counters["profile_overhead"] = rec.out.breakdown["overhead"].get<double>();
       }
     }
-    ladder.finish(rec, i == 0);
+    ladder.finish(rec, i == 0, &records);
   } catch (const std::exception& e) {
     ladder.fail(rec, e);
     st.SkipWithError(first_line(rec.out.error).c_str());

@@ -4,26 +4,58 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <map>
 #include <string>
+
+#include "variants/registry.h"
 
 namespace gpt2 {
 
 namespace {
+std::string ratio_text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.4gx", x);
+  return buf;
+}
+
 std::string percent(double x) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g%%", 100 * x);
   return buf;
 }
+// The parameter whose first-step gradient norm is furthest from the baseline's, into r: by |norm - baseline's| over
+// the larger of the baseline's norm and `floor` (a share of the whole gradient's norm), so that a gradient that is
+// zero in exact arithmetic (a key bias's: softmax ignores a shift of all of a row's scores), rounding noise on both
+// sides, does not count as a large ratio of two noises.
+void compare_by_parameter(const Trajectory& t, const Trajectory& baseline, double floor, ParityResult& r) {
+  std::map<std::string, double> base(baseline.first_grad_norms.begin(), baseline.first_grad_norms.end());
+  double worst = -1;
+  for (const auto& [name, norm] : t.first_grad_norms) {
+    const auto it = base.find(name);
+    if (it == base.end()) continue;
+    ++r.params_compared;
+    const double dev = std::abs(norm - it->second) / std::max(it->second, floor);
+    if (!(dev <= worst)) {  // NaN too
+      worst = dev, r.worst_param = name, r.worst_param_dev = dev;
+      // zero on both sides is the same gradient; zero on one side only, as far as can be (JSON has no inf)
+      r.worst_param_ratio = it->second != 0 ? norm / it->second : norm == 0 ? 1.0 : std::numeric_limits<double>::max();
+    }
+  }
+}
 }  // namespace
 
-ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory& baseline) {
+ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory& baseline, const std::string& against) {
   const std::vector<double>& losses = t.losses;
   const std::vector<double>& base = baseline.losses;
+  const std::string them = against.empty() ? "the baseline" : against;
   ParityResult r;
   r.losses = losses;
   r.baseline_losses = base;
   r.grad_norm = t.first_grad_norm;
   r.baseline_grad_norm = baseline.first_grad_norm;
+  r.grad_norms = t.first_grad_norms;
+  r.against = against;
   r.judged_as = cls;
   r.first_batch_after = t.first_batch_after;
   bool finite = std::isfinite(t.first_batch_after) && std::isfinite(t.first_grad_norm);
@@ -46,15 +78,25 @@ ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory
     return r;
   }
   const bool exact = cls == ParityClass::kExact;
+  compare_by_parameter(t, baseline, (exact ? kExactParamFloor : kPrecisionParamFloor) * baseline.first_grad_norm, r);
   const double tol = exact ? kExactTol : kPrecisionTol, grad_tol = exact ? kExactGradTol : kPrecisionGradTol;
-  r.rule = "|loss - baseline| <= " + std::to_string(tol) + " at every step (" +
-           (exact ? "fp32, same math" : "reduced precision") + ")";
+  r.rule = "|loss - " + (against.empty() ? std::string("baseline") : against) + "'s| <= " + std::to_string(tol) +
+           " at every step (" + (exact ? "fp32, same math" : "reduced precision") + ")";
   bool pass = r.max_abs_dev <= tol;
   if (r.grad_norm > 0 && r.baseline_grad_norm > 0) {
     r.grad_norm_ratio = r.grad_norm / r.baseline_grad_norm;
-    r.rule += "; first step's gradient norm within " + percent(grad_tol) + " of the baseline's (" +
+    r.rule += "; first step's gradient norm within " + percent(grad_tol) + " of " + them + "'s (" +
               std::to_string(r.grad_norm) + " vs " + std::to_string(r.baseline_grad_norm) + ")";
     pass = pass && std::abs(r.grad_norm_ratio - 1) <= grad_tol;
+    if (r.params_compared > 0) {  // and parameter by parameter: a kernel that writes one gradient wrong
+      const double param_tol = exact ? kExactGradTol : kPrecisionParamGradTol;
+      const bool within = r.worst_param_dev <= param_tol;
+      r.rule += "; each of its " + std::to_string(r.params_compared) + " parameters' within " + percent(param_tol) +
+                " of the larger of its norm and " + percent(exact ? kExactParamFloor : kPrecisionParamFloor) +
+                " of the whole's (furthest: " + r.worst_param + ", " + ratio_text(r.worst_param_ratio) +
+                (within ? ")" : ": OUTSIDE)");
+      pass = pass && within;
+    }
   } else {
     r.rule += "; first step's gradient norm not compared (not known on one side: a step the gradient scaler skipped)";
   }
@@ -62,11 +104,28 @@ ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory
   return r;
 }
 
+Trajectory trajectory_of(const ParityResult& p) {
+  return {p.losses, p.first_batch_after, p.grad_norm, p.grad_norms};
+}
+
+ParityClass class_at_equal_batch(const std::vector<std::string>& applied) {
+  ParityClass cls = ParityClass::kExact;
+  for (const auto& name : applied)
+    if (const Variant* v = find_variant(name); v && name != "batch_scaling") cls = std::max(cls, v->parity);
+  return cls;
+}
+
 nlohmann::json to_json(const ParityResult& p, ParityClass declared) {
-  return {{"class", to_string(declared)}, {"verdict", p.verdict}, {"rule", p.rule}, {"max_abs_dev", p.max_abs_dev},
+  nlohmann::json j = {{"class", to_string(declared)}, {"verdict", p.verdict}, {"rule", p.rule}, {"max_abs_dev", p.max_abs_dev},
           {"losses", p.losses}, {"baseline_losses", p.baseline_losses}, {"grad_norm", p.grad_norm},
           {"baseline_grad_norm", p.baseline_grad_norm}, {"grad_norm_ratio", p.grad_norm_ratio},
-          {"judged_as", to_string(p.judged_as)}, {"first_batch_after", p.first_batch_after}};
+          {"judged_as", to_string(p.judged_as)}, {"first_batch_after", p.first_batch_after},
+          {"worst_param", p.worst_param}, {"worst_param_ratio", p.worst_param_ratio}, {"worst_param_dev", p.worst_param_dev},
+          {"params_compared", p.params_compared}, {"against", p.against.empty() ? "baseline" : p.against}};
+  nlohmann::json norms = nlohmann::json::object();  // what a rung judged against this one compares with
+  for (const auto& [name, norm] : p.grad_norms) norms[name] = norm;
+  j["grad_norms"] = norms;
+  return j;
 }
 
 ParityResult parity_result_from(const nlohmann::json& j) {
@@ -81,6 +140,13 @@ ParityResult parity_result_from(const nlohmann::json& j) {
   p.grad_norm_ratio = j.value("grad_norm_ratio", 0.0);
   p.judged_as = parity_class_from(j.value("judged_as", j.value("class", std::string("exact"))));
   p.first_batch_after = j.value("first_batch_after", 0.0);
+  p.worst_param = j.value("worst_param", std::string());
+  p.worst_param_ratio = j.value("worst_param_ratio", 0.0);
+  p.worst_param_dev = j.value("worst_param_dev", 0.0);
+  p.params_compared = j.value("params_compared", int64_t{0});
+  if (const std::string against = j.value("against", std::string("baseline")); against != "baseline") p.against = against;
+  const nlohmann::json norms = j.value("grad_norms", nlohmann::json::object());
+  for (const auto& [name, norm] : norms.items()) p.grad_norms.emplace_back(name, norm.get<double>());
   return p;
 }
 

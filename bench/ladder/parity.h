@@ -19,6 +19,14 @@ struct ParityResult {
   std::vector<double> losses, baseline_losses;
   double grad_norm = 0, baseline_grad_norm = 0;  // the first step's whole-gradient norms; 0: not known
   double grad_norm_ratio = 0;                    // grad_norm / baseline_grad_norm; 0: not compared
+  // Parameter by parameter (Trajectory::first_grad_norms), the one whose first-step gradient norm is furthest from
+  // the baseline's in ratio, that ratio, and how many parameters were compared (0: not compared).
+  std::string worst_param;
+  double worst_param_ratio = 0;
+  double worst_param_dev = 0;  // what its tolerance is held against (judge_parity: kPrecisionParamFloor)
+  int64_t params_compared = 0;
+  std::vector<std::pair<std::string, double>> grad_norms;  // this rung's own, by parameter (Trajectory's)
+  std::string against;  // the rung judged against ("": the baseline); "baseline_*" above are its figures
   double first_batch_after = 0;                  // problem: the first batch's loss after the steps
 };
 
@@ -30,12 +38,32 @@ constexpr double kPrecisionTol = 0.25;  // TF32/bf16/fp16 arithmetic, or a padde
 // scale left in; this sees a factor of 2 in any class.
 constexpr double kExactGradTol = 1e-3;
 constexpr double kPrecisionGradTol = 0.1;
+// The same parameter by parameter: exact, as the whole; reduced precision, looser, since a small parameter's
+// gradient (a LayerNorm's shift: a sum that mostly cancels) moves more than the whole. On cpu-mini one parameter's
+// moved 8.8% between bf16_cast and bf16_autocast (every other under 1%); a kernel that zeroes, doubles or halves a
+// gradient, or writes another parameter's, is outside it.
+constexpr double kPrecisionParamGradTol = 0.25;
+// ... of the larger of the parameter's gradient norm and this share of the whole gradient's: a gradient that is zero
+// in exact arithmetic (a key bias's) is rounding noise on both sides, whose ratio means nothing (fp32: 5e-10 of the
+// whole, 9% apart, in one test; bf16 rounds 2^-8 where fp32 rounds 2^-24).
+constexpr double kExactParamFloor = 1e-6;
+constexpr double kPrecisionParamFloor = 1e-3;
 
 // exact/precision: the losses within the tolerance at every step, and the first step's gradient norm
 // within its tolerance where both are known; problem (e.g. another batch, so another gradient):
 // finite, and the first batch's loss lower after the K steps than at step 1 (it is trained on, so it
 // falls unless training is broken). Non-finite losses always fail; no losses is "n/a".
-ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory& baseline);
+// `against`: the rung whose trajectory `baseline` is, where not the baseline's (said in the rule and the JSON).
+// Exact and precision classes also compare the first gradient parameter by parameter (Trajectory::first_grad_norms,
+// where both sides have them): each within the class's gradient tolerance.
+ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory& baseline,
+                          const std::string& against = "");
+
+// A judged rung's own trajectory, as a later rung judged against it needs it (across --resume too).
+Trajectory trajectory_of(const ParityResult& p);
+// The class of a rung's `applied` variants at an equal batch: their loosest, batch_scaling's left out. An extra on
+// batch_scaling's top changes no problem against that top, only what its own variants change.
+ParityClass class_at_equal_batch(const std::vector<std::string>& applied);
 
 // `class` is the class the rung declares (a reference's: the one it was judged as); `judged_as` the one
 // applied (a data-parallel rung without an equal global batch is judged as another problem).

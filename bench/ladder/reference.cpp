@@ -222,15 +222,27 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
                                 {"python", res["breakdown"]["events_per_step"]}};
   }
   if (res.contains("parity_losses") && !baseline.losses.empty()) {
-    const Trajectory t{res["parity_losses"].get<std::vector<double>>(), res.value("parity_first_batch_after", NAN),
-                       res.value("parity_grad_norm", 0.0)};
-    // At batch_scaling's batch the reference trains another problem than the baseline (rungs.front()): another
-    // gradient, other losses; judged as a rung of that batch is.
+    Trajectory t{res["parity_losses"].get<std::vector<double>>(), res.value("parity_first_batch_after", NAN),
+                 res.value("parity_grad_norm", 0.0)};
+    const nlohmann::json norms = res.value("parity_grad_norms", nlohmann::json::object());
+    for (const auto& [name, norm] : norms.items()) t.first_grad_norms.emplace_back(name, norm.get<double>());
+    const ParityClass cls = ref["name"] == "ref_torch_eager" ? ParityClass::kExact : ParityClass::kPrecision;
+    // At batch_scaling's batch the reference trains another problem than the baseline (rungs.front()): judged
+    // against the C++ rung that trains that one (same batch, weights and data: the first at that batch, the top),
+    // else, with none, as a rung of another problem is (its first batch's loss must fall).
     const bool same_batch = !rungs.empty() && rungs.front().plan.rung.spec.batch == batch;
-    const ParityClass cls = !same_batch                       ? ParityClass::kProblem
-                            : ref["name"] == "ref_torch_eager" ? ParityClass::kExact
-                                                               : ParityClass::kPrecision;
-    ref["parity"] = to_json(judge_parity(cls, t, baseline), cls);
+    const RungRecord* on = nullptr;
+    for (const auto& r : rungs)
+      if (!same_batch && !on && r.ok() && r.spec().batch == batch && ranks(r.spec()) == 1 &&
+          !r.out.parity.losses.empty() && std::all_of(r.out.parity.losses.begin(), r.out.parity.losses.end(),
+                                                      [](double l) { return std::isfinite(l); }))
+        on = &r;
+    if (same_batch)
+      ref["parity"] = to_json(judge_parity(cls, t, baseline), cls);
+    else if (on)
+      ref["parity"] = to_json(judge_parity(cls, t, trajectory_of(on->out.parity), on->name()), cls);
+    else
+      ref["parity"] = to_json(judge_parity(ParityClass::kProblem, t, baseline), ParityClass::kProblem);
     if (res.contains("parity_form")) ref["parity"]["form"] = res["parity_form"];  // "eager", or the compiled scope
   }
 }

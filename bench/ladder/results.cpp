@@ -303,7 +303,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
       << std::setw(12) << gb(r.out.peak_alloc_bytes) << std::setw(12) << gb(r.out.peak_reserved_bytes) << std::setw(9) << mfu
       << "  " << (r.out.parity.verdict == "fail" ? "FAIL" : r.out.parity.verdict);
     if (r.out.parity.verdict != "n/a") {
-      char dev[64];
+      char dev[160];
       if (r.out.parity.judged_as == ParityClass::kProblem && !r.out.parity.losses.empty())  // losses of another problem
         std::snprintf(dev, sizeof(dev), " (first batch's loss %.3f -> %.3f)", r.out.parity.losses.front(),
                       r.out.parity.first_batch_after);
@@ -313,6 +313,8 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
       else
         std::snprintf(dev, sizeof(dev), " (max dev %.2e)", r.out.parity.max_abs_dev);
       s << dev;
+      if (!r.out.parity.against.empty() && r.out.parity.judged_as != ParityClass::kProblem)
+        s << " vs " << r.out.parity.against;  // judged against the rung it is built on (another batch's)
     }
     if (r.throttled()) s << "  THROTTLED: " << r.out.clocks.value("throttled_why", "");
     for (const auto& sk : r.plan.rung.skipped)

@@ -216,6 +216,30 @@ double first_step_gradient_norm(const AdamW& opt) {
   if (sums.empty()) return 0;
   return std::sqrt(at::stack(sums).sum().item<double>()) / (1.0 - opt.beta1());
 }
+
+// The same, canonical parameter by canonical parameter: each one's view of its parameter taken of that parameter's
+// first moment (exp_avg has the parameter's strides), summed on the device and read once.
+std::vector<std::pair<std::string, double>> first_step_gradient_norms(GPT2Impl& model, const AdamW& opt) {
+  const auto& params = opt.params();
+  const auto& moments = opt.first_moments();
+  std::vector<std::string> names;
+  std::vector<at::Tensor> sums;
+  for (const auto& [name, view] : canonical_parameters(model))
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!view.is_alias_of(params[i])) continue;
+      const at::Tensor& m = moments[i];
+      const at::Tensor g = m.as_strided(view.sizes(), view.strides(),
+                                        m.storage_offset() + view.storage_offset() - params[i].storage_offset());
+      names.push_back(name);
+      sums.push_back(g.to(at::kDouble).square().sum());
+      break;
+    }
+  std::vector<std::pair<std::string, double>> out;
+  if (sums.empty()) return out;
+  const at::Tensor norms = at::stack(sums).sqrt().div(1.0 - opt.beta1()).cpu();
+  for (size_t i = 0; i < names.size(); ++i) out.emplace_back(names[i], norms[static_cast<int64_t>(i)].item<double>());
+  return out;
+}
 }  // namespace
 
 Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps,
@@ -232,7 +256,10 @@ Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tenso
       for (double l : dist->allgather({local})) sum += l;
       t.losses.push_back(sum / ranks(spec));
     }
-    if (i == 0) t.first_grad_norm = first_step_gradient_norm(ts.optimizer());
+    if (i == 0) {
+      t.first_grad_norm = first_step_gradient_norm(ts.optimizer());
+      if (t.first_grad_norm > 0) t.first_grad_norms = first_step_gradient_norms(ts.model(), ts.optimizer());
+    }
   }
   auto [x0, y0] = Loader(tokens, spec.batch, spec.model.context, dist_rank(spec, dist), ranks(spec)).next();
   t.first_batch_after = ts.eval_loss(x0, y0);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/runtime/device.h"
@@ -107,6 +108,11 @@ struct Trajectory {
   std::vector<double> losses;
   double first_batch_after = 0;
   double first_grad_norm = 0;
+  // The same gradient parameter by parameter, in canonical_parameters' names and shapes (model/gpt2.h: q, k and v
+  // apart however stored, the padded rows left out): what a kernel that writes one parameter's gradient wrong (a
+  // LayerNorm's gamma, a bias) changes, where the whole norm, which the large matrices fill, moves by a hair.
+  // Empty where the first step's gradient is not known.
+  std::vector<std::pair<std::string, double>> first_grad_norms;
 };
 Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps,
                            Dist* dist = nullptr);

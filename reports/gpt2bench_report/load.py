@@ -29,6 +29,8 @@ class Rung:
     parity_verdict: str = "n/a"
     parity_dev: float = 0.0
     parity_grad_ratio: float = 0.0  # the first step's gradient norm over the baseline's (0: not compared)
+    parity_against: str = "baseline"  # the rung judged against: an extra on batch_scaling's top, that top
+    parity_judged_as: str = ""  # exact, precision or problem
     batch: int = 0
     profile: dict | None = None
     scaling_efficiency: float | None = None
@@ -215,6 +217,8 @@ def load_run(path: str | Path) -> Run:
                     parity_verdict=r.get("parity", {}).get("verdict", "n/a"),
                     parity_dev=r.get("parity", {}).get("max_abs_dev", 0.0),
                     parity_grad_ratio=r.get("parity", {}).get("grad_norm_ratio", 0.0),
+                    parity_against=r.get("parity", {}).get("against", "baseline"),
+                    parity_judged_as=r.get("parity", {}).get("judged_as", ""),
                     batch=r.get("spec", {}).get("batch", 0),
                     profile=r.get("breakdown", r.get("profile")),  # "profile" before 2026-11-23
                     scaling_efficiency=r.get("scaling_efficiency"),

@@ -28,7 +28,9 @@ def _parity(r) -> str:
     if r.parity_verdict == "n/a":
         return r.parity_verdict
     grad = f", |grad| {r.parity_grad_ratio:.3f}x" if r.parity_grad_ratio else ""
-    return f"{r.parity_verdict} ({r.parity_dev:.1e}{grad})"
+    # judged against the rung it is built on (an extra on batch_scaling's top); a problem rung's check is its own
+    against = f" vs {r.parity_against}" if r.parity_against not in ("", "baseline") and r.parity_judged_as != "problem" else ""
+    return f"{r.parity_verdict} ({r.parity_dev:.1e}{grad}){against}"
 
 
 _STATE = {"real": "real", "noise": "within noise", "drift": "drift", "under drift": "real, under drift"}

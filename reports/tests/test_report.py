@@ -46,6 +46,24 @@ def test_tables_hold_the_fixture_numbers_and_skipped_rungs():
     assert rows["03_fused_adamw"][3] == f"{run.rung('03_fused_adamw').tokens_per_sec / run.rung('01_mask_on_the_fly').tokens_per_sec:.2f}x"
 
 
+def test_a_rung_judged_against_the_rung_it_is_built_on_says_so(tmp_path):
+    # An extra on batch_scaling's top is judged against the top's trajectory (rungs.json parity.against); a problem
+    # rung's own check ("the first batch's loss fell") is set beside nothing.
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    ok = [r for r in doc["rungs"] if r["status"] == "ok"]
+    ok[-1]["parity"].update({"against": "12_batch_scaling", "judged_as": "precision", "verdict": "pass",
+                             "max_abs_dev": 0.1, "grad_norm_ratio": 1.0})
+    ok[-2]["parity"].update({"against": "12_batch_scaling", "judged_as": "problem", "verdict": "pass",
+                             "max_abs_dev": 3.0, "grad_norm_ratio": 0.0})
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    rows = {r[0]: r for r in ladder_table(load_run(run_dir))[1:]}
+    assert rows[ok[-1]["name"]][8] == "pass (1.0e-01, |grad| 1.000x) vs 12_batch_scaling"
+    assert rows[ok[-2]["name"]][8] == "pass (3.0e+00)"
+    assert rows[ok[0]["name"]][8].startswith(ok[0]["parity"]["verdict"]) and " vs " not in rows[ok[0]["name"]][8]
+
+
 def test_ladder_chart_data():
     run = load_run(FIXTURES / "cpu_2threads")
     fig = charts.ladder_chart(run)
