@@ -219,11 +219,12 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
     // change: so a fusion that writes a gradient wrong is seen, where "the first batch's loss fell" would pass it.
     if (x["status"] != "ok") continue;
     EXPECT_EQ(x["parity"]["class"], "problem") << x["name"];  // its recipe holds batch_scaling
-    EXPECT_EQ(x["parity"]["against"], "12_batch_scaling") << x["name"];
-    if (x["variant"] == "weight_tying") {
-      EXPECT_EQ(x["parity"]["judged_as"], "problem") << x["name"];  // another model, even at the top's batch
+    if (x["variant"] == "weight_tying" || x["variant"] == "bf16_autocast") {  // another model, another precision
+      EXPECT_EQ(x["parity"]["against"], "baseline") << x["name"];
+      EXPECT_EQ(x["parity"]["judged_as"], "problem") << x["name"];
       continue;
     }
+    EXPECT_EQ(x["parity"]["against"], "12_batch_scaling") << x["name"];
     EXPECT_EQ(x["parity"]["judged_as"], "precision") << x["name"];  // the top's bf16
     EXPECT_EQ(x["parity"]["baseline_losses"], searched_top["parity"]["losses"]) << x["name"];
     EXPECT_GT(x["parity"]["params_compared"].get<int64_t>(), 0) << x["name"];

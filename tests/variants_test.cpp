@@ -211,6 +211,13 @@ TEST(Parity, TheClassAtAnEqualBatchLeavesBatchScalingOut) {
   EXPECT_EQ(class_at_equal_batch({"bf16_cast", "batch_scaling", "fused_residual_norm"}), ParityClass::kPrecision);
   EXPECT_EQ(class_at_equal_batch({"bf16_cast", "batch_scaling", "weight_tying"}), ParityClass::kProblem);
   EXPECT_EQ(class_at_equal_batch({}), ParityClass::kExact);
+  // judged against the top only where the rung computes the top's step in another order
+  const std::vector<std::string> top = {"bf16_cast", "fuse_bias_gelu", "batch_scaling"};
+  EXPECT_TRUE(differs_only_exactly(top, top));                                                      // top_again
+  EXPECT_TRUE(differs_only_exactly({"bf16_cast", "fuse_bias_gelu", "batch_scaling", "fused_classifier"}, top));
+  EXPECT_TRUE(differs_only_exactly({"bf16_cast", "batch_scaling", "gelu_epilogues"}, top));        // in another's place
+  EXPECT_FALSE(differs_only_exactly({"fuse_bias_gelu", "batch_scaling", "bf16_autocast"}, top));   // another precision
+  EXPECT_FALSE(differs_only_exactly({"bf16_cast", "fuse_bias_gelu", "batch_scaling", "weight_tying"}, top));
 }
 
 // mask_on_the_fly: the T×T mask buffers (one per layer) are gone from the model's memory.

@@ -471,13 +471,15 @@ struct Ladder {
   }
 
   // Where a one-process rung at another batch than the baseline's (batch_scaling's) is judged: against the rung it
-  // is built on at that batch (an extra, top+kept and top_again on the top), whose trajectory is the same problem's,
-  // by its variants' class at an equal batch; else nowhere (nullptr: the baseline, by the rung's own class).
+  // is built on at that batch (a fusion's extra, top+kept and top_again on the top), whose trajectory is the same
+  // problem's, where it differs from it only by exact variants, by its variants' class at an equal batch; else
+  // nowhere (nullptr: the baseline, by the rung's own class).
   const RungRecord* parity_anchor(const RungRecord& r, const std::vector<RungRecord>* records) const {
     if (!records || records->empty() || ranks(r.spec()) > 1 || r.spec().batch == records->front().spec().batch)
       return nullptr;
     const RungRecord* on = compared_with(*records, r);
-    if (!on || on->spec().batch != r.spec().batch || ranks(on->spec()) > 1 || on->out.parity.losses.empty())
+    if (!on || on->spec().batch != r.spec().batch || ranks(on->spec()) > 1 || on->out.parity.losses.empty() ||
+        !differs_only_exactly(r.plan.rung.applied, on->plan.rung.applied))
       return nullptr;
     for (double l : on->out.parity.losses)
       if (!std::isfinite(l)) return nullptr;

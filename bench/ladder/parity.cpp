@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -24,6 +25,7 @@ std::string percent(double x) {
   std::snprintf(buf, sizeof(buf), "%g%%", 100 * x);
   return buf;
 }
+
 // The parameter whose first-step gradient norm is furthest from the baseline's, into r: by |norm - baseline's| over
 // the larger of the baseline's norm and `floor` (a share of the whole gradient's norm), so that a gradient that is
 // zero in exact arithmetic (a key bias's: softmax ignores a shift of all of a row's scores), rounding noise on both
@@ -106,6 +108,16 @@ ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory
 
 Trajectory trajectory_of(const ParityResult& p) {
   return {p.losses, p.first_batch_after, p.grad_norm, p.grad_norms};
+}
+
+bool differs_only_exactly(const std::vector<std::string>& applied, const std::vector<std::string>& on) {
+  auto exact_unless_in = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    return std::all_of(a.begin(), a.end(), [&](const std::string& name) {
+      const Variant* v = find_variant(name);
+      return std::find(b.begin(), b.end(), name) != b.end() || (v && v->parity == ParityClass::kExact);
+    });
+  };
+  return exact_unless_in(applied, on) && exact_unless_in(on, applied);
 }
 
 ParityClass class_at_equal_batch(const std::vector<std::string>& applied) {

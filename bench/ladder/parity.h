@@ -64,6 +64,11 @@ Trajectory trajectory_of(const ParityResult& p);
 // The class of a rung's `applied` variants at an equal batch: their loosest, batch_scaling's left out. An extra on
 // batch_scaling's top changes no problem against that top, only what its own variants change.
 ParityClass class_at_equal_batch(const std::vector<std::string>& applied);
+// Whether a rung whose `applied` variants differ from `on`'s only by exact ones (added or left out: a fusion, one
+// fusion in another's place, none) computes `on`'s step in another order, so that `on`'s trajectory is the one to
+// judge it against. A precision or problem of its own (bf16_autocast for bf16_cast, weight_tying) is not: fp16's
+// scaler skips steps, and tying trains another model.
+bool differs_only_exactly(const std::vector<std::string>& applied, const std::vector<std::string>& on);
 
 // `class` is the class the rung declares (a reference's: the one it was judged as); `judged_as` the one
 // applied (a data-parallel rung without an equal global batch is judged as another problem).
