@@ -269,6 +269,12 @@ TEST(Reference, AtBatchScalingsBatchItIsJudgedAgainstTheCppRungThere) {
   compare_reference(j, {base, top}, baseline);
   EXPECT_EQ(j["parity"]["verdict"], "fail") << j["parity"]["rule"];
   EXPECT_EQ(j["parity"]["worst_param"], "b");
+  RungRecord tied = top;  // the same batch, another model (the head is the embedding): not the reference's problem
+  tied.plan.rung.name = "11_tied";
+  tied.plan.rung.spec.model.tie_weights = true;
+  j = ref({5.0, 4.25}, 0.1);
+  compare_reference(j, {base, tied, top}, baseline);
+  EXPECT_EQ(j["parity"]["against"], "12_batch_scaling");
   j = ref({5.0, 4.25}, 0.1);
   top.out.parity.losses.clear();  // no C++ trajectory at that batch
   compare_reference(j, {base, top}, baseline);

@@ -232,10 +232,11 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
     // else, with none, as a rung of another problem is (its first batch's loss must fall).
     const bool same_batch = !rungs.empty() && rungs.front().plan.rung.spec.batch == batch;
     const RungRecord* on = nullptr;
+    const bool tied = ref["config"]["model"].value("tie_weights", false);
     for (const auto& r : rungs)
       if (!same_batch && !on && r.ok() && r.spec().batch == batch && ranks(r.spec()) == 1 &&
-          !r.out.parity.losses.empty() && std::all_of(r.out.parity.losses.begin(), r.out.parity.losses.end(),
-                                                      [](double l) { return std::isfinite(l); }))
+          r.spec().model.tie_weights == tied && !r.out.parity.losses.empty() &&
+          std::all_of(r.out.parity.losses.begin(), r.out.parity.losses.end(), [](double l) { return std::isfinite(l); }))
         on = &r;
     if (same_batch)
       ref["parity"] = to_json(judge_parity(cls, t, baseline), cls);
