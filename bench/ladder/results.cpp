@@ -278,6 +278,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     << (cuda ? "reserved" : "peak RSS") << std::setw(9) << "MFU" << "  parity\n";
   const RungRecord* base = nullptr;
   std::vector<std::string> told;  // each skipped variant's reason is printed once
+  std::vector<std::string> anchors;
   for (const auto& r : rungs) {
     s << std::left << std::setw(28) << r.plan.rung.name << std::right;
     if (r.out.status != RungStatus::kOk) {
@@ -302,6 +303,13 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     s << std::setw(12) << tok << std::setw(9) << ratio(prev) << std::setw(9) << ratio(base) << std::setw(11) << ms
       << std::setw(12) << gb(r.out.peak_alloc_bytes) << std::setw(12) << gb(r.out.peak_reserved_bytes) << std::setw(9) << mfu
       << "  " << (r.out.parity.verdict == "fail" ? "FAIL" : r.out.parity.verdict);
+    // judged against the rung it is built on at its batch (the top): marked, and named under the table
+    const bool against = !r.out.parity.against.empty() && r.out.parity.judged_as != ParityClass::kProblem;
+    if (against) {
+      s << "*";
+      if (std::find(anchors.begin(), anchors.end(), r.out.parity.against) == anchors.end())
+        anchors.push_back(r.out.parity.against);
+    }
     if (r.out.parity.verdict != "n/a") {
       char dev[160];
       if (r.out.parity.judged_as == ParityClass::kProblem && !r.out.parity.losses.empty())  // losses of another problem
@@ -313,8 +321,6 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
       else
         std::snprintf(dev, sizeof(dev), " (max dev %.2e)", r.out.parity.max_abs_dev);
       s << dev;
-      if (!r.out.parity.against.empty() && r.out.parity.judged_as != ParityClass::kProblem)
-        s << " vs " << r.out.parity.against;  // judged against the rung it is built on (another batch's)
     }
     if (r.throttled()) s << "  THROTTLED: " << r.out.clocks.value("throttled_why", "");
     for (const auto& sk : r.plan.rung.skipped)
@@ -325,6 +331,8 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     s << "\n";
     if (!base) base = &r;
   }
+  for (const auto& a : anchors)
+    s << "(parity*: judged against " << a << ", the rung they are built on at their batch; README: Parity)\n";
   s << "(memory in GB; " << (cuda ? "reserved = CUDA caching allocator" : "peak RSS = process high-water mark")
     << ")\nMFU: model FLOPs/s (matmuls only, rungs.json's flops.formula) over "
     << (rungs.empty() ? std::string("-") : rungs[0].plan.mfu_basis) << "\n";
