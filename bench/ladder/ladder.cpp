@@ -475,8 +475,7 @@ struct Ladder {
   // problem's, where it differs from it only by exact variants, by its variants' class at an equal batch; else
   // nowhere (nullptr: the baseline, by the rung's own class).
   const RungRecord* parity_anchor(const RungRecord& r, const std::vector<RungRecord>* records) const {
-    if (!records || records->empty() || ranks(r.spec()) > 1 || r.spec().batch == records->front().spec().batch)
-      return nullptr;
+    if (!records || records->empty() || ranks(r.spec()) > 1 || r.spec().batch == prof.batch) return nullptr;
     const RungRecord* on = compared_with(*records, r);
     if (!on || on->spec().batch != r.spec().batch || ranks(on->spec()) > 1 || on->out.parity.losses.empty() ||
         !differs_only_exactly(r.plan.rung.applied, on->plan.rung.applied))
@@ -513,6 +512,8 @@ struct Ladder {
     if (ranks(s) > 1) {
       if (s.batch % ranks(s) == 0) s.batch /= ranks(s);
       else cls = ParityClass::kProblem;  // no equal global batch to compare with
+    } else if (s.batch == prof.batch) {
+      cls = class_at_equal_batch(r.plan.rung.applied);  // batch_scaling kept the profile's batch: the same problem
     }
     try {
       // fit() set the steps: the profile's, or fewer at the budget's floor (one process only)
