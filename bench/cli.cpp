@@ -403,6 +403,7 @@ int cmd_doctor(int argc, char** argv) {
   std::cout << "ATen: " << at::get_num_threads() << " threads, MKL " << (at::hasMKL() ? "yes" : "no") << ", MKL-DNN "
             << (at::hasMKLDNN() ? "yes" : "no") << "\n";
   if (const Backend* cuda = cuda_backend()) {
+    std::cout << "CUDA caching allocator: " << settle_device_allocator() << "\n";
     std::cout << cuda->library_report();
     if (cuda->device_count() == 0) std::cout << "no CUDA device found: GPU rungs would run on the CPU instead\n";
   }
@@ -457,6 +458,7 @@ std::optional<int> launched(int argc, char** argv) {
 int cli_main(int argc, char** argv) {
   const std::string cmd = argc > 1 ? argv[1] : "help";
   settle_host_allocator();  // before the first large allocation (see memory.h)
+  settle_device_allocator();  // before the first CUDA allocation, and for the processes the ladder starts
   try {
     if (cmd == "ladder" || cmd == "ddp-check")
       if (auto code = launched(argc, argv)) return *code;

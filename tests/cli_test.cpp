@@ -3,10 +3,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <sstream>
 
 #include "bench/ladder/parity.h"
 #include "bench/runtime/device.h"
+#include "bench/runtime/memory.h"
 #include "helpers.h"
 
 namespace gpt2 {
@@ -361,7 +363,7 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   EXPECT_GT(py["host_ms_per_step"].get<double>(), 0);
   EXPECT_EQ(eager["events_per_step"]["cpp"], cpp["events_per_step"]);
   EXPECT_EQ(eager["events_per_step"]["python"], py["events_per_step"]);
-  EXPECT_NE(r.output.find("; ATen ops a step: C++ "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", parity pass\n      ATen ops a step: C++ "), std::string::npos) << r.output;
   const auto& compiled = doc["references"][1];
   ASSERT_EQ(compiled["status"], "ok") << compiled.dump();
   EXPECT_EQ(compiled["config"]["precision"], "bf16_cast");
@@ -580,6 +582,26 @@ TEST(Cli, ReadmeVariantTableMatchesTheRegistry) {
   const auto r = test::run_gpt2bench("list-variants --markdown");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(table, r.output) << "README.md's variant table is out of date: paste `gpt2bench list-variants --markdown`";
+}
+
+// The CUDA caching allocator's setting (memory.h: settle_device_allocator), here and in the Python reference rungs:
+// expandable segments, unless the user set their own, which is kept. Said by the doctor of a CUDA build.
+TEST(DeviceAllocator, ExpandableSegmentsUnlessTheUserSetTheirOwn) {
+  const std::string said = settle_device_allocator();
+  const char* user = std::getenv("PYTORCH_CUDA_ALLOC_CONF");
+  ASSERT_NE(user, nullptr) << "set for the processes this one starts";
+  if (said.find("(the user's)") == std::string::npos) {
+    EXPECT_STREQ(user, "expandable_segments:True");
+    EXPECT_EQ(said.rfind("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (gpt2bench's default", 0), 0u) << said;
+  }
+  EXPECT_EQ(settle_device_allocator(), said);  // once
+  if (!build_has_cuda()) GTEST_SKIP() << "a CPU build's doctor does not say it";
+  auto r = test::run_gpt2bench("doctor", "-u PYTORCH_CUDA_ALLOC_CONF -u PYTORCH_ALLOC_CONF");
+  EXPECT_NE(r.output.find("CUDA caching allocator: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (gpt2bench's"),
+            std::string::npos) << r.output;
+  r = test::run_gpt2bench("doctor", "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512");
+  EXPECT_NE(r.output.find("CUDA caching allocator: PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:512 (the user's)"),
+            std::string::npos) << r.output;
 }
 
 TEST(Cli, DoctorAndListVariantsRunWithoutAGpu) {

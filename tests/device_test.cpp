@@ -315,6 +315,44 @@ TEST_F(CudaTest, ProfilingPassAttributesKernelsToPhases_CUDA) {
   }
 }
 
+// What a rung's step allocated goes back to the device once the step is freed and the cache emptied (the ladder's
+// release between rungs), whatever kind of step it was: on an H100 27-49 GB stayed reserved from rung to rung and
+// the extras ran out of memory at a batch the top had run at (memory.h: settle_device_allocator). Eager and CUDA-graph
+// steps, fp32 and bf16, one after another, each with blocks of the large pool (activations of several MB).
+TEST_F(CudaTest, AFreedStepLeavesNoDeviceMemoryBehind_CUDA) {
+  EXPECT_NE(settle_device_allocator().find("expandable_segments"), std::string::npos) << settle_device_allocator();
+  auto meter = make_memory_meter(dev_);
+  ModelOptions m = test::tiny_model();
+  m.context = 256;
+  m.n_embd = 256;
+  const auto tokens = to_token_tensor(synthetic_corpus(97, 200000, 1));
+  synchronize(dev_);
+  empty_cache(dev_);
+  const MemoryStats before = meter->read();
+  for (bool graph : {false, true}) {
+    for (Precision p : {Precision::kFp32, Precision::kBf16Cast}) {
+      StepSpec s = baseline_spec(m, 16, dev_);
+      s.optimizer.kind = OptimizerKind::kAdamwFused;
+      s.precision = p;
+      if (graph) s.executor = ExecutorKind::kCudaGraph;
+      int64_t used = 0;
+      {
+        TrainStep ts(s, dev_, tokens, 3);
+        for (int i = 0; i < 3; ++i) ts.step();
+        synchronize(dev_);
+        used = meter->read().reserved - before.reserved;
+      }
+      synchronize(dev_);
+      empty_cache(dev_);
+      const MemoryStats after = meter->read();
+      const std::string what = std::string(graph ? "graph" : "eager") + (p == Precision::kFp32 ? " fp32" : " bf16");
+      EXPECT_GT(used, int64_t{16} << 20) << what << ": the step's own memory";
+      EXPECT_LE(after.allocated - before.allocated, int64_t{1} << 20) << what;
+      EXPECT_LE(after.reserved - before.reserved, int64_t{32} << 20) << what << " (" << used << " bytes while it lived)";
+    }
+  }
+}
+
 // Each graph replay's loss is its own tensor: the next replay must not change the last one.
 TEST_F(CudaTest, GraphStepsReturnTheirOwnLoss_CUDA) {
   StepSpec s = baseline_spec(test::tiny_model(), 4, dev_);

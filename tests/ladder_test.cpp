@@ -197,6 +197,29 @@ TEST(Reference, ComparedWithTheFastestRungOfTheSameStep) {
   EXPECT_FALSE(to_json(rungs[3])["anti_variant"].get<bool>());
 }
 
+// A reference that failed says on the console what Python said, from its first words: on an H100 (run
+// 20261126-210951-gpu-124m) the line kept the error's last 117 characters, the allocator's advice, and lost what ran out.
+TEST(Reference, ItsErrorLineSaysWhatPythonSaidFirst) {
+  const nlohmann::json ref = {
+      {"name", "ref_torch_compile"},
+      {"status", "error"},
+      {"error", "python3 /tmp/gpt2bench-prebuilt/reference/gpt2bench_ref.py: exit code 1: torch.OutOfMemoryError: CUDA out "
+                "of memory. Tried to allocate 6.14 GiB. GPU 0 has a total capacity of 79.18 GiB of which 648.62 MiB is "
+                "free. Process 1357 has 52.92 GiB memory in use. Including non-PyTorch memory, this process has 25.61 "
+                "GiB memory in use. Of the allocated memory 24.73 GiB is allocated by PyTorch, and 222.49 MiB is "
+                "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
+                "Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)"}};
+  const std::string line = reference_line(ref);
+  EXPECT_EQ(line.rfind("    ref_torch_compile error: exit code 1: torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                       "allocate 6.14 GiB.", 0), 0u) << line;
+  EXPECT_LE(line.size(), 4 + 18 + 7 + 140u) << line;
+  EXPECT_EQ(line.substr(line.size() - 3), "...") << line;
+  nlohmann::json short_one = ref;
+  short_one["error"] = "python3 ref.py: killed by signal 9";
+  EXPECT_EQ(reference_line(short_one), "    ref_torch_compile error: killed by signal 9");
+}
+
 // A rung whose parity failed computes another step than the reference's: however fast, ref_torch_compile is not
 // held against it, and the reference says which faster rung it passed over and why. Where every candidate
 // failed, there is no ratio at all, only what was passed over.

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <functional>
 #include <sstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -353,6 +354,7 @@ struct Ladder {
       r.out.batch = batch;
       release();
       meter.reset_peak();
+      r.out.held_at_start = held();
       live = std::make_unique<TrainStep>(r.spec(), dev, data.train, prof.seed, dist);
       r.out.warmup_steps = 0;
       for (int64_t w = 0; w < warmup_steps(); ++w) {
@@ -399,6 +401,18 @@ struct Ladder {
                         format_duration(r.out.warmup_step_s) + " a step)";
     if (!f.breakdown) r.out.breakdown = {{"skipped", "over the time budget"}};
     std::cerr << "    " << r.out.budget_note << "\n";
+  }
+
+  // What the device holds now (after release(): what nothing of ours should still hold), said on the console where it
+  // is over kHeldWarnBytes: memory left behind by what ran before, which a later rung or reference cannot have.
+  static constexpr int64_t kHeldWarnBytes = int64_t{1} << 30;
+  nlohmann::json held() {
+    const MemoryStats m = meter.read();
+    if (m.allocated > kHeldWarnBytes || m.reserved > kHeldWarnBytes)
+      std::cerr << "    warning: " << std::fixed << std::setprecision(2) << m.allocated / 1e9 << " GB allocated, "
+                << m.reserved / 1e9 << " GB reserved on the device before it starts: left behind by what ran before\n"
+                << std::defaultfloat;
+    return {{"allocated_bytes", m.allocated}, {"reserved_bytes", m.reserved}};
   }
 
   // Frees the live step and gives the device a clean state for what comes next, whatever the last
@@ -825,6 +839,7 @@ nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std:
                          "median.mfu_vs_measured_peak: over the matmul rate measured here in that precision"}};
   doc["measured"] = measured;
   doc["host_allocator"] = settle_host_allocator();  // set at start-up (cli_main); "" where not glibc
+  if (dev.cuda()) doc["device_allocator"] = settle_device_allocator();  // likewise
   doc["fingerprint"] = fingerprint(prof, records);
   doc["build_id"] = build_id;
   return doc;
@@ -946,8 +961,11 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
     const auto runs_left = static_cast<int64_t>(2 * (to_run.size() - i));  // each reference, then its rung again
     const double share = ladder.budget.limited() ? ladder.budget.share_s(runs_left) : -1;
     std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << project_python() << "\n";
+    ladder.release();  // the Python process shares the device: what this one held, and holds still, is said
+    const nlohmann::json held = ladder.held();
     nlohmann::json ref = run_reference(name, reference_config(name, prof, ladder.dev, batch), ladder.data.train,
                                        o.out_dir, share);
+    ref["cpp_process_held"] = held;
     if (g_signal && ref["status"] != "ok")  // the stop reached the Python process too: not its failure
       ref["status"] = "interrupted", ref["error"] = "not finished: interrupted (--resume runs it again)";
     compare_reference(ref, records, ladder.baseline);

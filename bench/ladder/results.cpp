@@ -129,6 +129,7 @@ nlohmann::json to_json(const RungRecord& r) {
   if (!r.out.batch_search.empty()) j["batch_search"] = r.out.batch_search;
   if (!r.out.clocks.is_null()) j["clocks"] = r.out.clocks;
   if (!r.out.kept.is_null()) j["kept"] = r.out.kept;
+  if (!r.out.held_at_start.is_null()) j["held_at_start"] = r.out.held_at_start;
   if (r.out.steps > 0)
     j["ran"] = {{"warmup_steps", r.out.warmup_steps}, {"warmup_step_s", r.out.warmup_step_s},
                 {"steps_per_repetition", r.out.steps}, {"repetitions", r.out.rep_step_ms.size()},
@@ -172,6 +173,7 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   if (j.contains("batch_search")) r.out.batch_search = j["batch_search"];
   if (j.contains("clocks")) r.out.clocks = j["clocks"];
   if (j.contains("kept")) r.out.kept = j["kept"];
+  if (j.contains("held_at_start")) r.out.held_at_start = j["held_at_start"];
   if (j.contains("breakdown")) r.out.breakdown = j["breakdown"];
   if (j.contains("ran")) {
     const auto& ran = j["ran"];

@@ -79,6 +79,9 @@ struct RungOutcome {
   nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
   nlohmann::json clocks;   // NVML's clocks, power, temperature over the timed repetitions (measure/clocks.h)
   nlohmann::json kept;     // a kept rung: which extras joined and why (bench/ladder/kept.h); null otherwise
+  // What the device (the process, on a CPU) held when its step was built, the earlier rungs' step freed: a figure
+  // that grows from rung to rung is memory left behind ({allocated_bytes, reserved_bytes}; null before it ran).
+  nlohmann::json held_at_start;
 };
 
 // One rung: the plan and, once it has run, the outcome; rungs.json holds both.

@@ -126,6 +126,18 @@ std::string settle_host_allocator() {
 #endif
 }
 
+std::string settle_device_allocator() {
+  static const std::string said = [] {
+    for (const char* name : {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"})
+      if (const char* own = std::getenv(name); own && *own) return std::string(name) + "=" + own + " (the user's)";
+    constexpr const char* kExpandable = "expandable_segments:True";
+    setenv("PYTORCH_CUDA_ALLOC_CONF", kExpandable, 0);
+    return std::string("PYTORCH_CUDA_ALLOC_CONF=") + kExpandable +
+           " (gpt2bench's default, here and in the Python reference rungs: what a rung frees goes back to the device)";
+  }();
+  return said;
+}
+
 void release_host_memory() {
 #if defined(__GLIBC__)
   malloc_trim(0);

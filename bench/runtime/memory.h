@@ -14,6 +14,7 @@ struct MemoryStats {
   int64_t allocated = 0;       // bytes held by tensors now
   int64_t peak_allocated = 0;  // since the last reset
   int64_t peak_reserved = 0;   // CUDA: caching allocator's reserved peak; CPU: process peak RSS
+  int64_t reserved = 0;        // CUDA: what the caching allocator holds from the device now; CPU: 0 (not tracked)
 };
 
 class MemoryMeter {
@@ -47,6 +48,17 @@ bool reset_process_peak_rss();
 // Python reference rungs), so the two sides of a comparison run alike. Returns what it set, for rungs.json;
 // "" where the C library is not glibc. Idempotent (cli_main calls it first).
 std::string settle_host_allocator();
+// The CUDA caching allocator's setting, here and in the processes this one starts (the Python reference rungs, so
+// that both sides of a comparison allocate alike): PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, unless the user
+// set PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF (theirs is kept). With fixed-size segments, the blocks a rung
+// leaves split in a cached segment stay reserved past emptyCache while anything lives in them, and the next rung
+// cannot use them for its larger blocks: on an H100 (reports/reference/gpu-nvidia-h100-80gb-hbm3) 27-49 GB were
+// reserved but unallocated at the start of each extra rung, every extra but one ran out of memory at batch_scaling's
+// batch (64, which 12_batch_scaling had run at) and backed off to 32, and ref_torch_compile at 64 ran out of memory
+// beside the 52.92 GiB this process still held. An expandable segment grows and shrinks page by page, so what is
+// freed goes back to the device. torchtitan runs with the same setting. Returns what is in effect, for rungs.json.
+// Idempotent (cli_main calls it first; the CUDA backend applies it when it activates a device).
+std::string settle_device_allocator();
 // Hands the heap's free memory back to the kernel (malloc_trim): the CPU's empty_cache, between rungs, so that
 // each rung's peak RSS is its own.
 void release_host_memory();

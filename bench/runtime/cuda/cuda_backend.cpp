@@ -4,8 +4,10 @@
 #include "bench/runtime/backend.h"
 
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContextLight.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/core/AllocatorConfig.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -16,9 +18,11 @@
 #include <torch/csrc/cuda/nccl.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
+#include <cstdlib>
 #include <sstream>
 
 #include "bench/runtime/graph_capture.h"
+#include "bench/runtime/memory.h"
 
 namespace gpt2::cuda {
 namespace {  // reached only through CudaBackend, at the end
@@ -26,6 +30,15 @@ namespace {  // reached only through CudaBackend, at the end
 int device_count() { return static_cast<int>(c10::cuda::device_count()); }
 
 void activate(int index) {
+  // The allocator's setting (settle_device_allocator), applied whether or not the caching allocator read its
+  // variable before cli_main set it.
+  static const bool settled = [] {
+    settle_device_allocator();
+    if (const char* conf = std::getenv("PYTORCH_CUDA_ALLOC_CONF"); conf && *conf)
+      c10::CachingAllocator::setAllocatorSettings(conf);
+    return true;
+  }();
+  (void)settled;
   c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
   at::globalContext().lazyInitDevice(at::kCUDA);
 }
@@ -88,7 +101,8 @@ class CachingAllocatorMeter : public MemoryMeter {
   MemoryStats read() override {
     const auto s = c10::cuda::CUDACachingAllocator::getDeviceStats(index_);
     constexpr auto kAll = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
-    return {s.allocated_bytes[kAll].current, s.allocated_bytes[kAll].peak, s.reserved_bytes[kAll].peak};
+    return {s.allocated_bytes[kAll].current, s.allocated_bytes[kAll].peak, s.reserved_bytes[kAll].peak,
+            s.reserved_bytes[kAll].current};
   }
 
  private:
@@ -245,7 +259,12 @@ c10::intrusive_ptr<c10d::Backend> make_nccl_backend(const c10::intrusive_ptr<c10
 }
 
 void synchronize() { c10::cuda::device_synchronize(); }
-void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
+// cuBLAS's workspaces too: ATen keeps one per handle and stream, allocated in the caching allocator, for the life
+// of the process; one made while a rung ran would hold its block, and the segment around it, past the rung.
+void empty_cache() {
+  at::cuda::clearCublasWorkspaces();
+  c10::cuda::CUDACachingAllocator::emptyCache();
+}
 
 // A sticky error (cudaErrorIllegalAddress, cudaErrorLaunchFailure, a device assert ...) is returned by every
 // later call, cudaGetLastError's reset notwithstanding; any other error is cleared by it.
