@@ -109,6 +109,11 @@ use_prebuilt() {
     return 1
   fi
   printf '== gpt2bench doctor (the carried binaries)\n%s\n' "$doctor" >>"$M"
+  # the commit they were built at, which the files here match (checked above): what the runs record, where this
+  # checkout's own git may hold another HEAD (the device tool's copy kept an older one)
+  GPT2BENCH_GIT_SHA=$(awk '$1 == "git" { print substr($2, 1, 12) }' "$PRE/build.txt")
+  export GPT2BENCH_GIT_SHA
+  printf '== the carried binaries were built at %s\n' "$GPT2BENCH_GIT_SHA" >>"$M"
   carried=true
   RUN=(env)
   echo "gpu_session: running the carried binaries ($(tr '\n' ' ' <"$PRE/build.txt")), no build"

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -143,6 +144,20 @@ void finished_run(test::TempDir& d, std::string& body, std::string& profile) {
   body.replace(body.find("steps: 300"), 10, "steps: 2");
   profile = test::write_tiny_profile(d, body);
   ASSERT_EQ(test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run")).exit_code, 0);
+}
+
+// Carried binaries run in another checkout say their own commit (scripts/gpu_session.sh sets GPT2BENCH_GIT_SHA from
+// their build.txt once the files are checked): there the checkout's git held a stale HEAD, and an H100 run recorded
+// 320402515242-dirty for binaries built at 4f0791ce96db. Without it, the checkout's own.
+TEST(Reliability, CarriedBinariesSayTheCommitTheyWereBuiltAt) {
+  ASSERT_EQ(std::getenv("GPT2BENCH_GIT_SHA"), nullptr);
+  const std::string own = git_sha();
+  EXPECT_FALSE(own.empty());
+  setenv("GPT2BENCH_GIT_SHA", "4f0791ce96db", 1);
+  EXPECT_EQ(git_sha(), "4f0791ce96db");
+  EXPECT_NE(build_id().find("4f0791ce96db"), std::string::npos) << build_id();
+  unsetenv("GPT2BENCH_GIT_SHA");
+  EXPECT_EQ(git_sha(), own);
 }
 
 TEST(Reliability, ResumeRefusesAnotherProfileOrNothingToResume) {

@@ -180,6 +180,20 @@ TEST(TrainStep, TheFirstGradientByParameterIsTheSameInEveryLayout) {
     EXPECT_EQ(padded.first_grad_norms[i].first, separate.first_grad_norms[i].first);
 }
 
+// The parity run's first-batch loss is taken a few rows at a time (beside a live step's CUDA graph pool the whole
+// batch's logits did not fit on an H100): the same mean as the whole batch's, an uneven last slice included.
+TEST(TrainStep, TheFirstBatchsLossIsTheSameTakenAFewRowsAtATime) {
+  StepSpec s = tiny_spec();
+  s.batch = 7;
+  TrainStep ts(s, cpu(), corpus(97), 1);
+  ts.step();
+  auto [x, y] = Loader(corpus(97), 7, s.model.context).next();
+  const double whole = ts.eval_loss(x, y, 7);
+  EXPECT_GT(whole, 0);
+  for (int64_t rows : {1, 3, 8}) EXPECT_NEAR(ts.eval_loss(x, y, rows), whole, 1e-6 * whole) << rows;
+  EXPECT_GT(std::abs(ts.eval_loss(x.narrow(0, 0, 3), y.narrow(0, 0, 3)) - whole), 1e-6 * whole);  // rows differ
+}
+
 // Autocast is a process-wide switch: a forward that throws must not leave it on.
 TEST(TrainStep, AutocastIsRestoredWhenTheForwardThrows) {
   StepSpec s = tiny_spec();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
@@ -67,6 +68,10 @@ std::string git_sha() {
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
     return out;
   };
+  // Carried binaries run in another checkout (scripts/gpu_session.sh, its files checked against theirs) are said by
+  // their own commit: there `git` read a stale HEAD and called the tree dirty (an H100 run said 320402515242-dirty
+  // of binaries built at 4f0791ce96db).
+  if (const char* carried = std::getenv("GPT2BENCH_GIT_SHA"); carried && *carried) return carried;
   const std::string dir = GPT2BENCH_SOURCE_DIR;
   std::string sha = run("git -C '" + dir + "' rev-parse --short=12 HEAD 2>/dev/null");
   if (sha.empty()) return GPT2BENCH_GIT_SHA;

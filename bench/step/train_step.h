@@ -59,8 +59,10 @@ class TrainStep {
   GPT2Impl& model() { return *model_; }
   const AdamW& optimizer() const { return *opt_; }
   int64_t tokens_per_step() const { return gpt2::tokens_per_step(spec_); }
-  // The loss on (x, y) with the step's model, precision and autocast, no gradients.
-  double eval_loss(const at::Tensor& x, const at::Tensor& y);
+  // The loss on (x, y) with the step's model, precision and autocast, no gradients: the mean over x's rows, taken
+  // `rows` at a time. Beside a live step a whole batch's logits need not fit: on an H100 at batch_scaling's 128, the
+  // parity run's 12.28 GiB of logits did not, past its CUDA graph's 64 GiB pool.
+  double eval_loss(const at::Tensor& x, const at::Tensor& y, int64_t rows = 8);
   // The SDPA kernel ATen picks for this step's attention shapes ("math", "flash", ...), or "n/a".
   std::string sdpa_backend_used() const;
 

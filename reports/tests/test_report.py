@@ -934,6 +934,16 @@ def test_the_readme_quotes_the_committed_runs_as_they_are():
             assert "no second run" in cells[4]
 
 
+def test_a_top_timed_again_at_another_batch_is_not_drift():
+    # The H100's run 20261126-210951: 22_top_again ran out of memory at 12_batch_scaling's batch 64 (memory left
+    # behind by earlier rungs) and ran at 32; its 1.06x over 12_batch_scaling is the batch's, not the machine's drift.
+    run = load_run(ROOT / "reports" / "reference" / "gpu-nvidia-h100-80gb-hbm3" / "20261126-210951-gpu-124m")
+    again, top = run.rung("22_top_again"), run.rung("12_batch_scaling")
+    assert (again.batch, top.batch) == (32, 64)
+    assert differs(top.rep_tokens_per_sec, again.rep_tokens_per_sec)[0]
+    assert "22_top_again" not in [w for w, _, _ in drifts(run)]
+
+
 def test_a_skipped_rung_gives_its_own_reason_once():
     # The Zen 3's cpu-mini run: each skipped rung's row says why it did not run, its own variant's reason, not
     # again the reasons of the skipped variants below it (13_ddp had repeated tf32's, pinned_memory's and
