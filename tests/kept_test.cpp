@@ -37,6 +37,34 @@ const nlohmann::json& entry(const KeptExtras& k, const std::string& variant) {
 // Kept: the exact extras whose rung beat the top beyond noise, the larger gain first; of two that conflict the
 // larger gain; not a slower one nor one within noise, a failed or unrun one, nor an extra that changes precision,
 // the problem or slows on purpose.
+// An extra that ran at another batch than the top's (backed off: out of memory at the top's) is another step: not
+// compared with the top, nor kept, nor its anti-variant's ratio taken as drift; and the top timed again at another
+// batch is not the second timing an extra at the top's batch must beat. The first H100 run: 12 at 64; the extras
+// but 17_top+fused_classifier, and 22_top_again, at 32.
+TEST(Kept, AnExtraAtAnotherBatchThanTheTopsIsNotComparedWithIt) {
+  auto at = [](RungRecord r, int64_t batch) {
+    r.plan.rung.spec.batch = 64;
+    r.out.batch = batch;
+    return r;
+  };
+  std::vector<RungRecord> rs = {
+      at(ran("12_top", RungKind::kLadder, "batch_scaling", 100), 64),
+      at(ran("17_top+fused_classifier", RungKind::kExtra, "fused_classifier", 108, "12_top"), 64),
+      at(ran("20_top+fused_residual_norm", RungKind::kExtra, "fused_residual_norm", 114, "12_top"), 32),
+      at(ran("21_top+sync_every_step", RungKind::kExtra, "sync_every_step", 105, "12_top"), 32),
+      at(ran("22_top_again", RungKind::kControl, "", 106, "12_top"), 32),
+  };
+  rs[3].plan.rung.anti = true;
+  rs[4].plan.compare_to = "12_top";
+  const KeptExtras k = choose_kept(rs);
+  EXPECT_EQ(entry(k, "fused_residual_norm")["kept"], false);
+  EXPECT_EQ(entry(k, "fused_residual_norm")["why"], "ran at batch 32, 12_top at 64: another step, not compared");
+  // 17 at the top's batch: against the top alone (22_top_again ran at 32), and no drift from 21 at 32
+  EXPECT_EQ(entry(k, "fused_classifier")["kept"], true) << k.why;
+  EXPECT_FALSE(entry(k, "fused_classifier").contains("again")) << k.why;
+  EXPECT_EQ(k.variants, (std::vector<std::string>{"fused_classifier"}));
+}
+
 TEST(Kept, TheExtrasThatBeatTheTopLargestGainFirst) {
   std::vector<RungRecord> rs = {
       ran("13_top", RungKind::kLadder, "vocab_padding", 100),

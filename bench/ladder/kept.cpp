@@ -32,11 +32,11 @@ double anti_variant_drift(const std::vector<RungRecord>& records, const RungReco
   for (const auto& r : records) {
     if (r.plan.kind != RungKind::kExtra || !r.plan.rung.anti || !r.ok()) continue;
     const RungRecord* top = compared_with(records, r);
-    if (!top) continue;
+    if (!top || r.spec().batch != top->spec().batch) continue;  // at another batch: another step, not drift
     nlohmann::json before, after;
     double ratio = 0, ratio_after = 0;
     bool faster = beats(r, *top, before, ratio);
-    if (again) {
+    if (again && again->spec().batch == r.spec().batch) {
       faster = beats(r, *again, after, ratio_after) && faster;
       ratio = std::min(ratio, ratio_after);
     }
@@ -79,6 +79,12 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
       e["why"] = "its rung failed parity";
     } else if (!top) {
       e["why"] = "no top rung ran to compare it with";
+    } else if (r.spec().batch != top->spec().batch) {
+      // Backed off to a smaller batch (out of memory at the top's): its tok/s holds the batch's effect too. On the
+      // first H100 run, memory left behind made every extra but one back off from 64 to 32, and the top timed again
+      // with them: extras at 32 were held against the top at 64.
+      e["why"] = "ran at batch " + std::to_string(r.spec().batch) + ", " + top->name() + " at " +
+                 std::to_string(top->spec().batch) + ": another step, not compared";
     } else {
       // Faster than the top timed before it and, where it ran, after it: a gain, not the drift between them. Its
       // gain is the smaller of the two ratios.
@@ -91,7 +97,7 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
       std::string why = (faster_before ? "faster than " : "not measurably faster than ") + top->name() + " (" +
                         before["text"].get<std::string>() + ")";
       bool faster = faster_before;
-      if (again != records.end()) {
+      if (again != records.end() && again->spec().batch == r.spec().batch) {
         const bool faster_after = beats(r, *again, after, ratio_after);
         e["again"] = after;
         e["again"].erase("text");

@@ -491,11 +491,9 @@ struct Ladder {
   const RungRecord* parity_anchor(const RungRecord& r, const std::vector<RungRecord>* records) const {
     if (!records || records->empty() || ranks(r.spec()) > 1 || r.spec().batch == prof.batch) return nullptr;
     const RungRecord* on = compared_with(*records, r);
-    if (!on || on->spec().batch != r.spec().batch || ranks(on->spec()) > 1 || on->out.parity.losses.empty() ||
+    if (!on || on->spec().batch != r.spec().batch || ranks(on->spec()) > 1 || !has_trajectory(on->out.parity) ||
         !differs_only_exactly(r.plan.rung.applied, on->plan.rung.applied))
       return nullptr;
-    for (double l : on->out.parity.losses)
-      if (!std::isfinite(l)) return nullptr;
     return on;
   }
 

@@ -3,6 +3,8 @@
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,11 @@ struct ParityResult {
   std::string against;  // the rung judged against ("": the baseline); "baseline_*" above are its figures
   double first_batch_after = 0;                  // problem: the first batch's loss after the steps
 };
+
+// Whether `p` holds a finished trajectory, every loss finite: one another rung or a reference can be judged against.
+inline bool has_trajectory(const ParityResult& p) {
+  return !p.losses.empty() && std::all_of(p.losses.begin(), p.losses.end(), [](double l) { return std::isfinite(l); });
+}
 
 // Tolerances on |loss - baseline loss| at every one of the K parity steps.
 constexpr double kExactTol = 1e-3;      // fp32, the same math in another order or layout

@@ -235,8 +235,7 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
     const bool tied = ref["config"]["model"].value("tie_weights", false);
     for (const auto& r : rungs)
       if (!same_batch && !on && r.ok() && r.spec().batch == batch && ranks(r.spec()) == 1 &&
-          r.spec().model.tie_weights == tied && !r.out.parity.losses.empty() &&
-          std::all_of(r.out.parity.losses.begin(), r.out.parity.losses.end(), [](double l) { return std::isfinite(l); }))
+          r.spec().model.tie_weights == tied && has_trajectory(r.out.parity))
         on = &r;
     if (same_batch)
       ref["parity"] = to_json(judge_parity(cls, t, baseline), cls);

@@ -313,7 +313,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
         anchors.push_back(r.out.parity.against);
     }
     if (r.out.parity.verdict != "n/a") {
-      char dev[160];
+      char dev[64];
       if (r.out.parity.judged_as == ParityClass::kProblem && !r.out.parity.losses.empty())  // losses of another problem
         std::snprintf(dev, sizeof(dev), " (first batch's loss %.3f -> %.3f)", r.out.parity.losses.front(),
                       r.out.parity.first_batch_after);
