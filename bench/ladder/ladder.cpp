@@ -11,13 +11,13 @@
 #include <csignal>
 #include <cstdlib>
 #include <functional>
-#include <sstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "bench/ladder/backoff.h"

@@ -52,10 +52,11 @@ std::string settle_host_allocator();
 // that both sides of a comparison allocate alike): PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, unless the user
 // set PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF (theirs is kept). With fixed-size segments, the blocks a rung
 // leaves split in a cached segment stay reserved past emptyCache while anything lives in them, and the next rung
-// cannot use them for its larger blocks: on an H100 (reports/reference/gpu-nvidia-h100-80gb-hbm3) 27-49 GB were
-// reserved but unallocated at the start of each extra rung, every extra but one ran out of memory at batch_scaling's
-// batch (64, which 12_batch_scaling had run at) and backed off to 32, and ref_torch_compile at 64 ran out of memory
-// beside the 52.92 GiB this process still held. An expandable segment grows and shrinks page by page, so what is
+// cannot use them for its larger blocks: on an H100 (reports/reference/gpu-nvidia-h100-80gb-hbm3) every extra but
+// one ran out of memory at batch_scaling's batch (64, which 12_batch_scaling had run at) with 27-49 GB reserved but
+// unallocated, and backed off to 32, and ref_torch_compile at 64 ran out of memory beside the 52.92 GiB this process
+// still held (how much was left from earlier rungs and how much the rung's own fragmentation was not measured; with
+// this setting the next run found 0 bytes held at each rung's start and no back-off). An expandable segment grows and shrinks page by page, so what is
 // freed goes back to the device. torchtitan runs with the same setting. Returns what is in effect, for rungs.json.
 // Idempotent (cli_main calls it first; the CUDA backend applies it when it activates a device).
 std::string settle_device_allocator();
