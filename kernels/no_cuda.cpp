@@ -3,6 +3,7 @@
 
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
+#include "kernels/column_sums_cuda.h"
 #include "kernels/gelu_epilogues.h"
 #include "kernels/residual_norm.h"
 
@@ -14,6 +15,10 @@ at::Tensor softmax_xent_backward_cuda_(at::Tensor&, const at::Tensor&, double) {
 
 std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor&, const at::Tensor&) {
   TORCH_CHECK(false, "bias_gelu_backward_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
+}
+
+at::Tensor column_sums_cuda(const at::Tensor&, int64_t, int64_t, at::ScalarType) {
+  TORCH_CHECK(false, "column_sums_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 
 std::pair<at::Tensor, at::Tensor> linear_gelu_aux_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&) {

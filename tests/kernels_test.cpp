@@ -27,6 +27,8 @@
 #include "kernels/residual_norm.h"
 #include "kernels/residual_norm_lanes.h"
 #include "kernels/bias_gelu_columns.h"
+#include "kernels/column_sums.h"
+#include "kernels/column_sums_cuda.h"
 #include "model/data.h"
 
 namespace gpt2 {
@@ -505,6 +507,33 @@ TEST(Kernels, AddLayerNormWithDropoutIsDropoutThenAddThenLayerNorm) {
   EXPECT_THROW(kernels::add_layer_norm(x, r, gamma, beta, 1e-5, -0.1), c10::Error);
 }
 
+// The column sums' second stage (kernels/column_sums.h), run here as the CUDA kernel's threads do: a lane a column,
+// the block's warps splitting the partial rows, their sums added. At::sum over the rows, for any first column, a
+// last block with fewer columns than lanes, fewer rows than warps, none.
+TEST(Kernels, ColumnSumsSecondStageIsTheSumOverTheRows) {
+  using kernels::columns::kSumLanes;
+  using kernels::columns::kSumWarps;
+  at::manual_seed(14);
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{264, 1536}, {5, 40}, {0, 7}, {1, 1}}) {
+    const at::Tensor partial = at::randn({rows, cols});
+    const at::Tensor want = at::sum(partial, 0);
+    for (int64_t first : {int64_t{0}, cols / 2}) {
+      const int64_t n = cols - first;
+      at::Tensor got = at::full({n}, NAN);
+      for (int64_t block = 0; block * kSumLanes < n; ++block)
+        for (int lane = 0; lane < kSumLanes; ++lane) {
+          const int64_t c = block * kSumLanes + lane;
+          if (c >= n) continue;
+          float s = 0.f;
+          for (int w = 0; w < kSumWarps; ++w)
+            s += kernels::columns::strided_rows_sum(partial.data_ptr<float>() + first + c, rows, cols, w, kSumWarps);
+          got[c] = s;
+        }
+      EXPECT_TRUE(at::allclose(got, want.narrow(0, first, n), 1e-5, 1e-5)) << rows << "x" << cols << " from " << first;
+    }
+  }
+}
+
 // The fused bias-GELU backward's CUDA kernel body (kernels/bias_gelu_columns.h), run here for every (slab, pack)
 // of its grid one after another: which thread reads which columns, packed or not, where its slab's sums go, and
 // the math, against the ATen reference. Partial sums start as NaN: one never written shows in the bias gradient.
@@ -655,6 +684,24 @@ TEST_F(KernelsCuda, GeluEpiloguesMatchTheReference_CUDA) {
     EXPECT_LE(err(got[i]), std::max(4 * err(want[i]), 1e-5)) << names[i] << ": ours " << err(got[i]) << ", ATen's "
                                                              << err(want[i]);
   }
+}
+
+// The column sums' second stage on the GPU: at::sum over the rows of a column range, cast to the dtype asked for.
+TEST_F(KernelsCuda, ColumnSumsMatchTheSumOverTheRows_CUDA) {
+  at::manual_seed(15);
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    for (auto [rows, cols, first] : {std::tuple<int64_t, int64_t, int64_t>{264, 1536, 768}, {256, 3072, 0}, {3, 40, 7},
+                                     {0, 8, 0}}) {
+      const at::Tensor partial = at::randn({rows, cols}, on_gpu());
+      const at::Tensor got = kernels::column_sums_cuda(partial, first, cols - first, dtype);
+      EXPECT_EQ(got.scalar_type(), dtype);
+      const at::Tensor want = at::sum(partial, 0).narrow(0, first, cols - first);
+      const double tol = dtype == at::kFloat ? 1e-5 : 1e-2;
+      EXPECT_TRUE(at::allclose(got.to(at::kFloat), want, tol, tol)) << dtype << " " << rows << "x" << cols;
+    }
+  }
+  EXPECT_THROW(kernels::column_sums_cuda(at::randn({4, 8}, on_gpu()), 4, 5, at::kFloat), c10::Error);  // past the end
+  EXPECT_THROW(kernels::column_sums_cuda(at::randn({4, 8}, on_gpu()).to(at::kBFloat16), 0, 8, at::kFloat), c10::Error);
 }
 
 TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {

@@ -1,7 +1,7 @@
 // The fused bias-GELU backward: each thread owns kVec adjacent columns (16 bytes: 8 bf16, 4 fp32, where the rows
 // allow; else one) of a 32-row slab, writes d(pre) = grad · GELU'(pre) for them and sums what it wrote in fp32
-// (kernels/bias_gelu_columns.h, the body the CPU tests run too); the slabs' column sums are then added (one small
-// reduction over rows / 32 partial rows). The unfused backward writes d(pre) and reads it all again for the bias
+// (kernels/bias_gelu_columns.h, the body the CPU tests run too); the slabs' column sums are then added over the
+// rows / 32 partial rows (kernels/column_sums.h). The unfused backward writes d(pre) and reads it all again for the bias
 // gradient. 16-byte loads, as the other kernels here and ATen's vectorized elementwise kernels make: a pass
 // bound by memory needs many bytes in flight, and 2-byte loads make eight times the requests for them.
 #include <ATen/Dispatch.h>
@@ -9,7 +9,6 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <ATen/ops/sum.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
@@ -18,6 +17,7 @@
 
 #include "kernels/bias_gelu.h"
 #include "kernels/bias_gelu_columns.h"
+#include "kernels/column_sums_cuda.h"
 
 namespace gpt2::kernels {
 namespace {
@@ -45,7 +45,7 @@ std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor& grad
   at::Tensor d_pre = at::empty_like(pre);
   const int64_t slabs = (rows + kRowSlab - 1) / kRowSlab;
   at::Tensor partial = at::empty({slabs, cols}, pre.options().dtype(at::kFloat));
-  if (rows == 0 || cols == 0) return {d_pre, at::sum(partial, 0).to(pre.scalar_type())};
+  if (rows == 0 || cols == 0) return {d_pre, column_sums_cuda(partial, 0, cols, pre.scalar_type())};
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, pre.scalar_type(), "bias_gelu_backward_cuda", [&] {
     const scalar_t *pg = grad.data_ptr<scalar_t>(), *pp = pre.data_ptr<scalar_t>();
     scalar_t* pd = d_pre.data_ptr<scalar_t>();
@@ -61,7 +61,7 @@ std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor& grad
       launch(std::integral_constant<int, 1>{});
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return {d_pre, at::sum(partial, 0).to(pre.scalar_type())};
+  return {d_pre, column_sums_cuda(partial, 0, cols, pre.scalar_type())};
 }
 
 }  // namespace gpt2::kernels

@@ -16,7 +16,6 @@
 #include <ATen/cuda/PhiloxUtils.cuh>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <ATen/ops/sum.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -28,6 +27,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "kernels/column_sums_cuda.h"
 #include "kernels/philox.h"
 #include "kernels/residual_norm.h"
 #include "kernels/residual_norm_lanes.h"
@@ -187,7 +187,7 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
   at::Tensor dr = dropout ? at::empty_like(f.s) : ds;
   const int64_t* rng = dropout ? f.rng.data_ptr<int64_t>() : nullptr;
   const DropoutMask drop = dropout ? dropout_mask(f.p) : DropoutMask{};
-  at::Tensor sums;
+  at::Tensor d_gamma, d_beta;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, f.s.scalar_type(), "add_layer_norm_backward_cuda", [&] {
     const scalar_t *po = ds_out.defined() ? ds_out.data_ptr<scalar_t>() : nullptr, *pdy = dy.data_ptr<scalar_t>(),
                    *ps = f.s.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>();
@@ -204,14 +204,16 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
           po, pdy, ps, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), pg, pds, partial.data_ptr<float>(), N, C,
           rng, drop, pdr);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
-      sums = at::sum(partial, 0);  // (2, C)
+      const at::Tensor rows = partial.view({blocks, 2 * C});  // each block's γ sums, then its β sums
+      d_gamma = column_sums_cuda(rows, 0, C, gamma.scalar_type());
+      d_beta = column_sums_cuda(rows, C, C, beta.scalar_type());
     };
     if (packable<scalar_t>(C, {po ? po : pdy, pdy, ps, pg, pds, pdr}))
       on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, kPack<scalar_t>>{}, d); });
     else
       on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, 1>{}, d); });
   });
-  return {ds, sums[0].to(gamma.scalar_type()), sums[1].to(beta.scalar_type()), dr};
+  return {ds, d_gamma, d_beta, dr};
 }
 
 }  // namespace gpt2::kernels
