@@ -110,6 +110,25 @@ RungRecord rung(const std::string& name, const std::string& status, const std::s
   return r;
 }
 
+// Under a time budget batch_scaling's rung takes two shares while its batch is to be searched: on the H100 the
+// search took all of one share and left 12_batch_scaling, the top every extra is held against, one timed step a
+// repetition (cv 4.6%). The rungs that take its batch, and the rung once its batch is known (--resume), take one.
+TEST(RungRecord, ABatchSearchTakesAShareOfTheBudgetOfItsOwn) {
+  RungRecord top = rung("12_batch_scaling", "pending");
+  top.plan.kind = RungKind::kLadder;
+  top.plan.rung.spec.search_batch = true;
+  EXPECT_EQ(top.budget_shares(), 2);
+  for (RungKind k : {RungKind::kExtra, RungKind::kControl, RungKind::kKept}) {
+    RungRecord on = top;
+    on.plan.kind = k;
+    EXPECT_EQ(on.budget_shares(), 1);  // the top's batch, taken
+  }
+  top.out.batch = 64;
+  EXPECT_EQ(top.budget_shares(), 1);
+  RungRecord plain = rung("11_vocab_padding", "pending");
+  EXPECT_EQ(plain.budget_shares(), 1);
+}
+
 // The plan stays as planned: batch_scaling's answer is the outcome's, and the step that runs is the
 // planned one at that batch.
 TEST(RungRecord, TheRunBatchIsAnOutcomeNotAnEditOfThePlan) {

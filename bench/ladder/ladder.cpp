@@ -683,7 +683,9 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
       if (rec.plan.kind == RungKind::kControl)
         rec.out.breakdown = {{"skipped", "the top's step again: its breakdown is the top's"}};
       const double started = ladder.budget.elapsed_s();
-      const double share = ladder.budget.share_s(ladder.rungs_to_run - ladder.rungs_started++);
+      const int64_t shares = rec.budget_shares();  // before its search sets its batch
+      const double share = ladder.budget.share_s(ladder.rungs_to_run - ladder.rungs_started) * static_cast<double>(shares);
+      ladder.rungs_started += shares;
       std::cerr << "[" << i + 1 << "/" << n_rungs << "] " << rec.plan.rung.name << ": build + "
                 << ladder.warmup_steps() << " warm-up steps\n";
       ladder.take_top_batch(rec, records);
@@ -929,12 +931,13 @@ std::optional<int64_t> searched_batch(const std::vector<RungRecord>& records) {
   return it->out.status == RungStatus::kPending ? std::optional<int64_t>(0) : std::nullopt;
 }
 
-// What the time budget is shared among: the rungs to run (not those --resume keeps) and the reference runs to
-// make after them, each with its C++ rung timed again.
+// What the time budget is shared among: the rungs to run (not those --resume keeps; batch_scaling's with a share for
+// its search: RungRecord::budget_shares) and the reference runs to make after them, each with its C++ rung timed again.
 int64_t runs_to_make(const std::string& filter, const Profile& prof, const std::vector<RungRecord>& records,
                      const nlohmann::json& kept_references) {
-  const auto rungs = std::count_if(records.begin(), records.end(),
-                                   [&](const RungRecord& r) { return rung_selected(filter, r); });
+  int64_t rungs = 0;
+  for (const auto& r : records)
+    if (rung_selected(filter, r)) rungs += r.budget_shares();
   return rungs + 2 * static_cast<int64_t>(references_to_run(selected_references(filter, prof), prof.batch,
                                                             searched_batch(records), kept_references)
                                               .size());  // each reference, and its C++ rung timed again

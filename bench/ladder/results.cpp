@@ -34,6 +34,10 @@ StepSpec RungRecord::spec() const {
 }
 
 double RungRecord::median_tokens_per_sec() const { return median(out.rep_tokens_per_sec); }
+
+int64_t RungRecord::budget_shares() const {
+  return plan.rung.spec.search_batch && !on_the_top(plan.kind) && out.batch == 0 ? 2 : 1;
+}
 double RungRecord::median_step_ms() const { return median(out.rep_step_ms); }
 
 std::optional<double> RungRecord::mfu(double tps) const {

@@ -98,6 +98,10 @@ struct RungRecord {
   bool throttled() const { return out.clocks.is_object() && out.clocks.value("throttled", false); }
   double median_tokens_per_sec() const;
   double median_step_ms() const;
+  // Its shares of a time budget: two while it is still to search its batch (batch_scaling's rung: a build and a few
+  // steps at each batch it tries take about what its own timing does; on an H100 the search left 12_batch_scaling
+  // 0 s of a single share, one timed step a repetition), else one.
+  int64_t budget_shares() const;
   // Model FLOPs/s over: the headline peak (MFU), the rung's precision's datasheet peak, the
   // matmul rate measured in that precision. nullopt where there is no such peak.
   std::optional<double> mfu(double tokens_per_sec) const;
