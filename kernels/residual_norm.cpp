@@ -4,12 +4,15 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include <optional>
+
 #include "kernels/philox.h"
 
 namespace gpt2::kernels {
 namespace {
 
-void check_args(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma, const at::Tensor& beta) {
+void check_args(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma, const at::Tensor& beta,
+                const at::Tensor& bias) {
   TORCH_CHECK(x.dim() == 2 && x.sizes() == r.sizes() && x.is_contiguous() && r.is_contiguous(),
               "add_layer_norm: x and r must be contiguous (N, C) tensors of one shape, got ", x.sizes(), " and ",
               r.sizes());
@@ -19,6 +22,9 @@ void check_args(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamm
   TORCH_CHECK(r.scalar_type() == x.scalar_type() && gamma.scalar_type() == x.scalar_type() &&
                   beta.scalar_type() == x.scalar_type() && at::isFloatingType(x.scalar_type()),
               "add_layer_norm: x, r, gamma and beta must share one floating dtype");
+  TORCH_CHECK(!bias.defined() || (bias.sizes() == gamma.sizes() && bias.scalar_type() == x.scalar_type()),
+              "add_layer_norm: the bias must be (C) with C = ", x.size(1), " of x's dtype, got ", bias.sizes(), " ",
+              bias.scalar_type());
 }
 
 void check_p(double p) {
@@ -28,50 +34,57 @@ void check_p(double p) {
 struct AddLayerNorm : torch::autograd::Function<AddLayerNorm> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
                                                 const at::Tensor& r, const at::Tensor& gamma, const at::Tensor& beta,
-                                                double eps, double p) {
-    AddNormForward f = add_layer_norm_forward(x, r, gamma, beta, eps, p);
+                                                const std::optional<at::Tensor>& bias, double eps, double p) {
+    // bias is optional here, not an undefined tensor: autograd takes none for an input it need not track
+    AddNormForward f = add_layer_norm_forward(x, r, gamma, beta, eps, p, bias.value_or(at::Tensor()));
     ctx->save_for_backward({f.s, f.mean, f.rstd, gamma, beta, f.keep, f.rng});
     ctx->saved_data["p"] = p;
+    ctx->saved_data["biased"] = f.biased;
     return {f.s, f.y};
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
     const auto saved = ctx->get_saved_variables();
-    const AddNormForward f{saved[0], at::Tensor(), saved[1],  saved[2],
-                           saved[5], saved[6],     ctx->saved_data["p"].toDouble()};
+    const AddNormForward f{saved[0], at::Tensor(), saved[1], saved[2], saved[5], saved[6],
+                           ctx->saved_data["p"].toDouble(), ctx->saved_data["biased"].toBool()};
     const at::Tensor dy = grad[1].defined() ? grad[1].contiguous() : at::zeros_like(f.s);
     const at::Tensor ds_out = grad[0].defined() ? grad[0].contiguous() : at::Tensor();
     AddNormBackward b = add_layer_norm_backward(ds_out, dy, f, saved[3], saved[4]);
-    return {b.ds, b.dr, b.dgamma, b.dbeta, at::Tensor(), at::Tensor()};
+    return {b.ds, b.dr, b.dgamma, b.dbeta, b.dbias, at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
 AddNormForward add_layer_norm_forward_reference(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                                const at::Tensor& beta, double eps, double p, const at::Tensor& keep) {
-  check_args(x, r, gamma, beta);
+                                                const at::Tensor& beta, double eps, double p, const at::Tensor& keep,
+                                                const at::Tensor& bias) {
+  check_args(x, r, gamma, beta, bias);
   check_p(p);
+  const bool biased = bias.defined();
+  // the branch: r + bias rounded once to the dtype, as the kernel (and a linear's biased output) rounds it
+  const at::Tensor branch = biased ? (r.to(at::kFloat) + bias.to(at::kFloat)).to(r.scalar_type()) : r;
   if (p == 0) {
-    at::Tensor s = x + r;
+    at::Tensor s = x + branch;
     auto [y, mean, rstd] = at::native_layer_norm(s, {x.size(1)}, gamma, beta, eps);
-    return {s, y, mean, rstd, {}, {}, 0};
+    return {s, y, mean, rstd, {}, {}, 0, biased};
   }
   at::Tensor kept = keep.defined() ? keep : at::empty_like(x, at::kBool).bernoulli_(1.0 - p);
   TORCH_CHECK(kept.scalar_type() == at::kBool && kept.sizes() == x.sizes(),
               "add_layer_norm: the dropout mask must be bool of x's shape ", x.sizes());
   // in fp32 and rounded once, as the kernel does: x + r·(keep·scale)
-  at::Tensor s = (x.to(at::kFloat) + r.to(at::kFloat) * (kept.to(at::kFloat) * dropout_mask(p).scale)).to(x.scalar_type());
+  at::Tensor s =
+      (x.to(at::kFloat) + branch.to(at::kFloat) * (kept.to(at::kFloat) * dropout_mask(p).scale)).to(x.scalar_type());
   auto [y, mean, rstd] = at::native_layer_norm(s, {x.size(1)}, gamma, beta, eps);
-  return {s, y, mean, rstd, kept, {}, p};
+  return {s, y, mean, rstd, kept, {}, p, biased};
 }
 
 AddNormForward add_layer_norm_forward(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                      const at::Tensor& beta, double eps, double p) {
-  check_args(x, r, gamma, beta);
+                                      const at::Tensor& beta, double eps, double p, const at::Tensor& bias) {
+  check_args(x, r, gamma, beta, bias);
   check_p(p);
-  return x.is_cuda() ? add_layer_norm_forward_cuda(x, r, gamma, beta, eps, p)
-                     : add_layer_norm_forward_reference(x, r, gamma, beta, eps, p);
+  return x.is_cuda() ? add_layer_norm_forward_cuda(x, r, gamma, beta, eps, p, bias)
+                     : add_layer_norm_forward_reference(x, r, gamma, beta, eps, p, {}, bias);
 }
 
 at::Tensor dropout_keep_mask(uint64_t seed, uint64_t offset, int64_t N, int64_t C, double p) {
@@ -101,7 +114,8 @@ AddNormBackward add_layer_norm_backward_reference(const at::Tensor& ds_out, cons
   }
   at::Tensor dr =
       keep.defined() ? (ds.to(at::kFloat) * (keep.to(at::kFloat) * dropout_mask(f.p).scale)).to(ds.scalar_type()) : ds;
-  return {ds, dgamma, dbeta, dr};
+  at::Tensor dbias = f.biased ? dr.to(at::kFloat).sum(0).to(dr.scalar_type()) : at::Tensor();
+  return {ds, dgamma, dbeta, dr, dbias};
 }
 
 AddNormBackward add_layer_norm_backward(const at::Tensor& ds_out, const at::Tensor& dy, const AddNormForward& f,
@@ -113,11 +127,13 @@ AddNormBackward add_layer_norm_backward(const at::Tensor& ds_out, const at::Tens
 }
 
 std::pair<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                                 const at::Tensor& beta, double eps, double p) {
+                                                 const at::Tensor& beta, double eps, double p,
+                                                 const at::Tensor& bias) {
   const int64_t C = x.size(-1);
   const auto dt = x.scalar_type();
   const auto rows = [&](const at::Tensor& t) { return t.to(dt).reshape({-1, C}).contiguous(); };
-  auto out = AddLayerNorm::apply(rows(x), rows(r), gamma.to(dt), beta.to(dt), eps, p);
+  auto out = AddLayerNorm::apply(rows(x), rows(r), gamma.to(dt), beta.to(dt),
+                                 bias.defined() ? std::optional<at::Tensor>(bias.to(dt)) : std::nullopt, eps, p);
   return {out[0].view(x.sizes()), out[1].view(x.sizes())};
 }
 

@@ -4,7 +4,10 @@
 //          the residual stream's gradient in the same pass (a CUDA kernel each way on GPUs, ATen elsewhere).
 //          In training, the residual branch's dropout is folded in: s = x + dropout(r), its mask drawn in the
 //          forward kernel (kernels/philox.h) and drawn again in the backward one for r's gradient: no mask is
-//          stored, only the (seed, offset) it came from.
+//          stored, only the (seed, offset) it came from. The branch's bias may be folded in too: the linear
+//          that made r leaves its bias out, s = x + dropout(r + bias), and the bias's gradient (r's summed over
+//          the rows, a reduce kernel of its own after the linear's backward otherwise) is summed in the
+//          backward's sweep, beside gamma's and beta's.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -19,24 +22,29 @@ struct AddNormForward {
   at::Tensor rng;   // the CUDA kernel's instead: the (seed, offset) it drew with, int64 (2) on the device, written
                     // by the kernel (under a CUDA graph, each replay's); the mask is dropout_keep_mask of them
   double p = 0;     // the dropout probability (kept elements are scaled by 1 / (1 - p))
+  bool biased = false;  // whether a bias was added to r (its gradient is then summed in the backward)
 };
 struct AddNormBackward {
   at::Tensor ds, dgamma, dbeta;  // ds = ds_out + LayerNorm'(dy), (N × C): the gradient of x
   at::Tensor dr;                 // the gradient of r: ds·keep / (1 - p); ds itself without dropout
+  at::Tensor dbias;              // dr summed over the rows, (C), where the forward was biased; else undefined
 };
 
-// x, r (N × C) contiguous, one dtype; gamma, beta (C) of that dtype; 0 <= p < 1 the dropout on r. The CUDA kernel
-// for CUDA tensors, the reference (ATen's native_layer_norm) otherwise; mean and rstd as each computes them.
+// x, r (N × C) contiguous, one dtype; gamma, beta and bias (C) of that dtype, bias undefined for none (then
+// s = x + dropout(r)); 0 <= p < 1 the dropout on the branch. The CUDA kernel for CUDA tensors, the reference
+// (ATen's native_layer_norm) otherwise; mean and rstd as each computes them. r + bias is rounded to the dtype
+// once, as a linear's biased output is.
 AddNormForward add_layer_norm_forward(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                      const at::Tensor& beta, double eps, double p = 0);
+                                      const at::Tensor& beta, double eps, double p = 0, const at::Tensor& bias = {});
 // `keep` the mask to apply when p > 0 (undefined: one drawn from the CPU generator).
 AddNormForward add_layer_norm_forward_reference(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
                                                 const at::Tensor& beta, double eps, double p = 0,
-                                                const at::Tensor& keep = {});
+                                                const at::Tensor& keep = {}, const at::Tensor& bias = {});
 // The mask drawn from the current CUDA generator's Philox state (graph-safe: ATen's capture-aware offsets) and
 // not stored: f.rng says where it came from.
 AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                           const at::Tensor& beta, double eps, double p = 0);
+                                           const at::Tensor& beta, double eps, double p = 0,
+                                           const at::Tensor& bias = {});
 // The CUDA kernels' mask, drawn here on the host: kernels/philox.h for (seed, offset) over N × C elements.
 at::Tensor dropout_keep_mask(uint64_t seed, uint64_t offset, int64_t N, int64_t C, double p);
 // ds_out (the gradient reaching s from the residual stream) may be undefined: none.
@@ -48,10 +56,11 @@ AddNormBackward add_layer_norm_backward_reference(const at::Tensor& ds_out, cons
 AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at::Tensor& dy, const AddNormForward& f,
                                              const at::Tensor& gamma, const at::Tensor& beta);
 
-// (x + dropout(r, p), LayerNorm(the same)) for x, r (..., C), differentiable in x, r, gamma and beta (p = 0: no
-// dropout). r is promoted to x's dtype and gamma, beta cast to it (under autocast the residual stream is fp32
-// and LayerNorm runs in fp32).
+// (x + dropout(r + bias, p), LayerNorm(the same)) for x, r (..., C), differentiable in x, r, gamma, beta and bias
+// (p = 0: no dropout; bias undefined: none). r is promoted to x's dtype and gamma, beta, bias cast to it (under
+// autocast the residual stream is fp32 and LayerNorm runs in fp32).
 std::pair<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                                 const at::Tensor& beta, double eps, double p = 0);
+                                                 const at::Tensor& beta, double eps, double p = 0,
+                                                 const at::Tensor& bias = {});
 
 }  // namespace gpt2::kernels

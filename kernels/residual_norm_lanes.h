@@ -18,7 +18,7 @@ namespace gpt2::kernels::lanes {
 
 constexpr int kLanes = 32;
 
-// Where element j of a row's C sums sits in a warp's accumulator (gamma's and beta's gradients): element k of
+// Where element j of a row's C sums sits in a warp's accumulators (gamma's, beta's, the bias's gradients): element k of
 // pack p at k·(C / kVec) + p, so the 32 lanes, on packs p..p+31, touch 32 consecutive floats (no shared-memory
 // bank conflicts); for kVec = 1 simply j.
 template <int kVec>
@@ -26,16 +26,23 @@ GPT2_LANE_FN int64_t acc_index(int64_t j, int64_t C) {
   return (j % kVec) * (C / kVec) + j / kVec;
 }
 
-// Forward, sweep 1: s = x + r (rounded to T) written; returns the lane's sum of s. With kDropout, r is the
-// residual branch before its dropout: element j of row `row` is kept (r·scale added) or dropped (nothing added)
-// as drop says for element row·C + j; keep (the row's mask), where given, is written (the CPU tests' view of it:
-// the kernel writes none, its backward draws the same bits again).
+// Forward, sweep 1: s = x + r (rounded to T) written; returns the lane's sum of s. With `bias` (C elements, or
+// null: none), the branch is r + bias, rounded to T once as a linear's biased output is: the linear that made r
+// left its bias to this pass. With kDropout, the branch is before its dropout: element j of row `row` is kept
+// (branch·scale added) or dropped (nothing added) as drop says for element row·C + j; keep (the row's mask), where
+// given, is written (the CPU tests' view of it: the kernel writes none, its backward draws the same bits again).
 template <typename T, int kVec, bool kDropout = false>
 GPT2_LANE_FN float add_and_sum(const T* x, const T* r, T* s, int64_t C, int lane, const DropoutMask& drop = {},
-                               int64_t row = 0, bool* keep = nullptr) {
+                               int64_t row = 0, bool* keep = nullptr, const T* bias = nullptr) {
   float sum = 0.0f;
   for (int64_t p = lane; p < C / kVec; p += kLanes) {
-    const Pack<T, kVec> a = load<T, kVec>(x, p), b = load<T, kVec>(r, p);
+    const Pack<T, kVec> a = load<T, kVec>(x, p);
+    Pack<T, kVec> b = load<T, kVec>(r, p);
+    if (bias) {
+      const Pack<T, kVec> c = load<T, kVec>(bias, p);
+      GPT2_UNROLL
+      for (int k = 0; k < kVec; ++k) b.v[k] = static_cast<T>(static_cast<float>(b.v[k]) + static_cast<float>(c.v[k]));
+    }
     Pack<T, kVec> out;
     uint32_t kept = 0;
     if constexpr (kDropout) kept = drop.keeps<kVec>(static_cast<uint64_t>(row * C + p * kVec));
@@ -116,12 +123,14 @@ GPT2_LANE_FN GradSums grad_sums(const T* dy, const T* s, const T* gamma, float m
 // Backward, sweep 2: ds = ds_out + rstd·(dy·gamma - mean(dy·gamma) - xhat·mean(dy·gamma·xhat)), the two means
 // from the whole warp's GradSums; ds_out may be null (no gradient from the residual stream). With kDropout,
 // dr = ds·scale where drop kept element row·C + j, else 0: the residual branch's gradient through its dropout,
-// the forward's mask drawn again.
+// the forward's mask drawn again. With dbias (the warp's C accumulators, laid out as grad_sums's; null: none),
+// the branch's gradient (dr, or ds without dropout) is added into it: the bias's gradient, summed over rows.
 template <typename T, int kVec, bool kDropout = false>
 GPT2_LANE_FN void grad_input(const T* dy, const T* s, const T* gamma, const T* ds_out, T* ds, float mean, float rstd,
                              float mean_dy_gamma, float mean_dy_gamma_xhat, int64_t C, int lane,
-                             const DropoutMask& drop = {}, int64_t row = 0, T* dr = nullptr) {
-  for (int64_t p = lane; p < C / kVec; p += kLanes) {
+                             const DropoutMask& drop = {}, int64_t row = 0, T* dr = nullptr, float* dbias = nullptr) {
+  const int64_t packs = C / kVec;
+  for (int64_t p = lane; p < packs; p += kLanes) {
     uint32_t kept = 0;
     if constexpr (kDropout) kept = drop.keeps<kVec>(static_cast<uint64_t>(row * C + p * kVec));
     const Pack<T, kVec> d = load<T, kVec>(dy, p), a = load<T, kVec>(s, p), g = load<T, kVec>(gamma, p);
@@ -136,12 +145,16 @@ GPT2_LANE_FN void grad_input(const T* dy, const T* s, const T* gamma, const T* d
       out.v[k] = static_cast<T>(dx + (ds_out ? static_cast<float>(o.v[k]) : 0.0f));
     }
     store<T, kVec>(ds, p, out);
+    Pack<T, kVec> branch = out;
     if constexpr (kDropout) {
-      Pack<T, kVec> branch;
       GPT2_UNROLL
       for (int k = 0; k < kVec; ++k)
         branch.v[k] = static_cast<T>(static_cast<float>(out.v[k]) * ((kept >> k) & 1u ? drop.scale : 0.0f));
       store<T, kVec>(dr, p, branch);
+    }
+    if (dbias) {
+      GPT2_UNROLL
+      for (int k = 0; k < kVec; ++k) dbias[k * packs + p] += static_cast<float>(branch.v[k]);
     }
   }
 }

@@ -34,7 +34,7 @@ struct ModelOptions {
   bool fused_bias_gelu = false; // FeedForward's first Linear+GELU as one addmm with a GELU epilogue
   int64_t classifier_chunk = 0; // > 0: head + cross-entropy fused, this many tokens at a time (kernels/classifier.h)
   bool fused_gelu_backward = false;  // FeedForward's Linear+GELU keeps its pre-activation; our fused backward (kernels/bias_gelu.h)
-  bool fused_residual_norm = false;  // each residual add (and its branch's dropout) fused with the LayerNorm after
+  bool fused_residual_norm = false;  // each residual add (and its branch's bias and dropout) fused with the LayerNorm after
                                      // it (kernels/residual_norm.h)
   bool gelu_epilogues = false;  // FeedForward's bias, GELU and their backward in cuBLASLt epilogues (kernels/gelu_epilogues.h)
 

@@ -40,18 +40,22 @@ at::Tensor GPT2Impl::hidden(const at::Tensor& idx) {
 
 // The same blocks with every residual add fused with the LayerNorm after it — the block's ln2, the next block's
 // ln1, and after the last block the final norm — so the stream x and the normed h come out of one kernel; in
-// training the branch's dropout (drop_resid's p) is drawn in that kernel too.
+// training the branch's dropout (drop_resid's p) is drawn in that kernel too, and the branch's last linear
+// (out_proj, fc2) leaves its bias to it: the bias is added there and its gradient summed in that kernel's
+// backward, where the linear's backward would sum it in a reduce kernel of its own.
 at::Tensor GPT2Impl::hidden_fused_residual_norm(at::Tensor x) {
-  auto norm = [](const LayerNorm& ln, const at::Tensor& s, const at::Tensor& r, double p) {
-    return kernels::add_layer_norm(s, r, ln->scale, ln->shift, LayerNormImpl::kEps, p);
+  auto norm = [](const LayerNorm& ln, const at::Tensor& s, const std::pair<at::Tensor, at::Tensor>& branch,
+                 double p) {
+    const auto& [r, bias] = branch;
+    return kernels::add_layer_norm(s, r, ln->scale, ln->shift, LayerNormImpl::kEps, p, bias);
   };
   at::Tensor h = blocks[0]->as<BlockImpl>()->ln1(x);
   for (size_t i = 0; i < blocks->size(); ++i) {
     auto& b = *blocks[i]->as<BlockImpl>();
     const double p = b.drop_resid->is_training() ? b.drop_resid->options.p() : 0.0;
-    std::tie(x, h) = norm(b.ln2, x, b.attn(h), p);
+    std::tie(x, h) = norm(b.ln2, x, b.attn->forward_bias_apart(h), p);
     const LayerNorm& next = i + 1 < blocks->size() ? blocks[i + 1]->as<BlockImpl>()->ln1 : final_norm;
-    std::tie(x, h) = norm(next, x, b.ff(h), p);
+    std::tie(x, h) = norm(next, x, b.ff->forward_bias_apart(h), p);
   }
   return h;
 }

@@ -68,6 +68,15 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
   if (gelu_epilogues)  // fc1, GELU and fc2 as one function of (B·T, C) rows, GELU in fc1's and fc2's epilogues
     return kernels::mlp_gelu_epilogues(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias, fc2->weight, fc2->bias)
         .view(x.sizes());
+  return linear(activations(x), fc2);
+}
+
+std::pair<at::Tensor, at::Tensor> FeedForwardImpl::forward_bias_apart(const at::Tensor& x) {
+  if (gelu_epilogues) return {forward(x), at::Tensor()};
+  return {at::linear(activations(x), fc2->weight), fc2->bias};
+}
+
+at::Tensor FeedForwardImpl::activations(const at::Tensor& x) {
   at::Tensor h;  // (B, T, 4C)
   if (fused_gelu_backward) {  // the pre-activation kept, our kernel in the backward
     h = kernels::linear_bias_gelu(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias).view({x.size(0), x.size(1), -1});
@@ -79,7 +88,7 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
     h = linear(x, fc1);
     h = impl == LayerImpl::kNative ? at::gelu(h, "tanh") : gelu_tanh_scratch(h);
   }
-  return linear(h, fc2);
+  return h;
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelOptions& o)
@@ -98,7 +107,13 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelOptions& o)
     mask = register_buffer("mask", at::triu(at::ones({o.context, o.context}), /*diagonal=*/1));
 }
 
-at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) {
+at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) { return linear(attend(x), out_proj); }
+
+std::pair<at::Tensor, at::Tensor> CausalSelfAttentionImpl::forward_bias_apart(const at::Tensor& x) {
+  return {at::linear(attend(x), out_proj->weight), out_proj->bias};
+}
+
+at::Tensor CausalSelfAttentionImpl::attend(const at::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
   at::Tensor q, k, v;  // (B, T, C) each
   if (qkv) {
@@ -125,7 +140,7 @@ at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) {
     auto weights = at::softmax(scores / std::sqrt(static_cast<double>(head_dim)), -1);
     y = at::matmul(attn_dropout(weights), v);
   }
-  return linear(y.transpose(1, 2).contiguous().view({B, T, C}), out_proj);
+  return y.transpose(1, 2).contiguous().view({B, T, C});
 }
 
 BlockImpl::BlockImpl(const ModelOptions& o) {

@@ -5,6 +5,8 @@
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
+#include <utility>
+
 #include "model/config.h"
 
 namespace gpt2 {
@@ -24,6 +26,10 @@ TORCH_MODULE(LayerNorm);
 struct FeedForwardImpl : torch::nn::Module {
   explicit FeedForwardImpl(const ModelOptions& o);
   at::Tensor forward(const at::Tensor& x);  // (B, T, C) -> (B, T, C)
+  // The output without fc2's bias, and that bias, for a caller that adds it in a kernel of its own (the fused
+  // residual norm); under gelu_epilogues (fc2's bias inside that function) the output with it and no bias.
+  std::pair<at::Tensor, at::Tensor> forward_bias_apart(const at::Tensor& x);
+  at::Tensor activations(const at::Tensor& x);  // GELU(fc1(x)), (B, T, 4C): fc2's input (not under gelu_epilogues)
   torch::nn::Linear fc1{nullptr};           // (4C, C) + (4C)
   torch::nn::Linear fc2{nullptr};           // (C, 4C) + (C)
   LayerImpl impl;
@@ -36,6 +42,9 @@ TORCH_MODULE(FeedForward);
 struct CausalSelfAttentionImpl : torch::nn::Module {
   explicit CausalSelfAttentionImpl(const ModelOptions& o);
   at::Tensor forward(const at::Tensor& x);  // (B, T, C) -> (B, T, C)
+  // The output without out_proj's bias, and that bias (FeedForward's forward_bias_apart says why).
+  std::pair<at::Tensor, at::Tensor> forward_bias_apart(const at::Tensor& x);
+  at::Tensor attend(const at::Tensor& x);  // the heads' outputs side by side, (B, T, C): out_proj's input
   // Separate projections (seed) or one fused (3C, C) projection, never both.
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};  // (C, C) each
   torch::nn::Linear qkv{nullptr};                                   // (3C, C)

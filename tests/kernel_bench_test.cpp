@@ -86,9 +86,11 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
                        c["sides"][k + 1]["median_ms"].get<double>() / c["sides"][0]["median_ms"].get<double>());
     }
   }
-  // the residual add and norm with the model's dropout (the tiny preset's 0.1) on the branch, both sides
+  // the residual add and norm with the model's dropout (the tiny preset's 0.1) on the branch, both sides, and the
+  // branch's bias gradient, which ours sums in its backward and the step it replaces in the linear's
   EXPECT_NE(doc["cases"][0]["shape"].get<std::string>().find("dropout=0.1"), std::string::npos) << doc["cases"][0];
-  EXPECT_EQ(doc["cases"][0]["sides"][1]["name"], "ATen: x + dropout(r), then layer_norm");
+  EXPECT_EQ(doc["cases"][0]["sides"][0]["name"], "ours: add_layer_norm with the branch's bias (kernels/residual_norm)");
+  EXPECT_EQ(doc["cases"][0]["sides"][1]["name"], "ATen: x + dropout(r), then layer_norm; r's gradient summed (the bias's)");
   // the classifier at the padded vocabulary (97 -> 128), the fused_classifier variant's chunk
   EXPECT_NE(doc["cases"][3]["shape"].get<std::string>().find("V=128 chunk=1024"), std::string::npos);
   EXPECT_FALSE(doc["cases"][3].contains("note"));  // 1,024 covers the 32 tokens: one chunk, nothing to compare

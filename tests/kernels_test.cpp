@@ -7,6 +7,7 @@
 #include <ATen/autocast_mode.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -358,26 +359,30 @@ TEST(Kernels, AddLayerNormMatchesAddThenLayerNorm) {
 // 16-byte packs or one at a time, and where gamma's and beta's sums sit, against the ATen reference.
 // With p > 0 the residual branch's dropout too: the lanes draw the mask (written here for the test to see), which
 // must be the host's draw of the same (seed, offset) whatever the packing, and the reference applies it; the
-// backward's lanes draw it again for r's gradient.
+// backward's lanes draw it again for r's gradient. Biased: the branch's bias added in the forward sweep, its
+// gradient (r's, summed over the rows) in the backward's third accumulator.
 template <typename T, int kVec>
-void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int64_t C, double p = 0) {
+void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int64_t C, double p = 0,
+                                            bool biased = false) {
   namespace L = kernels::lanes;
   ASSERT_EQ(C % kVec, 0);
   auto t = [&](std::vector<int64_t> shape) { return at::randn(shape).to(dtype); };
   const at::Tensor x = t({N, C}), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = t({N, C}), ds_out = t({N, C});
+  const at::Tensor bias = biased ? t({C}) : at::Tensor();
   const kernels::DropoutMask drop = p > 0 ? kernels::dropout_mask(p, 5, 8) : kernels::DropoutMask{};
   at::Tensor keep = at::zeros({N, C}, at::kBool);
   at::Tensor s = at::empty_like(x), y = at::empty_like(x), ds = at::empty_like(x), dr = at::empty_like(x),
              mean = at::empty({N}), rstd = at::empty({N});
-  std::vector<float> acc(2 * C, 0.0f);  // one warp's accumulators: it visits every row here
+  std::vector<float> acc(3 * C, 0.0f);  // one warp's accumulators: it visits every row here
   auto row = [](const at::Tensor& a, int64_t i) { return a.data_ptr<T>() + i * a.size(1); };
   auto keep_row = [&](int64_t i) { return keep.data_ptr<bool>() + i * C; };
-  const T *pg = gamma.data_ptr<T>(), *pb = beta.data_ptr<T>();
+  const T *pg = gamma.data_ptr<T>(), *pb = beta.data_ptr<T>(), *pbias = biased ? bias.data_ptr<T>() : nullptr;
+  float* dbias_acc = biased ? acc.data() + 2 * C : nullptr;
   for (int64_t i = 0; i < N; ++i) {
     float sum = 0, sq = 0;
     for (int lane = 0; lane < L::kLanes; ++lane)
-      sum += p > 0 ? L::add_and_sum<T, kVec, true>(row(x, i), row(r, i), row(s, i), C, lane, drop, i, keep_row(i))
-                   : L::add_and_sum<T, kVec>(row(x, i), row(r, i), row(s, i), C, lane);
+      sum += p > 0 ? L::add_and_sum<T, kVec, true>(row(x, i), row(r, i), row(s, i), C, lane, drop, i, keep_row(i), pbias)
+                   : L::add_and_sum<T, kVec>(row(x, i), row(r, i), row(s, i), C, lane, {}, 0, nullptr, pbias);
     const float m = sum / static_cast<float>(C);
     for (int lane = 0; lane < L::kLanes; ++lane) sq += L::squared_deviation<T, kVec>(row(s, i), m, C, lane);
     const float rs = 1.0f / std::sqrt(sq / static_cast<float>(C) + 1e-5f);
@@ -392,25 +397,27 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
       if (p > 0)  // the mask drawn again
         L::grad_input<T, kVec, true>(row(dy, i), row(s, i), pg, row(ds_out, i), row(ds, i), m, rs,
                                      g.dy_gamma / static_cast<float>(C), g.dy_gamma_xhat / static_cast<float>(C), C,
-                                     lane, drop, i, row(dr, i));
+                                     lane, drop, i, row(dr, i), dbias_acc);
       else
         L::grad_input<T, kVec>(row(dy, i), row(s, i), pg, row(ds_out, i), row(ds, i), m, rs,
-                               g.dy_gamma / static_cast<float>(C), g.dy_gamma_xhat / static_cast<float>(C), C, lane);
+                               g.dy_gamma / static_cast<float>(C), g.dy_gamma_xhat / static_cast<float>(C), C, lane,
+                               {}, 0, nullptr, dbias_acc);
   }
   const kernels::AddNormForward want =
-      kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, p, p > 0 ? keep : at::Tensor());
+      kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, p, p > 0 ? keep : at::Tensor(), bias);
   const kernels::AddNormBackward wb = kernels::add_layer_norm_backward_reference(ds_out, dy, want, gamma, beta);
-  at::Tensor dgamma = at::empty({C}), dbeta = at::empty({C});
+  at::Tensor dgamma = at::empty({C}), dbeta = at::empty({C}), dbias = at::empty({C});
   for (int64_t j = 0; j < C; ++j) {
     dgamma[j] = acc[L::acc_index<kVec>(j, C)];
     dbeta[j] = acc[C + L::acc_index<kVec>(j, C)];
+    dbias[j] = acc[2 * C + L::acc_index<kVec>(j, C)];
   }
   const double tol = dtype == at::kFloat ? 1e-5 : 2e-2;
   auto close = [&](const at::Tensor& a, const at::Tensor& b, double atol) {
     return at::allclose(a.to(at::kFloat), b.to(at::kFloat), tol, atol);
   };
   const std::string what = std::string(c10::toString(dtype)) + " kVec " + std::to_string(kVec) + " C " +
-                           std::to_string(C) + " p " + std::to_string(p);
+                           std::to_string(C) + " p " + std::to_string(p) + (biased ? " biased" : "");
   if (p > 0) {
     EXPECT_TRUE(at::equal(keep, kernels::dropout_keep_mask(5, 8, N, C, p))) << what;
     EXPECT_TRUE(close(dr, wb.dr, tol)) << what;
@@ -421,6 +428,15 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
   EXPECT_TRUE(close(ds, wb.ds, tol)) << what;
   EXPECT_TRUE(close(dgamma, wb.dgamma, tol * std::sqrt(double(N)))) << what;
   EXPECT_TRUE(close(dbeta, wb.dbeta, tol * std::sqrt(double(N)))) << what;
+  ASSERT_EQ(wb.dbias.defined(), biased) << what;
+  if (biased) {
+    EXPECT_TRUE(close(dbias, wb.dbias, tol * std::sqrt(double(N)))) << what;
+    // the bias moved the stream: the unbiased sweep's s is another
+    EXPECT_FALSE(at::equal(s, kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, p,
+                                                                        p > 0 ? keep : at::Tensor()).s)) << what;
+  } else {
+    EXPECT_TRUE(std::all_of(acc.begin() + 2 * C, acc.end(), [](float v) { return v == 0.0f; })) << what;
+  }
 }
 
 TEST(Kernels, AddLayerNormLaneSweepsMatchTheReference) {
@@ -441,6 +457,12 @@ TEST(Kernels, AddLayerNormLaneSweepsMatchTheReference) {
   }
   expect_lane_sweeps_match_the_reference<float, 1>(at::kFloat, 5, 102, 0.1);
   expect_lane_sweeps_match_the_reference<c10::BFloat16, 1>(at::kBFloat16, 5, 99, 0.3);
+  // with the branch's bias (the linear before left it out): packed, one element a lane, with and without dropout
+  for (double p : {0.0, 0.1}) {
+    expect_lane_sweeps_match_the_reference<float, 4>(at::kFloat, 6, 768, p, true);
+    expect_lane_sweeps_match_the_reference<c10::BFloat16, 8>(at::kBFloat16, 6, 768, p, true);
+    expect_lane_sweeps_match_the_reference<c10::BFloat16, 1>(at::kBFloat16, 5, 99, p, true);
+  }
 }
 
 // Random123's known answers for Philox4x32-10 (its kat_vectors): the generator is the published one.
@@ -505,6 +527,39 @@ TEST(Kernels, AddLayerNormWithDropoutIsDropoutThenAddThenLayerNorm) {
   EXPECT_TRUE(at::equal(f.s, (x + r).view({-1, 40})));
   EXPECT_THROW(kernels::add_layer_norm(x, r, gamma, beta, 1e-5, 1.0), c10::Error);
   EXPECT_THROW(kernels::add_layer_norm(x, r, gamma, beta, 1e-5, -0.1), c10::Error);
+}
+
+// With the branch's bias (the linear before it left its bias out, fused_residual_norm's model), the op is that
+// linear's biased output added to the stream, then LayerNorm: forward and every gradient, the bias's included (r's
+// summed over the rows), with and without dropout; the bias's shape and dtype are checked.
+TEST(Kernels, AddLayerNormWithTheBranchsBiasIsTheBiasedBranchThenAddThenLayerNorm) {
+  at::manual_seed(16);
+  const at::Tensor x = at::randn({3, 5, 40}), r = at::randn({3, 5, 40}), gamma = at::randn({40}),
+                   beta = at::randn({40}), bias = at::randn({40}), gs = at::randn({3, 5, 40}), gy = at::randn({3, 5, 40});
+  auto leaves = [&] {
+    return std::vector<at::Tensor>{x.clone().requires_grad_(), r.clone().requires_grad_(),
+                                   gamma.clone().requires_grad_(), beta.clone().requires_grad_(),
+                                   bias.clone().requires_grad_()};
+  };
+  auto a = leaves(), b = leaves();
+  const at::Tensor s_want = a[0] + (a[1] + a[4]);
+  torch::autograd::backward({s_want, at::layer_norm(s_want, {40}, a[2], a[3], 1e-5)}, {gs, gy});
+  auto [s, y] = kernels::add_layer_norm(b[0], b[1], b[2], b[3], 1e-5, 0.0, b[4]);
+  torch::autograd::backward({s, y}, {gs, gy});
+  EXPECT_TRUE(at::allclose(s, s_want, 1e-6, 1e-6));
+  EXPECT_TRUE(at::allclose(y, at::layer_norm(s_want, {40}, gamma, beta, 1e-5), 1e-5, 1e-5));
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(at::allclose(b[i].grad(), a[i].grad(), 1e-4, 1e-5)) << "input " << i;
+  // with dropout the bias is dropped with the branch, and its gradient is r's summed over the rows
+  auto c = leaves();
+  auto [s2, y2] = kernels::add_layer_norm(c[0], c[1], c[2], c[3], 1e-5, 0.25, c[4]);
+  torch::autograd::backward({s2, y2}, {gs, gy});
+  const at::Tensor keep = s2.detach().ne(x);
+  EXPECT_TRUE(at::allclose(s2, x + (r + bias) * keep.to(at::kFloat) / 0.75, 1e-5, 1e-5));
+  EXPECT_TRUE(at::allclose(c[4].grad(), c[1].grad().view({-1, 40}).sum(0), 1e-4, 1e-5));
+  EXPECT_THROW(kernels::add_layer_norm(x, r, gamma, beta, 1e-5, 0.0, at::randn({41})), c10::Error);
+  EXPECT_THROW(kernels::add_layer_norm_forward(x.view({-1, 40}), r.view({-1, 40}), gamma, beta, 1e-5, 0.0,
+                                               bias.to(at::kDouble)),
+               c10::Error);
 }
 
 // The column sums' second stage (kernels/column_sums.h), run here as the CUDA kernel's threads do: a lane a column,
@@ -709,16 +764,20 @@ TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {
   for (auto dtype : {at::kFloat, at::kBFloat16}) {
     // 16-byte packs (768, 1600; 100 floats), one element a lane (100 bf16), and rows that would pack but start off
     // a 16-byte boundary (x and dy one element into their storage: one element a lane)
-    for (auto [N, C, misaligned] : {std::tuple<int64_t, int64_t, bool>{8192, 768, false}, {37, 100, false},
-                                    {3, 1600, false}, {5, 768, true}}) {
+    // each with and without the branch's bias (its gradient summed beside gamma's and beta's)
+    for (auto [N, C, misaligned, biased] :
+         {std::tuple<int64_t, int64_t, bool, bool>{8192, 768, false, false}, {8192, 768, false, true},
+          {37, 100, false, false}, {37, 100, false, true}, {3, 1600, false, false}, {3, 1600, false, true},
+          {5, 768, true, false}, {5, 768, true, true}}) {
       auto t = [&](std::vector<int64_t> shape) { return at::randn(shape, on_gpu()).to(dtype); };
       auto off = [&](const at::Tensor& a) {
         return misaligned ? at::cat({t({1}), a.view(-1)}).narrow(0, 1, a.numel()).view(a.sizes()) : a;
       };
       const at::Tensor x = off(t({N, C})), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = off(t({N, C})),
-                       ds_out = t({N, C});
-      const kernels::AddNormForward got = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5);
-      const kernels::AddNormForward want = kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5);
+                       ds_out = t({N, C}), bias = biased ? t({C}) : at::Tensor();
+      const kernels::AddNormForward got = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, 0, bias);
+      const kernels::AddNormForward want =
+          kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, 0, {}, bias);
       const double tol = dtype == at::kFloat ? 1e-5 : 2e-2;
       auto close = [&](const at::Tensor& a, const at::Tensor& b, double atol) {
         return at::allclose(a.to(at::kFloat), b.to(at::kFloat), tol, atol);
@@ -731,6 +790,8 @@ TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {
       EXPECT_TRUE(close(gb.ds, wb.ds, tol)) << dtype << " " << C;
       EXPECT_TRUE(close(gb.dgamma, wb.dgamma, tol * std::sqrt(double(N)))) << dtype << " " << C;
       EXPECT_TRUE(close(gb.dbeta, wb.dbeta, tol * std::sqrt(double(N)))) << dtype << " " << C;
+      ASSERT_EQ(gb.dbias.defined(), biased) << dtype << " " << C;
+      if (biased) EXPECT_TRUE(close(gb.dbias, wb.dbias, tol * std::sqrt(double(N)))) << dtype << " " << C;
       // no gradient from the residual stream (the last block's final norm): LayerNorm's alone
       const at::Tensor none;
       EXPECT_TRUE(close(kernels::add_layer_norm_backward_cuda(none, dy, got, gamma, beta).ds,
@@ -750,16 +811,18 @@ TEST_F(KernelsCuda, AddLayerNormDropoutKernelsMatchTheHostDrawAndTheReference_CU
     for (auto [N, C] : {std::pair<int64_t, int64_t>{8192, 768}, {37, 100}, {5, 99}}) {
       auto t = [&](std::vector<int64_t> shape) { return at::randn(shape, on_gpu()).to(dtype); };
       const at::Tensor x = t({N, C}), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = t({N, C}), ds_out = t({N, C});
+      const at::Tensor bias = C == 768 ? t({C}) : at::Tensor();  // GPT-2's rows with the branch's bias
       const double p = 0.1;
       const uint64_t seed = gen.current_seed(), offset = gen.get_offset();
-      const kernels::AddNormForward got = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p);
+      const kernels::AddNormForward got = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p, bias);
       const std::string what = std::string(c10::toString(dtype)) + " N " + std::to_string(N) + " C " + std::to_string(C);
       ASSERT_TRUE(got.rng.defined() && !got.keep.defined()) << what;
       const at::Tensor rng = got.rng.cpu();
       EXPECT_EQ(static_cast<uint64_t>(rng[0].item<int64_t>()), seed) << what;
       EXPECT_EQ(static_cast<uint64_t>(rng[1].item<int64_t>()), offset) << what;
       const at::Tensor keep = kernels::dropout_keep_mask(seed, offset, N, C, p).to(x.device());
-      const kernels::AddNormForward want = kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, p, keep);
+      const kernels::AddNormForward want =
+          kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, p, keep, bias);
       const double tol = dtype == at::kFloat ? 1e-5 : 2e-2;
       auto close = [&](const at::Tensor& a, const at::Tensor& b, double atol) {
         return at::allclose(a.to(at::kFloat), b.to(at::kFloat), tol, atol);
@@ -772,9 +835,10 @@ TEST_F(KernelsCuda, AddLayerNormDropoutKernelsMatchTheHostDrawAndTheReference_CU
       EXPECT_TRUE(close(gb.dr, wb.dr, tol)) << what;
       EXPECT_TRUE(at::equal(gb.dr.eq(0), keep.logical_not() | gb.ds.eq(0))) << what;  // dropped: no gradient
       EXPECT_TRUE(close(gb.dgamma, wb.dgamma, tol * std::sqrt(double(N)))) << what;
+      if (bias.defined()) EXPECT_TRUE(close(gb.dbias, wb.dbias, tol * std::sqrt(double(N)))) << what;
       // the reference's backward on the CUDA forward draws the mask from f.rng as the kernel does
       EXPECT_TRUE(close(kernels::add_layer_norm_backward_reference(ds_out, dy, got, gamma, beta).dr, wb.dr, tol)) << what;
-      const kernels::AddNormForward again = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p);
+      const kernels::AddNormForward again = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p, bias);
       EXPECT_FALSE(at::equal(again.s, got.s)) << what;
     }
   }

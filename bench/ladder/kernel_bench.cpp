@@ -57,27 +57,34 @@ at::Tensor input(at::IntArrayRef shape, const at::TensorOptions& opts) {
 
 // The residual add and the LayerNorm after it (a block has two), rows of the stream; with the profile's dropout
 // on the residual branch (training), which ours draws in the same pass and ATen in a dropout kernel before the add.
+// The branch's bias too: ours adds it in that pass and sums its gradient in the backward's; the step it replaces
+// adds it in the linear's GEMM epilogue (free here: r stands for that biased output) and sums its gradient in the
+// linear's backward, a reduce of r's gradient over the rows, timed on ATen's side.
 KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
   const StepSpec s = spec_with(base, dev, {});
   const int64_t N = s.batch * s.model.context, C = s.model.n_embd;
   const double p = s.model.dropout;
   const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
-  const at::Tensor x = input({N, C}, opts), r = input({N, C}, opts), g = input({C}, opts), b = input({C}, opts);
+  const at::Tensor x = input({N, C}, opts), r = input({N, C}, opts), g = input({C}, opts), b = input({C}, opts),
+                   bias = input({C}, opts);
   const at::Tensor gs = at::randn({N, C}, opts), gh = at::randn({N, C}, opts);
   const double eps = LayerNormImpl::kEps;
   auto ours = [&] {
-    auto [sum, h] = kernels::add_layer_norm(x, r, g, b, eps, p);
-    (void)torch::autograd::grad({sum, h}, {x, r, g, b}, {gs, gh});
+    auto [sum, h] = kernels::add_layer_norm(x, r, g, b, eps, p, bias);
+    (void)torch::autograd::grad({sum, h}, {x, r, g, b, bias}, {gs, gh});
   };
   auto aten = [&] {
     const at::Tensor sum = p > 0 ? x + at::dropout(r, p, /*train=*/true) : x + r;
-    (void)torch::autograd::grad({sum, at::layer_norm(sum, {C}, g, b, eps)}, {x, r, g, b}, {gs, gh});
+    const auto grads = torch::autograd::grad({sum, at::layer_norm(sum, {C}, g, b, eps)}, {x, r, g, b}, {gs, gh});
+    (void)grads[1].sum(0);  // the bias's gradient, as the linear's backward takes it
   };
   std::ostringstream shape;
   shape << "N=" << N << " C=" << C << " " << c10::toString(opts.dtype().toScalarType()) << " dropout=" << p;
   return time_in_turns("fused_residual_norm", shape.str(),
-                       {{"ours: add_layer_norm (kernels/residual_norm)", ours},
-                        {p > 0 ? "ATen: x + dropout(r), then layer_norm" : "ATen: x + r, then layer_norm", aten}},
+                       {{"ours: add_layer_norm with the branch's bias (kernels/residual_norm)", ours},
+                        {p > 0 ? "ATen: x + dropout(r), then layer_norm; r's gradient summed (the bias's)"
+                               : "ATen: x + r, then layer_norm; r's gradient summed (the bias's)",
+                         aten}},
                        rounds, 5.0, timer);
 }
 

@@ -1,7 +1,9 @@
 // The fused residual-add + LayerNorm kernels: a warp per row. Forward: s = x + r written and summed in one
 // sweep, the variance from s in a second, y in a third (the row stays in L1/L2). Backward: LayerNorm's input
-// gradient plus the residual stream's gradient in one sweep, with gamma's and beta's gradients summed per warp
-// over the rows it visits (in shared memory), then per block, and the blocks' sums added after. Each lane moves
+// gradient plus the residual stream's gradient in one sweep, with gamma's and beta's gradients (and, where the
+// branch's bias was folded into the forward, the bias's: the branch's gradient) summed per warp over the rows it
+// visits (in shared memory), then per block, and the blocks' sums added after, all in one launch
+// (kernels/column_sums.h). Each lane moves
 // 16 bytes at a time where the rows allow (C a multiple of 16 bytes' elements, as GPT-2's 768 is, and the rows
 // aligned), one element otherwise. With dropout (training), the forward keeps or drops each element of r by
 // kernels/philox.h's counter-based draw from the CUDA generator's (seed, offset) — ATen's graph-safe state, read
@@ -49,7 +51,7 @@ __global__ void add_ln_forward_kernel(const T* __restrict__ x, const T* __restri
                                       const T* __restrict__ beta, T* __restrict__ s, T* __restrict__ y,
                                       float* __restrict__ mean, float* __restrict__ rstd, int64_t N, int64_t C,
                                       float eps, at::PhiloxCudaState rng, DropoutMask drop,
-                                      int64_t* __restrict__ rng_out) {
+                                      int64_t* __restrict__ rng_out, const T* __restrict__ bias) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= N) return;
@@ -61,7 +63,8 @@ __global__ void add_ln_forward_kernel(const T* __restrict__ x, const T* __restri
       rng_out[0] = static_cast<int64_t>(drop.seed), rng_out[1] = static_cast<int64_t>(drop.offset);
   }
   const float m =
-      warp_sum(lanes::add_and_sum<T, kVec, kDropout>(x + base, r + base, s + base, C, lane, drop, row)) / static_cast<float>(C);
+      warp_sum(lanes::add_and_sum<T, kVec, kDropout>(x + base, r + base, s + base, C, lane, drop, row, nullptr, bias)) /
+      static_cast<float>(C);
   const float rs = rsqrtf(warp_sum(lanes::squared_deviation<T, kVec>(s + base, m, C, lane)) / static_cast<float>(C) + eps);
   lanes::normalize<T, kVec>(s + base, gamma, beta, y + base, m, rs, C, lane);
   if (lane == 0) mean[row] = m, rstd[row] = rs;
@@ -72,12 +75,15 @@ __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __
                                        const T* __restrict__ s, const float* __restrict__ mean,
                                        const float* __restrict__ rstd, const T* __restrict__ gamma,
                                        T* __restrict__ ds, float* __restrict__ partial, int64_t N, int64_t C,
-                                       const int64_t* __restrict__ rng, DropoutMask drop, T* __restrict__ dr) {
-  extern __shared__ float acc[];  // per warp: C sums for gamma's gradient, then C for beta's (lanes::acc_index)
+                                       const int64_t* __restrict__ rng, DropoutMask drop, T* __restrict__ dr,
+                                       int sums) {
+  // per warp: `sums` groups of C sums (lanes::acc_index): gamma's gradient, beta's, then (sums = 3) the bias's
+  extern __shared__ float acc[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float* dg = acc + static_cast<int64_t>(warp) * 2 * C;
+  float* dg = acc + static_cast<int64_t>(warp) * sums * C;
   float* db = dg + C;
-  for (int64_t j = lane; j < C; j += 32) dg[j] = db[j] = 0.0f;
+  float* dbias = sums == 3 ? db + C : nullptr;
+  for (int64_t j = lane; j < sums * C; j += 32) dg[j] = 0.0f;
   __syncwarp();
   if constexpr (kDropout) drop.seed = static_cast<uint64_t>(rng[0]), drop.offset = static_cast<uint64_t>(rng[1]);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
@@ -89,14 +95,14 @@ __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __
     const float sum1 = warp_sum(g.dy_gamma) / static_cast<float>(C);
     const float sum2 = warp_sum(g.dy_gamma_xhat) / static_cast<float>(C);
     lanes::grad_input<T, kVec, kDropout>(dy + base, s + base, gamma, ds_out ? ds_out + base : nullptr, ds + base, m,
-                                         rs, sum1, sum2, C, lane, drop, row, dr + base);
+                                         rs, sum1, sum2, C, lane, drop, row, dr + base, dbias);
   }
-  __syncthreads();  // the block's warps' sums added: its (2, C) row of the (blocks, 2, C) partials
-  float* out = partial + static_cast<int64_t>(blockIdx.x) * 2 * C;
-  for (int64_t j = threadIdx.x; j < 2 * C; j += blockDim.x) {
-    const int64_t at = j < C ? lanes::acc_index<kVec>(j, C) : C + lanes::acc_index<kVec>(j - C, C);
+  __syncthreads();  // the block's warps' sums added: its (sums, C) row of the (blocks, sums, C) partials
+  float* out = partial + static_cast<int64_t>(blockIdx.x) * sums * C;
+  for (int64_t j = threadIdx.x; j < sums * C; j += blockDim.x) {
+    const int64_t at = (j / C) * C + lanes::acc_index<kVec>(j % C, C);
     float v = 0.0f;
-    for (int k = 0; k < kWarpsPerBlock; ++k) v += acc[k * 2 * C + at];
+    for (int k = 0; k < kWarpsPerBlock; ++k) v += acc[k * sums * C + at];
     out[j] = v;
   }
 }
@@ -136,13 +142,13 @@ int64_t resident_backward_blocks(size_t smem, int64_t C) {
 }  // namespace
 
 AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                           const at::Tensor& beta, double eps, double p) {
+                                           const at::Tensor& beta, double eps, double p, const at::Tensor& bias) {
   TORCH_CHECK(x.is_cuda(), "add_layer_norm_forward_cuda: CUDA tensors expected");
   TORCH_CHECK(p >= 0 && p < 1, "add_layer_norm_forward_cuda: the dropout probability must be in [0, 1), got ", p);
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t N = x.size(0), C = x.size(1);
   AddNormForward f{at::empty_like(x), at::empty_like(x), at::empty({N}, x.options().dtype(at::kFloat)),
-                   at::empty({N}, x.options().dtype(at::kFloat)), {}, {}, p};
+                   at::empty({N}, x.options().dtype(at::kFloat)), {}, {}, p, bias.defined()};
   const bool dropout = p > 0;
   if (dropout) f.rng = at::empty({2}, x.options().dtype(at::kLong));
   if (N == 0) return f;
@@ -158,15 +164,15 @@ AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor
   const auto blocks = static_cast<unsigned>((N + kWarpsPerBlock - 1) / kWarpsPerBlock);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "add_layer_norm_forward_cuda", [&] {
     const scalar_t *px = x.data_ptr<scalar_t>(), *pr = r.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>(),
-                   *pb = beta.data_ptr<scalar_t>();
+                   *pb = beta.data_ptr<scalar_t>(), *pbias = f.biased ? bias.data_ptr<scalar_t>() : nullptr;
     scalar_t *ps = f.s.data_ptr<scalar_t>(), *py = f.y.data_ptr<scalar_t>();
     auto launch = [&](auto vec, auto with_dropout) {
       add_ln_forward_kernel<scalar_t, decltype(vec)::value, decltype(with_dropout)::value>
           <<<blocks, kWarpsPerBlock * 32, 0, at::cuda::getCurrentCUDAStream()>>>(
               px, pr, pg, pb, ps, py, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), N, C, static_cast<float>(eps),
-              rng, drop, rng_out);
+              rng, drop, rng_out, pbias);
     };
-    if (packable<scalar_t>(C, {px, pr, pg, pb, ps, py}))
+    if (packable<scalar_t>(C, {px, pr, pg, pb, ps, py, pbias ? pbias : pb}))
       on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, kPack<scalar_t>>{}, d); });
     else
       on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, 1>{}, d); });
@@ -179,7 +185,8 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
                                              const at::Tensor& gamma, const at::Tensor& beta) {
   const c10::cuda::CUDAGuard guard(dy.device());
   const int64_t N = f.s.size(0), C = f.s.size(1);
-  const size_t smem = sizeof(float) * 2 * C * kWarpsPerBlock;
+  const int sums = f.biased ? 3 : 2;  // gamma's and beta's gradients, and the bias's
+  const size_t smem = sizeof(float) * sums * C * kWarpsPerBlock;
   at::Tensor ds = at::empty_like(f.s);
   TORCH_CHECK(!f.keep.defined(), "add_layer_norm_backward_cuda: the forward must be the CUDA kernel's (its mask is "
               "drawn again from f.rng, not read)");
@@ -187,7 +194,7 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
   at::Tensor dr = dropout ? at::empty_like(f.s) : ds;
   const int64_t* rng = dropout ? f.rng.data_ptr<int64_t>() : nullptr;
   const DropoutMask drop = dropout ? dropout_mask(f.p) : DropoutMask{};
-  at::Tensor d_gamma, d_beta;
+  at::Tensor d_gamma, d_beta, d_bias;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, f.s.scalar_type(), "add_layer_norm_backward_cuda", [&] {
     const scalar_t *po = ds_out.defined() ? ds_out.data_ptr<scalar_t>() : nullptr, *pdy = dy.data_ptr<scalar_t>(),
                    *ps = f.s.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>();
@@ -198,22 +205,23 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
       // a warp per row, up to as many blocks as the GPU holds at once
       const int64_t blocks = std::clamp<int64_t>((N + kWarpsPerBlock - 1) / kWarpsPerBlock, 1,
                                                  resident_backward_blocks<scalar_t, kVec, kDropout>(smem, C));
-      at::Tensor partial = at::empty({blocks, 2, C}, f.s.options().dtype(at::kFloat));
+      at::Tensor partial = at::empty({blocks, sums, C}, f.s.options().dtype(at::kFloat));
       add_ln_backward_kernel<scalar_t, kVec, kDropout><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
                                                          at::cuda::getCurrentCUDAStream()>>>(
           po, pdy, ps, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), pg, pds, partial.data_ptr<float>(), N, C,
-          rng, drop, pdr);
+          rng, drop, pdr, sums);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
-      const at::Tensor rows = partial.view({blocks, 2 * C});  // each block's γ sums, then its β sums
-      d_gamma = column_sums_cuda(rows, 0, C, gamma.scalar_type());
-      d_beta = column_sums_cuda(rows, C, C, beta.scalar_type());
+      // each block's γ sums, then its β sums (then its bias's): all summed over the blocks in one launch
+      const at::Tensor all = column_sums_cuda(partial.view({blocks, sums * C}), 0, sums * C, gamma.scalar_type());
+      d_gamma = all.narrow(0, 0, C), d_beta = all.narrow(0, C, C);
+      if (f.biased) d_bias = all.narrow(0, 2 * C, C);
     };
     if (packable<scalar_t>(C, {po ? po : pdy, pdy, ps, pg, pds, pdr}))
       on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, kPack<scalar_t>>{}, d); });
     else
       on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, 1>{}, d); });
   });
-  return {ds, d_gamma, d_beta, dr};
+  return {ds, d_gamma, d_beta, dr, d_bias};
 }
 
 }  // namespace gpt2::kernels
