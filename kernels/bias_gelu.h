@@ -1,5 +1,6 @@
 // defines: the Linear + bias + GELU(tanh) of the MLP with our fused backward: the forward keeps the
-//          pre-activation (one GEMM with the bias, then GELU), the backward turns the incoming gradient into
+//          pre-activation (on CUDA one GEMM that adds the bias, applies GELU and writes the pre-activation beside,
+//          cuBLASLt's GELU_AUX_BIAS epilogue; elsewhere the GEMM with the bias, then GELU), the backward turns the incoming gradient into
 //          d(pre) = grad · GELU'(pre) and sums it over the rows into d(bias) in one pass (a CUDA kernel on
 //          GPUs, ATen ops elsewhere), where the unfused backward writes d(pre) in one kernel and reads it
 //          all again to reduce the bias gradient; and where fuse_bias_gelu's epilogue GEMM, which keeps no

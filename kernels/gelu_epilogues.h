@@ -17,6 +17,9 @@
 
 namespace gpt2::kernels {
 
+// Whether this build calls cuBLASLt (a CUDA build that found the library): else the _cuda functions below throw.
+bool gelu_epilogues_built();
+
 // (GELU_tanh(x·wᵀ + b), x·wᵀ + b) for x (N × C), w (F × C), b (F), one dtype, contiguous.
 std::pair<at::Tensor, at::Tensor> linear_gelu_aux(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
 std::pair<at::Tensor, at::Tensor> linear_gelu_aux_reference(const at::Tensor& x, const at::Tensor& w,

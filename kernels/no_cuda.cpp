@@ -21,6 +21,8 @@ at::Tensor column_sums_cuda(const at::Tensor&, int64_t, int64_t, at::ScalarType)
   TORCH_CHECK(false, "column_sums_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 
+bool gelu_epilogues_built() { return false; }
+
 std::pair<at::Tensor, at::Tensor> linear_gelu_aux_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&) {
   TORCH_CHECK(false, "linear_gelu_aux_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }

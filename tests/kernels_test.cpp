@@ -697,6 +697,31 @@ TEST_F(KernelsCuda, BiasGeluBackwardKernelMatchesTheReference_CUDA) {
   }
 }
 
+// fused_gelu_backward's Linear + GELU on the GPU: its forward is the GELU_AUX_BIAS epilogue GEMM (where the build
+// has cuBLASLt), its backward our kernel; output and gradients are linear then gelu's by autograd, at GPT-2's
+// shapes in bf16 and at a small one in fp32.
+TEST_F(KernelsCuda, LinearBiasGeluOnTheGpuMatchesLinearThenGelu_CUDA) {
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::manual_seed(17);
+  for (auto [dtype, N, C] : {std::tuple<at::ScalarType, int64_t, int64_t>{at::kBFloat16, 8192, 768},
+                             {at::kFloat, 300, 64}}) {
+    auto t = [&](std::vector<int64_t> shape, double scale) { return (at::randn(shape, on_gpu()) * scale).to(dtype); };
+    const at::Tensor x = t({N, C}, 1), w = t({4 * C, C}, 0.05), b = t({4 * C}, 0.1), g = t({N, 4 * C}, 1);
+    const UnfusedGelu want = unfused_gelu(x, w, b, g);
+    at::Tensor xx = x.clone().requires_grad_(), ww = w.clone().requires_grad_(), bb = b.clone().requires_grad_();
+    at::Tensor y = kernels::linear_bias_gelu(xx, ww, bb);
+    y.backward(g);
+    const double tol = dtype == at::kFloat ? 1e-4 : 2e-2;
+    auto close = [&](const at::Tensor& a, const at::Tensor& r, double atol) {
+      return at::allclose(a.to(at::kFloat), r.to(at::kFloat), tol, atol);
+    };
+    EXPECT_TRUE(close(y, want.y, tol)) << dtype;
+    EXPECT_TRUE(close(xx.grad(), want.dx, tol)) << dtype;
+    EXPECT_TRUE(close(ww.grad(), want.dw, tol * std::sqrt(double(N)))) << dtype;
+    EXPECT_TRUE(close(bb.grad(), want.db, tol * std::sqrt(double(N)))) << dtype;
+  }
+}
+
 // cuBLASLt's GELU_AUX_BIAS and DGELU_BGRAD epilogues against the ATen references, and the MLP built on them
 // against the unfused one; at GPT-2's shapes, a tiny model's, one token.
 TEST_F(KernelsCuda, GeluEpiloguesMatchTheReference_CUDA) {

@@ -121,7 +121,8 @@ const std::pair<std::string, std::string> kAtenMlp = {"ATen: linear, then gelu(t
 
 KernelCase gelu_backward_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
   return mlp_case("fused_gelu_backward",
-                  {{"ours: the pre-activation kept, GELU' and the bias gradient in one pass", "fused_gelu_backward"},
+                  {{"ours: GELU and the pre-activation from fc1's epilogue, GELU' and the bias gradient in one pass",
+                    "fused_gelu_backward"},
                    kEpilogueGemm, kAtenMlp},
                   base, dev, rounds, timer);
 }
