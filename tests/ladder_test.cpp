@@ -6,6 +6,9 @@
 
 #include <ATen/ATen.h>
 
+#include <sys/stat.h>
+
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -219,24 +222,40 @@ TEST(Reference, ComparedWithTheFastestRungOfTheSameStep) {
 // A reference that failed says on the console what Python said, from its first words: on an H100 (run
 // 20261126-210951-gpu-124m) the line kept the error's last 117 characters, the allocator's advice, and lost what ran out.
 TEST(Reference, ItsErrorLineSaysWhatPythonSaidFirst) {
-  const nlohmann::json ref = {
-      {"name", "ref_torch_compile"},
-      {"status", "error"},
-      {"error", "python3 /tmp/gpt2bench-prebuilt/reference/gpt2bench_ref.py: exit code 1: torch.OutOfMemoryError: CUDA out "
-                "of memory. Tried to allocate 6.14 GiB. GPU 0 has a total capacity of 79.18 GiB of which 648.62 MiB is "
-                "free. Process 1357 has 52.92 GiB memory in use. Including non-PyTorch memory, this process has 25.61 "
-                "GiB memory in use. Of the allocated memory 24.73 GiB is allocated by PyTorch, and 222.49 MiB is "
-                "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
-                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
-                "Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)"}};
+  // The reference's process as it failed on the H100 (its last line, the error's), from an interpreter that says
+  // it and exits 1; run_reference keeps the exit and the line apart, whatever the paths before them.
+  test::TempDir tmp;
+  const std::string said = "torch.OutOfMemoryError: CUDA out "
+      "of memory. Tried to allocate 6.14 GiB. GPU 0 has a total capacity of 79.18 GiB of which 648.62 MiB is "
+      "free. Process 1357 has 52.92 GiB memory in use. Including non-PyTorch memory, this process has 25.61 "
+      "GiB memory in use. Of the allocated memory 24.73 GiB is allocated by PyTorch, and 222.49 MiB is "
+      "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+      "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
+      "Management  (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)";
+  const std::string python = files::join(tmp.path, "python.py: odd name");  // a ".py: " in its path too
+  files::write_file_atomic(python, "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\necho \"" + said +
+                                       "\" >&2\nexit 1\n");
+  ASSERT_EQ(::chmod(python.c_str(), 0755), 0);
+  const char* was = std::getenv("GPT2BENCH_PYTHON");
+  const std::string before = was ? was : "";
+  setenv("GPT2BENCH_PYTHON", python.c_str(), 1);
+  const nlohmann::json config = {{"batch", 2}, {"model", {{"context", 4}}}, {"parity_steps", 1},
+                                 {"warmup_steps", 0}, {"repetitions", 1}, {"steps", 1}};
+  const nlohmann::json ref = run_reference("ref_torch_compile", config, at::arange(200, at::kInt), tmp.path, -1);
+  if (was) setenv("GPT2BENCH_PYTHON", before.c_str(), 1); else unsetenv("GPT2BENCH_PYTHON");
+  ASSERT_EQ(ref["status"], "error") << ref;
+  EXPECT_EQ(ref["failure"]["exit"], "exit code 1") << ref;
+  EXPECT_EQ(ref["failure"]["said"], said) << ref;
   const std::string line = reference_line(ref);
   EXPECT_EQ(line.rfind("    ref_torch_compile error: exit code 1: torch.OutOfMemoryError: CUDA out of memory. Tried to "
                        "allocate 6.14 GiB.", 0), 0u) << line;
   EXPECT_LE(line.size(), 4 + 18 + 7 + 140u) << line;
   EXPECT_EQ(line.substr(line.size() - 3), "...") << line;
   nlohmann::json short_one = ref;
-  short_one["error"] = "python3 ref.py: killed by signal 9";
+  short_one["failure"] = {{"exit", "killed by signal 9"}, {"said", ""}};
   EXPECT_EQ(reference_line(short_one), "    ref_torch_compile error: killed by signal 9");
+  nlohmann::json no_process = {{"name", "ref_torch_compile"}, {"status", "error"}, {"error", "its result x does not parse"}};
+  EXPECT_EQ(reference_line(no_process), "    ref_torch_compile error: its result x does not parse");
 }
 
 // A rung whose parity failed computes another step than the reference's: however fast, ref_torch_compile is not

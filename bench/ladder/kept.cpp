@@ -24,6 +24,12 @@ bool beats(const RungRecord& r, const RungRecord& top, nlohmann::json& e, double
   return ri.low > 1.0;  // beyond what noise alone could make of the repetitions
 }
 
+// The top timed again after the extras, where it ran at r's batch: the second timing r must beat; else none (a
+// top timed again at another batch is another step).
+const RungRecord* again_at(const RungRecord* again, const RungRecord& r) {
+  return again && again->spec().batch == r.spec().batch ? again : nullptr;
+}
+
 // An anti-variant's rung (slowed on purpose; on a CPU sync_every_step adds nothing) measured faster than the top
 // before and after it (`again`, where it ran) is the machine's drift, not a gain: the largest such gain (the smaller
 // of its two ratios), said in `text`; 1 where none.
@@ -36,15 +42,16 @@ double anti_variant_drift(const std::vector<RungRecord>& records, const RungReco
     nlohmann::json before, after;
     double ratio = 0, ratio_after = 0;
     bool faster = beats(r, *top, before, ratio);
-    if (again && again->spec().batch == r.spec().batch) {
-      faster = beats(r, *again, after, ratio_after) && faster;
+    const RungRecord* later = again_at(again, r);
+    if (later) {
+      faster = beats(r, *later, after, ratio_after) && faster;
       ratio = std::min(ratio, ratio_after);
     }
     if (faster && ratio > drift) {
       drift = ratio;
       char buf[200];
       std::snprintf(buf, sizeof(buf), "%s, slowed on purpose and yet %.3fx the top%s: the machine's drift",
-                    r.name().c_str(), ratio, again ? " timed before and after it" : "");
+                    r.name().c_str(), ratio, later ? " timed before and after it" : "");
       text = buf;
     }
   }
@@ -62,11 +69,12 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
   KeptExtras k;
   std::vector<Gain> gains;
   // The top timed again after the extras, where it ran and passed parity: the second timing each must beat.
-  const auto again = std::find_if(records.begin(), records.end(), [](const RungRecord& r) {
+  const auto found = std::find_if(records.begin(), records.end(), [](const RungRecord& r) {
     return r.plan.kind == RungKind::kControl && r.ok() && r.out.parity.verdict != "fail";
   });
+  const RungRecord* again = found == records.end() ? nullptr : &*found;
   std::string drift_text;
-  const double drift = anti_variant_drift(records, again == records.end() ? nullptr : &*again, drift_text);
+  const double drift = anti_variant_drift(records, again, drift_text);
   for (const auto& r : records) {
     if (r.plan.kind != RungKind::kExtra) continue;
     const Variant* v = find_variant(r.plan.variant);
@@ -97,15 +105,15 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
       std::string why = (faster_before ? "faster than " : "not measurably faster than ") + top->name() + " (" +
                         before["text"].get<std::string>() + ")";
       bool faster = faster_before;
-      if (again != records.end() && again->spec().batch == r.spec().batch) {
-        const bool faster_after = beats(r, *again, after, ratio_after);
+      if (const RungRecord* later = again_at(again, r)) {
+        const bool faster_after = beats(r, *later, after, ratio_after);
         e["again"] = after;
         e["again"].erase("text");
-        const std::string later = again->name() + ", the top timed again after the extras (" +
-                                  after["text"].get<std::string>() + ")";
-        if (faster_before == faster_after) why += " and than " + later;
-        else if (faster_before) why += ", but not measurably faster than " + later;
-        else why += ", but faster than " + later;
+        const std::string than = later->name() + ", the top timed again after the extras (" +
+                                 after["text"].get<std::string>() + ")";
+        if (faster_before == faster_after) why += " and than " + than;
+        else if (faster_before) why += ", but not measurably faster than " + than;
+        else why += ", but faster than " + than;
         faster = faster_before && faster_after;
         ratio = std::min(ratio, ratio_after);
       }

@@ -139,6 +139,7 @@ nlohmann::json run_reference(const std::string& name, nlohmann::json config, con
   entry["status"] = "error";
   const std::string said = last_line(log);
   entry["error"] = project_python() + " " + script + ": " + failed + (said.empty() ? "" : ": " + said);
+  entry["failure"] = {{"exit", failed}, {"said", said}};  // the same, apart: how it ended, Python's last line
   return entry;
 }
 
@@ -287,10 +288,15 @@ std::string reference_line(const nlohmann::json& ref) {
   std::ostringstream o;
   o << "    " << ref["name"].get<std::string>() << " ";
   if (ref["status"] != "ok") {
-    // "<python> <script>: exit code 1: <Python's last line>": from the exit code on, Python's words first (an
-    // out-of-memory error's says what was asked for and what was free at its start, the allocator's advice at its end)
+    // How it ended and Python's last line, not the interpreter's and the script's paths before them: the line is
+    // cut at 140 characters, and an out-of-memory error says what was asked for and what was free at its start
+    // (the allocator's advice at its end). An entry without them (not a failed process): its error as it is.
     std::string e = ref.value("error", "");
-    if (const auto at = e.find(".py: "); at != std::string::npos) e = e.substr(at + 5);
+    if (ref.contains("failure")) {
+      const auto& f = ref["failure"];
+      const std::string said = f.value("said", "");
+      e = f.value("exit", "") + (said.empty() ? "" : ": " + said);
+    }
     if (e.size() > 140) e = e.substr(0, 137) + "...";
     o << (ref["status"] == "error" ? "error: " : "") << e;
     return o.str();

@@ -143,12 +143,14 @@ at::Tensor TrainStep::step() {
 double TrainStep::eval_loss(const at::Tensor& x, const at::Tensor& y, int64_t rows) {
   at::NoGradGuard no_grad;
   const int64_t batch = x.size(0);
-  double sum = 0;  // each slice's mean loss, weighted by its rows (every row has the same tokens)
+  at::Tensor sum;  // each slice's mean loss, weighted by its rows (every row has the same tokens), on the device
   for (int64_t i = 0; i < batch; i += rows) {
     const int64_t n = std::min(rows, batch - i);
-    sum += forward_loss(x.narrow(0, i, n).to(device_), y.narrow(0, i, n).to(device_)).item<double>() * n;
+    const at::Tensor part =
+        forward_loss(x.narrow(0, i, n).to(device_), y.narrow(0, i, n).to(device_)).to(at::kDouble) * n;
+    sum = sum.defined() ? sum + part : part;
   }
-  return sum / batch;
+  return sum.defined() ? sum.item<double>() / batch : std::nan("");  // one read back; no rows: no loss
 }
 
 at::Tensor TrainStep::forward_loss(const at::Tensor& x, const at::Tensor& y) {
