@@ -324,6 +324,37 @@ def parity_form_of(cfg):
     return None if cfg.get("parity_eager") else forms_of(cfg)[0]
 
 
+# torch.OutOfMemoryError (torch 2.5 on), torch.cuda.OutOfMemoryError before: what a device out of memory raises.
+OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+
+
+def parity_run(cfg, device, tokens, scopes):
+    """The parity figures: the first parity_steps losses from the seed (dropout off) on the data from its start, the
+    first step's gradient norms, the first batch's loss after them; in the first timed scope's form, compiled, or
+    uncompiled where `parity_eager` says so."""
+    b, t = cfg["batch"], cfg["model"]["context"]
+    out = {}
+    model, opt = build(dict(cfg, parity=True), device)
+    out["parameters"] = parameter_count(model)
+    parity_scope = parity_form_of(cfg)
+    out["parity_form"] = parity_scope or "eager"
+    step, data = make_step(model, opt, parity_scope), Batches(tokens, b, t, device)
+    t0 = time.perf_counter()
+    out["parity_losses"] = [float(step(*data.next()))]  # float(): a device sync
+    if parity_scope == scopes[0]:
+        out["first_step_s"] = time.perf_counter() - t0  # torch.compile's compilation, when compiled
+    out["parity_grad_norm"] = first_step_gradient_norm(opt, cfg["optimizer"]["beta1"])
+    out["parity_grad_norms"] = first_step_gradient_norms(model, opt, cfg["optimizer"]["beta1"])
+    out["parity_losses"] += [float(step(*data.next())) for _ in range(cfg["parity_steps"] - 1)]
+    out["parity_s"] = time.perf_counter() - t0
+    # The first batch's loss again, after the steps (the uncompiled module: the same weights, no recompilation
+    # for no_grad): at another batch than the C++ baseline's, whether training lowered it is the parity check.
+    with torch.no_grad():
+        x0, y0 = Batches(tokens, b, t, device).next()
+        out["parity_first_batch_after"] = float(cross_entropy(model(x0), y0))
+    return out
+
+
 def run(cfg):
     # Eager: one form; compiled: each scope in turn, the faster kept as the reference's figure.
     scopes = forms_of(cfg)
@@ -339,7 +370,6 @@ def run(cfg):
     tokens = load_tokens(cfg["tokens"])
     if cuda:
         tokens = tokens.pin_memory()
-    b, t = cfg["batch"], cfg["model"]["context"]
     out = {"torch_version": torch.__version__, "python": sys.version.split()[0], "device": cfg["device"],
            "device_name": torch.cuda.get_device_name(device) if cuda else "cpu",
            # glibc malloc as gpt2bench set it for both sides, keeping what is freed (bench/runtime/memory.h)
@@ -351,26 +381,15 @@ def run(cfg):
     #    scope's form: every form computes the same step). `parity_eager`: the model uncompiled instead, where the
     #    parity only asks whether the model trains at this batch (ref_torch_compile at batch_scaling's batch, another
     #    problem than the baseline's): a compilation of its own (dropout off is another graph) spent on nothing else.
+    #    Out of device memory there (the eager form at batch_scaling's batch holds more than the compiled one):
+    #    said in `parity_error`, its partial figures dropped, and the timed run goes on; any other error fails it.
     if cfg["parity_steps"] > 0:
-        model, opt = build(dict(cfg, parity=True), device)
-        out["parameters"] = parameter_count(model)
-        parity_scope = parity_form_of(cfg)
-        out["parity_form"] = parity_scope or "eager"
-        step, data = make_step(model, opt, parity_scope), Batches(tokens, b, t, device)
-        t0 = time.perf_counter()
-        out["parity_losses"] = [float(step(*data.next()))]  # float(): a device sync
-        if parity_scope == scopes[0]:
-            out["first_step_s"] = time.perf_counter() - t0  # torch.compile's compilation, when compiled
-        out["parity_grad_norm"] = first_step_gradient_norm(opt, cfg["optimizer"]["beta1"])
-        out["parity_grad_norms"] = first_step_gradient_norms(model, opt, cfg["optimizer"]["beta1"])
-        out["parity_losses"] += [float(step(*data.next())) for _ in range(cfg["parity_steps"] - 1)]
-        out["parity_s"] = time.perf_counter() - t0
-        # The first batch's loss again, after the steps (the uncompiled module: the same weights, no recompilation
-        # for no_grad): at another batch than the C++ baseline's, whether training lowered it is the parity check.
-        with torch.no_grad():
-            x0, y0 = Batches(tokens, b, t, device).next()
-            out["parity_first_batch_after"] = float(cross_entropy(model(x0), y0))
-        del model, opt, step
+        try:
+            out.update(parity_run(cfg, device, tokens, scopes))
+        except OUT_OF_MEMORY as e:
+            out["parity_error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+        if "parity_error" in out and cuda:  # the failed run's tensors went with its frame
+            torch.cuda.empty_cache()
 
     # 2. The timed model, each scope in turn: built, compiled by its first step (timed apart), warmed up, then
     #    repetitions of `steps` steps, one device synchronisation a repetition, in its share of what the budget

@@ -342,6 +342,17 @@ TEST(Reference, AtBatchScalingsBatchItIsJudgedAgainstTheCppRungThere) {
   EXPECT_EQ(j["parity"]["against"], "baseline");
   EXPECT_EQ(j["parity"]["judged_as"], "problem");
   EXPECT_EQ(j["parity"]["verdict"], "fail");  // 9.0 after, from 5.0: the first batch's loss rose
+  // its eager parity run out of device memory (gpt2bench_ref.py's parity_error): no verdict, the reason, the ratio
+  j = ref({}, 0.1);
+  j["result"].erase("parity_losses");
+  j["result"]["parity_error"] = "OutOfMemoryError: CUDA out of memory. Tried to allocate 12.28 GiB.";
+  compare_reference(j, {base, top}, baseline);
+  EXPECT_EQ(j["parity"]["verdict"], "n/a") << j.dump();
+  EXPECT_EQ(j["parity"]["error"], "its parity run: OutOfMemoryError: CUDA out of memory. Tried to allocate 12.28 GiB.");
+  EXPECT_DOUBLE_EQ(j["ratio"].get<double>(), 1.0);
+  EXPECT_NE(reference_line(j).find(", parity n/a\n      parity: its parity run: OutOfMemoryError: CUDA out of memory."),
+            std::string::npos)
+      << reference_line(j);
 }
 
 // The C++ rung timed again after the reference: its ratio and interval beside the first, from its own

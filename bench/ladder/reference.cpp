@@ -245,6 +245,8 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
     else
       ref["parity"] = to_json(judge_parity(ParityClass::kProblem, t, baseline), ParityClass::kProblem);
     if (res.contains("parity_form")) ref["parity"]["form"] = res["parity_form"];  // "eager", or the compiled scope
+  } else if (res.contains("parity_error")) {  // its parity run ran out of device memory: no figures, the timing stands
+    ref["parity"] = {{"verdict", "n/a"}, {"error", "its parity run: " + res["parity_error"].get<std::string>()}};
   }
 }
 
@@ -321,6 +323,11 @@ std::string reference_line(const nlohmann::json& ref) {
   if (ref.contains("parity")) o << ", parity " << ref["parity"]["verdict"].get<std::string>();
   std::string s = o.str();
   if (s.size() > 160) s = s.substr(0, 157) + "...";
+  if (ref.contains("parity") && ref["parity"].contains("error")) {  // why it has no verdict, on a line of its own
+    std::string why = ref["parity"]["error"].get<std::string>();
+    if (why.size() > 150) why = why.substr(0, 147) + "...";
+    s += "\n      parity: " + why;
+  }
   if (ref.contains("events_per_step")) {  // a line of its own: beside the ratio it took the line past 160 characters
     const auto& e = ref["events_per_step"];
     std::snprintf(buf, sizeof(buf), "\n      %s a step: C++ %.0f, Python %.0f", e["what"].get<std::string>().c_str(),
