@@ -112,17 +112,24 @@ def test_an_unknown_compile_scope_is_refused_not_run_eager():
                  "compile_scopes": ["model", "model_and_los"]})
 
 
-def test_a_compile_scope_that_fails_is_recorded_and_the_other_stands(tmp_path, monkeypatch):
-    # e.g. inductor refusing the graph with the loss, or the device out of memory in it: the reference keeps the
-    # other form's figures, and says why the failed one has none; every form failing fails the reference.
+def tiny_compiled(tmp_path, **overrides):
+    """ref_torch_compile's config for a one-layer model on the CPU over tokens written to tmp_path (the tests that
+    replace make_step run no compiler)."""
     m = dict(GPT2_124M, n_layer=1, n_embd=32, n_head=2, context=16, vocab_size=97, padded_vocab=104)
     tokens = tmp_path / "tokens"
     tokens.write_bytes((torch.arange(400) % 7).numpy().tobytes())
     cfg = {"name": "ref_torch_compile", "device": "cpu", "tokens": str(tokens), "batch": 2, "model": m, "seed": 7,
            "precision": "fp32", "attention": "sdpa", "layers": "native", "compile": True,
            "compile_scopes": ["model", "model_and_loss"], "parity_steps": 0, "warmup_steps": 1, "steps": 2,
-           "repetitions": 3, "breakdown_steps": 1,
+           "repetitions": 3,
            "optimizer": {"form": "loop", "lr": 1e-3, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}}
+    return dict(cfg, **overrides)
+
+
+def test_a_compile_scope_that_fails_is_recorded_and_the_other_stands(tmp_path, monkeypatch):
+    # e.g. inductor refusing the graph with the loss, or the device out of memory in it: the reference keeps the
+    # other form's figures, and says why the failed one has none; every form failing fails the reference.
+    cfg = tiny_compiled(tmp_path, breakdown_steps=1)
     real = ref.make_step
 
     def failing(model, opt, scope):
@@ -144,14 +151,7 @@ def test_a_parity_run_out_of_device_memory_is_said_and_the_timed_run_goes_on(tmp
     # ref_torch_compile at batch_scaling's batch runs its parity steps eager, which holds more memory than the
     # compiled step timed after it (on the H100 the C++ top at that batch peaked at 73.6 of 80 GB): out of memory
     # there, the parity has no figures and says why; the timing stands. Any other error still fails the reference.
-    m = dict(GPT2_124M, n_layer=1, n_embd=32, n_head=2, context=16, vocab_size=97, padded_vocab=104)
-    tokens = tmp_path / "tokens"
-    tokens.write_bytes((torch.arange(400) % 7).numpy().tobytes())
-    cfg = {"name": "ref_torch_compile", "device": "cpu", "tokens": str(tokens), "batch": 2, "model": m, "seed": 7,
-           "precision": "fp32", "attention": "sdpa", "layers": "native", "compile": True,
-           "compile_scopes": ["model"], "parity_steps": 2, "parity_eager": True, "warmup_steps": 1, "steps": 2,
-           "repetitions": 3,
-           "optimizer": {"form": "loop", "lr": 1e-3, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}}
+    cfg = tiny_compiled(tmp_path, compile_scopes=["model"], parity_steps=2, parity_eager=True)
     real = ref.make_step
 
     def parity_fails(error):
@@ -183,14 +183,7 @@ def test_the_parity_run_is_compiled_unless_parity_eager(tmp_path, monkeypatch, p
     # ref_torch_compile at batch_scaling's batch runs its parity steps uncompiled (gpt2bench sets parity_eager there:
     # the parity only asks whether the step trains, and dropout off is a compilation of its own); elsewhere the
     # parity run is the first scope's compiled step, and its first step is the compilation reported.
-    m = dict(GPT2_124M, n_layer=1, n_embd=32, n_head=2, context=16, vocab_size=97, padded_vocab=104)
-    tokens = tmp_path / "tokens"
-    tokens.write_bytes((torch.arange(400) % 7).numpy().tobytes())
-    cfg = {"name": "ref_torch_compile", "device": "cpu", "tokens": str(tokens), "batch": 2, "model": m, "seed": 7,
-           "precision": "fp32", "attention": "sdpa", "layers": "native", "compile": True,
-           "compile_scopes": ["model", "model_and_loss"], "parity_steps": 2, "parity_eager": parity_eager,
-           "warmup_steps": 1, "steps": 2, "repetitions": 3,
-           "optimizer": {"form": "loop", "lr": 1e-3, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}}
+    cfg = tiny_compiled(tmp_path, parity_steps=2, parity_eager=parity_eager)
     real, made = ref.make_step, []
 
     def recording(model, opt, scope):
@@ -248,14 +241,10 @@ def test_warming_makes_the_references_compilations_cache_hits(tmp_path):
     import sys
 
     script = Path(__file__).resolve().parents[2] / "reference" / "gpt2bench_ref.py"
-    m = dict(GPT2_124M, n_layer=1, n_embd=32, n_head=2, context=16, vocab_size=97, padded_vocab=104, dropout=0.1)
-    tokens = tmp_path / "tokens"
-    tokens.write_bytes((torch.arange(400) % 7).numpy().tobytes())
-    cfg = {"name": "ref_torch_compile", "device": "cpu", "tokens": str(tokens), "batch": 2, "model": m, "seed": 7,
-           "precision": "bf16_cast", "attention": "sdpa", "layers": "native", "compile": True,
-           "compile_scopes": ["model", "model_and_loss"], "parity_steps": 2, "parity_eager": False,
-           "warmup_steps": 1, "steps": 1, "repetitions": 2, "breakdown_steps": 0,
-           "optimizer": {"form": "fused", "lr": 1e-3, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}}
+    cfg = tiny_compiled(tmp_path, precision="bf16_cast", parity_steps=2, parity_eager=False, steps=1, repetitions=2,
+                        breakdown_steps=0)
+    cfg["model"]["dropout"] = 0.1
+    cfg["optimizer"]["form"] = "fused"
     cfg_path = tmp_path / "cfg.json"
     cfg_path.write_text(json.dumps(cfg))
 
