@@ -967,8 +967,10 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
     nlohmann::json ref = run_reference(name, reference_config(name, prof, ladder.dev, batch), ladder.data.train,
                                        o.out_dir, share);
     ref["cpp_process_held"] = held;
-    if (g_signal && ref["status"] != "ok")  // the stop reached the Python process too: not its failure
+    if (g_signal && ref["status"] != "ok") {  // the stop reached the Python process too: not its failure
       ref["status"] = "interrupted", ref["error"] = "not finished: interrupted (--resume runs it again)";
+      ref.erase("failure");
+    }
     compare_reference(ref, records, ladder.baseline);
     std::cerr << reference_line(ref) << "\n";
     const auto with = std::find_if(records.begin(), records.end(), [&](const RungRecord& r) {
