@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,25 @@
 
 namespace gpt2 {
 namespace {
+
+// The interpreter run_reference starts (GPT2BENCH_PYTHON) set to `python` while it lives, then as it was.
+struct ReferencePython {
+  explicit ReferencePython(const std::string& python) {
+    if (const char* v = std::getenv("GPT2BENCH_PYTHON")) was = v;
+    setenv("GPT2BENCH_PYTHON", python.c_str(), 1);
+  }
+  ~ReferencePython() {
+    if (was) setenv("GPT2BENCH_PYTHON", was->c_str(), 1);
+    else unsetenv("GPT2BENCH_PYTHON");
+  }
+  std::optional<std::string> was;
+};
+
+// A reference's config as small as run_reference takes: batch 2 of 4 tokens, one step of each kind.
+nlohmann::json tiny_reference_config() {
+  return {{"batch", 2}, {"model", {{"context", 4}}}, {"parity_steps", 1},
+          {"warmup_steps", 0}, {"repetitions", 1}, {"steps", 1}};
+}
 
 [[noreturn]] void cuda_oom(int64_t batch) {
   TORCH_CHECK_WITH(OutOfMemoryError, false, "CUDA out of memory. Tried to allocate 12.28 GiB. GPU 0 has a total "
@@ -236,13 +256,10 @@ TEST(Reference, ItsErrorLineSaysWhatPythonSaidFirst) {
   files::write_file_atomic(python, "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\necho \"" + said +
                                        "\" >&2\nexit 1\n");
   ASSERT_EQ(::chmod(python.c_str(), 0755), 0);
-  const char* was = std::getenv("GPT2BENCH_PYTHON");
-  const std::string before = was ? was : "";
-  setenv("GPT2BENCH_PYTHON", python.c_str(), 1);
-  const nlohmann::json config = {{"batch", 2}, {"model", {{"context", 4}}}, {"parity_steps", 1},
-                                 {"warmup_steps", 0}, {"repetitions", 1}, {"steps", 1}};
-  const nlohmann::json ref = run_reference("ref_torch_compile", config, at::arange(200, at::kInt), tmp.path, -1);
-  if (was) setenv("GPT2BENCH_PYTHON", before.c_str(), 1); else unsetenv("GPT2BENCH_PYTHON");
+  const nlohmann::json ref = [&] {
+    const ReferencePython fake(python);
+    return run_reference("ref_torch_compile", tiny_reference_config(), at::arange(200, at::kInt), tmp.path, -1);
+  }();
   ASSERT_EQ(ref["status"], "error") << ref;
   EXPECT_EQ(ref["failure"]["exit"], "exit code 1") << ref;
   EXPECT_EQ(ref["failure"]["said"], said) << ref;
@@ -424,17 +441,13 @@ TEST(Reference, TheCompiledReferenceCompilesItsParityRunOnlyAtTheProfilesBatch) 
 TEST(Reference, EachRunKeepsItsOwnFiles) {
   test::TempDir tmp;
   const std::string d = tmp.path, sub = files::join(d, "reference");
-  const char* was = std::getenv("GPT2BENCH_PYTHON");
-  const std::string before = was ? was : "";
-  setenv("GPT2BENCH_PYTHON", "/bin/true", 1);  // exits 0 and writes no result: an error entry, files left
-  const nlohmann::json config = {{"batch", 2}, {"model", {{"context", 4}}}, {"parity_steps", 1},
-                                 {"warmup_steps", 0}, {"repetitions", 1}, {"steps", 1}};
+  const ReferencePython fake("/bin/true");  // exits 0 and writes no result: an error entry, files left
+  const nlohmann::json config = tiny_reference_config();
   nlohmann::json at4 = config;
   at4["batch"] = 4;
   const at::Tensor tokens = at::arange(200, at::kInt);
   const auto a = run_reference("ref_torch_compile", config, tokens, d, -1);
   const auto b = run_reference("ref_torch_compile", at4, tokens, d, -1);
-  if (was) setenv("GPT2BENCH_PYTHON", before.c_str(), 1); else unsetenv("GPT2BENCH_PYTHON");
   EXPECT_EQ(a["log"], files::join(sub, "ref_torch_compile_b2.log"));
   EXPECT_EQ(b["log"], files::join(sub, "ref_torch_compile_b4.log"));
   for (const char* f : {"ref_torch_compile_b2.config.json", "ref_torch_compile_b2.tokens",
