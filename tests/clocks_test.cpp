@@ -82,10 +82,36 @@ TEST(Clocks, ALowClockThePowerCapDoesNotExplainIsThrottled) {
   EXPECT_EQ(s.reasons, (std::vector<std::string>{"applications_clocks_setting", "sw_power_cap"}));
 }
 
+// A reference rung's clocks: the samples this process took while the Python process ran, only those stamped within
+// its timed repetitions' window (its compilation before them leaves the device idle at another clock).
+TEST(Clocks, WithinAWindowOnlyItsSamplesAreSummarized) {
+  ClockSamples all{"", 1980, {}};
+  for (int i = 0; i < 100; ++i) {  // 2 s at one sample every 20 ms: idle first, then power-capped at 1755 MHz
+    const bool busy = i >= 50;
+    all.samples.push_back({busy ? 1755.0 : 345.0, 2619, busy ? 690.0 : 70.0, 50, busy ? kReasonSwPowerCap : kReasonGpuIdle,
+                           100 + 0.02 * i});
+  }
+  const ClockSummary busy = clocks_within(all, 101.0, 102.0);
+  EXPECT_TRUE(busy.available);
+  EXPECT_EQ(busy.samples, 50);
+  EXPECT_DOUBLE_EQ(busy.sm_mhz_median, 1755);
+  EXPECT_DOUBLE_EQ(busy.power_capped_share, 1.0);
+  EXPECT_EQ(busy.reasons, std::vector<std::string>{"sw_power_cap"});
+  EXPECT_EQ(clocks_within(all, 100.0, 100.5).sm_mhz_median, 345);
+  EXPECT_EQ(clocks_within(all, 100.0, 102.0).samples, 100);
+  const ClockSummary none = clocks_within(all, 200.0, 200.1);  // after the samples: said, with the window's length
+  EXPECT_FALSE(none.available);
+  EXPECT_EQ(none.unavailable_why, "no sample within the timed window (100 ms; 100 samples in all)");
+  const ClockSummary cpu = clocks_within({"no NVML on a CPU", 0, {}}, 0, 1);
+  EXPECT_FALSE(cpu.available);
+  EXPECT_EQ(cpu.unavailable_why, "no NVML on a CPU");
+}
+
 TEST(Clocks, UnavailableOnTheCpu) {
   const ClockSummary s = make_clock_sampler(detect_device("cpu"))->take();
   EXPECT_FALSE(s.available);
   EXPECT_EQ(to_json(s)["why"], "no NVML on a CPU");
+  EXPECT_EQ(make_clock_sampler(detect_device("cpu"))->take_samples().unavailable_why, "no NVML on a CPU");
 }
 
 TEST(Clocks, CpuBf16SupportFromItsFlags) {

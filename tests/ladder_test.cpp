@@ -16,6 +16,7 @@
 #include "bench/ladder/backoff.h"
 #include "bench/ladder/reference.h"
 #include "bench/ladder/results.h"
+#include "bench/measure/clocks.h"
 #include "bench/runtime/device.h"
 #include "config/profile.h"
 #include "bench/step/train_step.h"
@@ -273,6 +274,49 @@ TEST(Reference, ItsErrorLineSaysWhatPythonSaidFirst) {
   EXPECT_EQ(reference_line(short_one), "    ref_torch_compile error: killed by signal 9");
   nlohmann::json no_process = {{"name", "ref_torch_compile"}, {"status", "error"}, {"error", "its result x does not parse"}};
   EXPECT_EQ(reference_line(no_process), "    ref_torch_compile error: its result x does not parse");
+}
+
+// A reference's clocks are NVML's over its timed repetitions, each compiled form's over its own (the script's
+// timed_window_s, on the samples' clock): on the H100 (20261127-030430-gpu-124m) ref_torch_compile's second form at
+// B=8 ran 5 of its 9 repetitions at twice the first form's step time, and nothing recorded whether the device's
+// clock had dropped. Here the first form runs at the full clock and the second under the power cap.
+TEST(Reference, ItsClocksAreTheSamplesWithinEachFormsTimedRepetitions) {
+  ClockSamples samples{"", 1980, {}};
+  for (int i = 0; i < 300; ++i) {  // 6 s: a compilation (idle), the first form, a compilation, the second form
+    const double t = 50 + 0.02 * i;
+    const bool first = t >= 51 && t <= 52, second = t >= 54 && t <= 55;
+    samples.samples.push_back({first ? 1980.0 : second ? 1755.0 : 345.0, 2619, 600, 55,
+                               first ? 0 : second ? kReasonSwPowerCap : kReasonGpuIdle, t});
+  }
+  nlohmann::json ref = {
+      {"name", "ref_torch_compile"}, {"status", "ok"},
+      {"result", {{"tokens_per_sec", 370564.0}, {"compile_scope", "model"}, {"timed_window_s", {51.0, 52.0}},
+                  {"compile_scopes", {{"model", {{"tokens_per_sec", 370564.0}, {"timed_window_s", {51.0, 52.0}}}},
+                                      {"model_and_loss", {{"tokens_per_sec", 202304.0}, {"timed_window_s", {54.0, 55.0}}}},
+                                      {"broken", {{"error", "RuntimeError: cannot compile"}}}}}}}};
+  attach_reference_clocks(ref, samples);
+  EXPECT_EQ(ref["clocks"]["sm_mhz_median"], 1980.0) << ref["clocks"];
+  EXPECT_EQ(ref["compile_scope_clocks"]["model"]["sm_mhz_median"], 1980.0);
+  EXPECT_EQ(ref["compile_scope_clocks"]["model_and_loss"]["sm_mhz_median"], 1755.0);
+  EXPECT_EQ(ref["compile_scope_clocks"]["model_and_loss"]["power_capped_share"], 1.0);
+  EXPECT_FALSE(ref["compile_scope_clocks"].contains("broken"));  // a form that failed ran no repetitions
+  const std::string line = reference_line(ref);
+  EXPECT_NE(line.find("\n      SM clock over its timed steps (median): model 1980 MHz, model_and_loss 1755 MHz "
+                      "(power-capped 100%)"), std::string::npos) << line;
+  // The eager reference has one form: its clocks on the line. On the CPU none, said in rungs.json, not on the line.
+  nlohmann::json eager = {{"name", "ref_torch_eager"}, {"status", "ok"},
+                          {"result", {{"tokens_per_sec", 34088.0}, {"timed_window_s", {51.0, 52.0}}}}};
+  attach_reference_clocks(eager, samples);
+  EXPECT_NE(reference_line(eager).find("SM clock over its timed steps (median): 1980 MHz"), std::string::npos);
+  attach_reference_clocks(eager, ClockSamples{"no NVML on a CPU", 0, {}});
+  EXPECT_EQ(eager["clocks"], nlohmann::json({{"available", false}, {"why", "no NVML on a CPU"}}));
+  EXPECT_EQ(reference_line(eager).find("SM clock"), std::string::npos) << reference_line(eager);
+  nlohmann::json no_window = {{"name", "ref_torch_eager"}, {"status", "ok"}, {"result", {{"tokens_per_sec", 1.0}}}};
+  attach_reference_clocks(no_window, samples);
+  EXPECT_EQ(no_window["clocks"]["why"], "the reference recorded no timed window");
+  nlohmann::json failed = {{"name", "ref_torch_eager"}, {"status", "error"}, {"error", "x"}};
+  attach_reference_clocks(failed, samples);
+  EXPECT_FALSE(failed.contains("clocks"));
 }
 
 // A rung whose parity failed computes another step than the reference's: however fast, ref_torch_compile is not

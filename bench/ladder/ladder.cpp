@@ -964,8 +964,13 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
     std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << project_python() << "\n";
     ladder.release();  // the Python process shares the device: what this one held, and holds still, is said
     const nlohmann::json held = ladder.held();
+    if (ladder.clocks) ladder.clocks->take_samples(), ladder.clocks->start();  // NVML while the Python process runs
     nlohmann::json ref = run_reference(name, reference_config(name, prof, ladder.dev, batch), ladder.data.train,
                                        o.out_dir, share);
+    if (ladder.clocks) {
+      ladder.clocks->stop();
+      attach_reference_clocks(ref, ladder.clocks->take_samples());
+    }
     ref["cpp_process_held"] = held;
     if (g_signal && ref["status"] != "ok") {  // the stop reached the Python process too: not its failure
       ref["status"] = "interrupted", ref["error"] = "not finished: interrupted (--resume runs it again)";

@@ -15,6 +15,7 @@
 
 #include "bench/ladder/parity.h"
 #include "bench/ladder/results.h"
+#include "bench/measure/clocks.h"
 #include "bench/measure/stats.h"
 #include "common/errors.h"
 #include "common/files.h"
@@ -286,6 +287,40 @@ std::string again_line(const nlohmann::json& ref) {
   return s;
 }
 
+void attach_reference_clocks(nlohmann::json& ref, const ClockSamples& samples) {
+  if (!ref.contains("result")) return;
+  const auto& res = ref["result"];
+  auto over_window = [&](const nlohmann::json& r) {
+    const auto w = r.value("timed_window_s", nlohmann::json());
+    if (!w.is_array() || w.size() != 2)
+      return to_json(unavailable_clocks(samples.unavailable_why.empty() ? "the reference recorded no timed window"
+                                                                        : samples.unavailable_why));
+    return to_json(clocks_within(samples, w[0].get<double>(), w[1].get<double>()));
+  };
+  ref["clocks"] = over_window(res);
+  const nlohmann::json scopes = res.value("compile_scopes", nlohmann::json::object());
+  for (const auto& [scope, v] : scopes.items())
+    if (!v.contains("error")) ref["compile_scope_clocks"][scope] = over_window(v);
+}
+
+namespace {
+
+// "1980 MHz", with the power cap's share of the samples and a throttle's reason where there are; "" unavailable.
+std::string clock_words(const nlohmann::json& c) {
+  if (!c.value("available", false)) return "";
+  char buf[200];
+  std::snprintf(buf, sizeof(buf), "%.0f MHz", c.value("sm_mhz_median", 0.0));
+  std::string s = buf;
+  if (c.value("power_capped_share", 0.0) > 0) {
+    std::snprintf(buf, sizeof(buf), " (power-capped %.0f%%)", 100 * c.value("power_capped_share", 0.0));
+    s += buf;
+  }
+  if (c.value("throttled", false)) s += " THROTTLED: " + c.value("throttled_why", std::string());
+  return s;
+}
+
+}  // namespace
+
 std::string reference_line(const nlohmann::json& ref) {
   std::ostringstream o;
   o << "    " << ref["name"].get<std::string>() << " ";
@@ -334,6 +369,15 @@ std::string reference_line(const nlohmann::json& ref) {
                   e["cpp"].get<double>(), e["python"].get<double>());
     s += buf;
   }
+  // The SM clock over its timed steps (each compiled form's), a line of its own where NVML sampled it.
+  std::string clocks;
+  if (ref.contains("compile_scope_clocks")) {
+    for (const auto& [scope, c] : ref["compile_scope_clocks"].items())
+      if (const std::string w = clock_words(c); !w.empty()) clocks += (clocks.empty() ? "" : ", ") + scope + " " + w;
+  } else if (ref.contains("clocks")) {
+    clocks = clock_words(ref["clocks"]);
+  }
+  if (!clocks.empty()) s += "\n      SM clock over its timed steps (median): " + clocks;
   for (const auto& p : ref.value("passed_over", nlohmann::json::array())) {
     std::snprintf(buf, sizeof(buf), "\n      not compared with %s (%.0f tok/s): %s", p["rung"].get<std::string>().c_str(),
                   p["cpp_tokens_per_sec"].get<double>(), p["why"].get<std::string>().c_str());

@@ -23,6 +23,7 @@ class Tensor;
 
 namespace gpt2 {
 
+struct ClockSamples;
 struct DeviceInfo;
 struct Profile;
 struct RungRecord;
@@ -52,6 +53,13 @@ nlohmann::json run_reference(const std::string& name, nlohmann::json config, con
 std::vector<std::pair<std::string, int64_t>> references_to_run(const std::vector<std::string>& selected, int64_t batch,
                                                                std::optional<int64_t> searched_batch,
                                                                const nlohmann::json& kept);
+
+// The device's clocks over the reference's timed repetitions, out of `samples` this process took while it ran (the
+// script stamps its repetitions' window with time.monotonic(), the samples' clock): ref["clocks"] over the window of
+// the form it reports, and ref["compile_scope_clocks"][scope] over each compiled form's own, as a C++ rung's `clocks`
+// are over its repetitions. Unavailable with the reason where there are no samples (the CPU; no NVML) or no window.
+// Nothing for a reference without a result.
+void attach_reference_clocks(nlohmann::json& ref, const ClockSamples& samples);
 
 // Sets `compared_with`, `ratio` (the C++ rung's tok/s over the reference's) and the parity of the
 // reference's first losses and first gradient norm against the C++ baseline's (`baseline`).

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -57,6 +58,25 @@ ClockSummary summarize_clocks(const std::vector<ClockSample>& samples, double ma
   return s;
 }
 
+ClockSummary clocks_within(const ClockSamples& s, double t0, double t1) {
+  if (!s.unavailable_why.empty()) return unavailable_clocks(s.unavailable_why);
+  std::vector<ClockSample> in;
+  std::copy_if(s.samples.begin(), s.samples.end(), std::back_inserter(in),
+               [&](const ClockSample& x) { return x.t >= t0 && x.t <= t1; });
+  if (in.empty()) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "no sample within the timed window (%.0f ms; %zu samples in all)",
+                  1000 * (t1 - t0), s.samples.size());
+    return unavailable_clocks(buf);
+  }
+  return summarize_clocks(in, s.max_sm_mhz);
+}
+
+ClockSummary ClockSampler::take() {
+  const ClockSamples s = take_samples();
+  return s.unavailable_why.empty() ? summarize_clocks(s.samples, s.max_sm_mhz) : unavailable_clocks(s.unavailable_why);
+}
+
 ClockSummary unavailable_clocks(const std::string& why) {
   ClockSummary s;
   s.unavailable_why = why;
@@ -86,7 +106,7 @@ class UnavailableSampler : public ClockSampler {
   explicit UnavailableSampler(std::string why) : why_(std::move(why)) {}
   void start() override {}
   void stop() override {}
-  ClockSummary take() override { return unavailable_clocks(why_); }
+  ClockSamples take_samples() override { return {why_, 0, {}}; }
 
  private:
   std::string why_;
@@ -149,9 +169,9 @@ class NvmlSampler : public ClockSampler {
     running_ = false;
     if (thread_.joinable()) thread_.join();
   }
-  ClockSummary take() override {
+  ClockSamples take_samples() override {
     std::lock_guard<std::mutex> lock(mu_);
-    ClockSummary s = summarize_clocks(samples_, max_sm_);
+    ClockSamples s{"", max_sm_, std::move(samples_)};
     samples_.clear();
     return s;
   }
@@ -159,6 +179,7 @@ class NvmlSampler : public ClockSampler {
  private:
   void sample() {
     ClockSample x;
+    x.t = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     unsigned v = 0;
     if (nvml_.clock(dev_, kClockSm, &v) == 0) x.sm_mhz = v;
     if (nvml_.clock(dev_, kClockMem, &v) == 0) x.mem_mhz = v;

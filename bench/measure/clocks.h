@@ -21,6 +21,14 @@ inline constexpr uint64_t kReasonGpuIdle = 0x1, kReasonAppClocksSetting = 0x2, k
 struct ClockSample {
   double sm_mhz = 0, mem_mhz = 0, power_w = 0, temp_c = 0;
   uint64_t reasons = 0;  // NVML clock-event reasons
+  double t = 0;          // when: std::chrono::steady_clock seconds (Linux: CLOCK_MONOTONIC, Python's time.monotonic())
+};
+
+// What a sampler has gathered: its samples and the device's maximum SM clock, or why it has none.
+struct ClockSamples {
+  std::string unavailable_why;  // empty: available
+  double max_sm_mhz = 0;
+  std::vector<ClockSample> samples;
 };
 
 struct ClockSummary {
@@ -43,16 +51,21 @@ struct ClockSummary {
 // fault that makes a variant read slower than it is.
 ClockSummary summarize_clocks(const std::vector<ClockSample>& samples, double max_sm_mhz);
 ClockSummary unavailable_clocks(const std::string& why);
+// The summary of the samples stamped within [t0, t1], steady-clock seconds: another process's window (a reference
+// rung's timed repetitions, which it stamps with time.monotonic()) out of what this one sampled while it ran.
+// Unavailable where `s` is, or where no sample falls in the window (said with its length).
+ClockSummary clocks_within(const ClockSamples& s, double t0, double t1);
 nlohmann::json to_json(const ClockSummary& s);
 
-// Samples every ~20 ms on a thread of its own between start() and stop(); samples() accumulates
-// over start/stop pairs until take() hands them over (with the max clock) and clears them.
+// Samples every ~20 ms on a thread of its own between start() and stop(); the samples accumulate
+// over start/stop pairs until take_samples() (or take()) hands them over (with the max clock) and clears them.
 class ClockSampler {
  public:
   virtual ~ClockSampler() = default;
   virtual void start() = 0;
   virtual void stop() = 0;
-  virtual ClockSummary take() = 0;
+  virtual ClockSamples take_samples() = 0;  // handed over and cleared
+  ClockSummary take();                      // take_samples(), summarized
 };
 // NVML (libnvidia-ml.so.1, loaded at run time: it ships with the driver) for a CUDA device; one
 // that reports "unavailable" with the reason on the CPU or without NVML.

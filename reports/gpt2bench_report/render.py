@@ -121,6 +121,13 @@ def run_notes(run: Run) -> list[str]:
                                  f"{scope} failed ({v['error']})" if "error" in v else f"{scope} {_fmt(v.get('tokens_per_sec'))} tok/s"
                                  for scope, v in ref["result"]["compile_scopes"].items())
                              + f" ({ref['result'].get('compile_scope', '?')} taken)" for ref in scoped) + ".")
+        clocked = [(ref, _reference_clocks(ref)) for ref in run.references]
+        clocked = [(ref, words) for ref, words in clocked if words]
+        if clocked:
+            notes.append("the device's SM clock over each reference's timed steps (NVML, sampled by gpt2bench while "
+                         "the Python process ran, the median; each compiled form's over its own): " + "; ".join(
+                             f"{ref['name']} at batch {ref.get('config', {}).get('batch', '?')}: {words}"
+                             for ref, words in clocked) + ".")
     bf16 = run.device.get("bf16_support", "")
     if run.device.get("type") == "cpu" and bf16.startswith("emulated"):
         notes.append("bf16 on this CPU is emulated (no AMX-BF16 or AVX512-BF16): bf16 matmuls run through "
@@ -547,3 +554,23 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
     return out
+
+
+def _clock_words(c) -> str:
+    """'1980 MHz', with the power cap's share of the samples and a throttle's reason; '' where not sampled."""
+    if not (c or {}).get("available"):
+        return ""
+    words = f"{c.get('sm_mhz_median', 0):.0f} MHz"
+    if c.get("power_capped_share", 0) > 0:
+        words += f" (power-capped {100 * c['power_capped_share']:.0f}%)"
+    if c.get("throttled"):
+        words += f" THROTTLED: {c.get('throttled_why', '')}"
+    return words
+
+
+def _reference_clocks(ref) -> str:
+    """A reference's clocks (rungs.json's clocks, compile_scope_clocks) in words; '' where none was sampled."""
+    scoped = ref.get("compile_scope_clocks") or {}
+    if scoped:
+        return ", ".join(f"{scope} {w}" for scope, c in scoped.items() if (w := _clock_words(c)))
+    return _clock_words(ref.get("clocks"))

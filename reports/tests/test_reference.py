@@ -2,6 +2,7 @@
 parameter counts for GPT-2 124M (the seed's 163,009,536 untied, 124,412,160 tied), on the meta device.
 Its losses against the C++ baseline's are checked end to end by ctest (Cli.ReferenceRungsMatch...)."""
 import importlib.util
+import time
 from pathlib import Path
 
 import pytest
@@ -176,6 +177,27 @@ def test_a_parity_run_out_of_device_memory_is_said_and_the_timed_run_goes_on(tmp
     monkeypatch.setattr(ref, "make_step", parity_fails(RuntimeError("a bug")))
     with pytest.raises(RuntimeError, match="a bug"):
         ref.run(cfg)
+
+
+def test_each_forms_repetitions_are_stamped_on_the_clock_of_gpt2bench_s_samples(tmp_path, monkeypatch):
+    # gpt2bench samples the device's clocks (NVML) while the reference runs, stamped with CLOCK_MONOTONIC, and keeps
+    # each form's samples within its timed_window_s: on the H100 one form ran half as fast as the other, and nothing
+    # recorded whether the clock had dropped. The window must hold that form's repetitions, on that clock.
+    cfg = tiny_compiled(tmp_path)
+    real = ref.make_step
+    monkeypatch.setattr(ref, "make_step", lambda model, opt, scope: real(model, opt, None))  # no compiler needed
+    before = time.monotonic()
+    out = ref.run(cfg)
+    after = time.monotonic()
+    windows = []
+    for scope in ("model", "model_and_loss"):
+        form = out["compile_scopes"][scope]
+        t0, t1 = form["timed_window_s"]
+        assert before <= t0 < t1 <= after
+        assert t1 - t0 >= sum(form["step_s"]) * form["steps_per_repetition"] * (1 - 1e-9)  # every repetition in it
+        windows.append((t0, t1))
+    assert windows[0][1] <= windows[1][0]  # one form after the other
+    assert out["timed_window_s"] == out["compile_scopes"][out["compile_scope"]]["timed_window_s"]
 
 
 @pytest.mark.parametrize("parity_eager", [False, True])

@@ -538,9 +538,13 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
          "ratio_interval": {"estimate": 1.2, "low": 1.1, "high": 1.31, "level": 0.961},
          "again": {"rung": base["name"], "cpp_tokens_per_sec": 1150.0, "ratio": 1.15,
                    "ratio_interval": {"estimate": 1.15, "low": 1.05, "high": 1.22, "level": 0.961}},
+         "clocks": {"available": True, "sm_mhz_median": 1980.0, "power_capped_share": 0.0, "throttled": False},
          "result": {"tokens_per_sec": 1000.0, "first_step_s": 0.5, "torch_version": "2.13.0+cpu"}},
         {"name": "ref_torch_compile", "status": "ok", "config": {"batch": 8}, "compared_with": base["name"],
          "cpp_tokens_per_sec": 1200.0, "ratio": 1.2, "again": {"rung": base["name"], "error": "not finished: interrupted"},
+         "compile_scope_clocks": {"model": {"available": True, "sm_mhz_median": 1980.0, "power_capped_share": 0.0},
+                                  "model_and_loss": {"available": True, "sm_mhz_median": 1755.0,
+                                                     "power_capped_share": 1.0}},
          "result": {"tokens_per_sec": 1000.0, "first_step_s": 30.0, "torch_version": "2.13.0+cpu",
                     "compile_scope": "model_and_loss", "inductor_fx_graph_cache": {"hits": 1, "misses": 2},
                     "compile_scopes": {"model": {"tokens_per_sec": 950.0}, "model_and_loss": {"tokens_per_sec": 1000.0}}}},
@@ -577,6 +581,9 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
             "model 950 tok/s, model_and_loss 1,000 tok/s (model_and_loss taken); ref_torch_compile at batch 32: "
             "model 960 tok/s, model_and_loss failed (OutOfMemoryError: CUDA out of memory.) (model taken).") in md
     assert "cards of one model" not in md  # one card (here none: a CPU)
+    # NVML's clocks over each reference's timed steps, each compiled form's over its own; none sampled, none said
+    assert ("each compiled form's over its own): ref_torch_eager at batch 4: 1980 MHz; ref_torch_compile at batch 8: "
+            "model 1980 MHz, model_and_loss 1755 MHz (power-capped 100%).") in md
 
     # A run resumed on another machine (a lease is a fresh one): its cards named, its ratios said to be across them
     doc["cards"] = ["GPU-00112233-4455-6677-8899-aabbccddeeff", "GPU-ffeeddcc-bbaa-9988-7766-554433221100"]
