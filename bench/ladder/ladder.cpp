@@ -964,7 +964,10 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
     std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << project_python() << "\n";
     ladder.release();  // the Python process shares the device: what this one held, and holds still, is said
     const nlohmann::json held = ladder.held();
-    if (ladder.clocks) ladder.clocks->take_samples(), ladder.clocks->start();  // NVML while the Python process runs
+    if (ladder.clocks) {  // NVML while the Python process runs: the samples before it dropped
+      ladder.clocks->take_samples();
+      ladder.clocks->start();
+    }
     nlohmann::json ref = run_reference(name, reference_config(name, prof, ladder.dev, batch), ladder.data.train,
                                        o.out_dir, share);
     if (ladder.clocks) {
