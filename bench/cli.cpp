@@ -24,6 +24,7 @@
 #include "bench/ladder/kernel_bench.h"
 #include "bench/ladder/ladder.h"
 #include "bench/ladder/reference.h"
+#include "bench/ladder/run_dir.h"
 #include "bench/runtime/launcher.h"
 #include "bench/runtime/memory.h"
 #include "config/profile.h"
@@ -78,16 +79,18 @@ top in this run beyond noise (rungs.json's "kept" says which and why).
                                        reference rungs with their ratio to a C++ rung and its interval
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
   --rung REGEX     run only the rungs whose name (05_bf16_cast) or benchmark name (gpt2-scaled/05_bf16_cast)
-                   it finds (ECMAScript regex; a leading '-' negates it); one that matches no rung is refused
-                   before anything runs
+                   it finds (a POSIX extended regex of at most 1,000 characters; a leading '-' negates it); one
+                   that matches no rung is refused before anything runs; --resume keeps the run's
   --verbose        also print Google Benchmark's own console table (by default: one line per rung as it
                    ends, then the summary table)
   --resume DIR     finish an interrupted run in DIR: rungs already complete there (ok, skipped, diverged,
                    oom, and an error that lost the device) are kept, the rest run; a rung an earlier process
                    ended in (a crash, a kill) runs once more, and after a second such end is kept as an error;
                    refused if the profile resolves differently, the build differs or the device does (its
-                   model, SMs or threads, driver). Ctrl-C (SIGINT) or SIGTERM stops a ladder cleanly, keeping
-                   the finished rungs.
+                   model, SMs or threads, driver); a complete run is left as it is. The peaks measured when
+                   the run started are kept. Ctrl-C (SIGINT) or SIGTERM stops a ladder cleanly, keeping
+                   the finished rungs. One process a DIR: a second (a ladder or a --resume) is refused at once,
+                   naming the one that holds it (DIR/.lock).
   --nproc N        N local processes: rungs with the ddp variant run data-parallel on all of them
                    (c10d: Gloo on the CPU, NCCL on GPUs); the others on rank 0 alone. Rank 0 writes.
 
@@ -272,14 +275,15 @@ int cmd_ladder(int argc, char** argv) {
     if (!o.out_dir.empty() && o.out_dir != f["resume"])
       throw std::invalid_argument("--resume DIR writes into DIR; drop --out or give the same directory");
     o.out_dir = f["resume"];
+    const nlohmann::json doc = read_rungs_json(o.out_dir);
     if (o.profile_path.empty()) {
-      std::ifstream in(files::join(o.out_dir, "rungs.json"));
-      if (!in) throw std::invalid_argument(o.out_dir + ": nothing to resume (no rungs.json)");
-      try {
-        o.profile_path = nlohmann::json::parse(in).at("profile").at("path").get<std::string>();
-      } catch (const std::exception&) {
-        throw std::invalid_argument(o.out_dir + "/rungs.json: unreadable; name the profile with --profile");
-      }
+      const nlohmann::json path = doc.value("profile", nlohmann::json::object()).value("path", nlohmann::json());
+      if (!path.is_string()) throw std::runtime_error(o.out_dir + "/rungs.json names no profile; name it with --profile");
+      o.profile_path = path.get<std::string>();
+    }
+    if (!f.count("rung") && doc.value("rung_filter", "") != "") {
+      o.rung_filter = doc["rung_filter"].get<std::string>();
+      std::cerr << "gpt2bench: --resume keeps the run's --rung '" << o.rung_filter << "' (--rung= for every rung)\n";
     }
   }
   if (o.profile_path.empty()) throw std::invalid_argument(std::string("missing --profile\n\n") + kLadderHelp);

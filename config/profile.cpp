@@ -122,6 +122,9 @@ Profile load_profile(const std::string& path) {
   p.warmup_steps = r.get_int("warmup_steps", p.warmup_steps, 0, 1'000'000);
   p.steps = r.get_int("steps", p.steps, 1, 1'000'000);
   p.repetitions = r.get_int("repetitions", p.repetitions, 1, 10'000);
+  if (p.repetitions < 2)
+    r.fail("repetitions", "one repetition has no spread, so no interval and no verdict: give 2 or more (5 or more "
+                          "to tell a real difference from noise; GPUs 9)");
   p.parity_steps = r.get_int("parity_steps", p.parity_steps, 0, 10'000);
   // profile_steps: the key's name until the pass was renamed "breakdown" (kept for one release).
   if (r.has("profile_steps") && r.has("breakdown_steps")) r.fail("profile_steps", "give breakdown_steps only");

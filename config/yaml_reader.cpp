@@ -2,6 +2,7 @@
 
 #include "common/files.h"
 
+#include <map>
 #include <sstream>
 
 namespace gpt2 {
@@ -28,6 +29,14 @@ YAML::Node load_yaml_file(const std::string& path) {
 MapReader::MapReader(YAML::Node node, std::string file, std::string what)
     : map_(std::move(node)), file_(std::move(file)), what_(std::move(what)) {
   if (!map_.IsMap()) config_error(file_, map_, what_ + " must be a YAML mapping of key: value");
+  std::map<std::string, int> first_line;  // yaml-cpp keeps a repeated key, and lookups see only its first value
+  for (auto it = map_.begin(); it != map_.end(); ++it) {
+    const std::string k = it->first.IsScalar() ? it->first.Scalar() : "";
+    const auto [at, fresh] = first_line.emplace(k, it->first.Mark().line + 1);
+    if (!fresh && it->first.IsScalar())
+      config_error(file_, it->first, "key '" + k + "' in " + what_ + " appears twice (first on line " +
+                                         std::to_string(at->second) + "): which value is meant?");
+  }
 }
 
 bool MapReader::has(const std::string& key) const {

@@ -108,6 +108,11 @@ std::pair<at::Tensor, at::Tensor> Loader::next() {
 }
 
 std::vector<std::string> prepare_text(const PrepareOptions& o) {
+  if (files::is_dir(o.input)) throw DataError(o.input + ": a directory; --input takes one text file");
+  const auto old = expand_glob(files::join(o.out_dir, "train_*.bin")), old_val = expand_glob(files::join(o.out_dir, "val_*.bin"));
+  if (!old.empty() || !old_val.empty())  // train_*.bin would read both corpora as one
+    throw DataError(o.out_dir + " already holds shards (" + files::filename((old.empty() ? old_val : old)[0]) +
+                    ", " + std::to_string(old.size() + old_val.size()) + " in all): choose another --out, or remove them");
   std::ifstream in(o.input, std::ios::binary);
   if (!in) throw DataError(o.input + ": cannot open input text");
   std::stringstream ss;

@@ -186,7 +186,7 @@ TEST(Cli, SdpaTimingsOfKeptRungsStandAfterResume) {
   const auto profile = sdpa_fastest_profile(d);
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run") + " --rung 01_sdpa");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = test::run_gpt2bench("ladder --resume " + (d / "run"));
+  r = test::run_gpt2bench("ladder --resume " + (d / "run") + " --rung=");  // every rung, not the run's 01_sdpa
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("SDPA kernels timed on this attention"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("SDPA kernel: "), std::string::npos) << r.output;
@@ -386,14 +386,16 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
             std::string::npos) << r.output;
   EXPECT_FALSE(eager["result"].contains("compile_scope"));
 
-  // An interpreter that cannot run the script: an error entry naming it, the ladder's rungs kept.
+  // An interpreter that cannot run the script: an error entry naming it, the ladder's rungs kept, the run partial
+  // and its exit code 1 (one that is not there at all is refused before anything runs: ownership_test.cpp).
   auto bad = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "bad") + " --rung ref_torch_eager",
-                                 "GPT2BENCH_PYTHON=/nonexistent/python");
-  EXPECT_EQ(bad.exit_code, 0) << bad.output;
+                                 "GPT2BENCH_PYTHON=/bin/false");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
   const auto doc2 = nlohmann::json::parse(test::read_text(d / "bad/rungs.json"));
   ASSERT_EQ(doc2["references"].size(), 1u);
   EXPECT_EQ(doc2["references"][0]["status"], "error");
-  EXPECT_NE(doc2["references"][0]["error"].get<std::string>().find("/nonexistent/python"), std::string::npos);
+  EXPECT_EQ(doc2["status"], "partial");
+  EXPECT_NE(doc2["references"][0]["error"].get<std::string>().find("/bin/false"), std::string::npos);
 }
 
 // `reference-config` prints what the ladder writes for a reference and runs it with (less the tokens file and the
@@ -405,7 +407,7 @@ TEST(Cli, ReferenceConfigPrintsTheConfigTheLadderRunsTheReferenceWith) {
   const auto profile = test::write_tiny_profile(d, body);
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run") + " --rung ref_torch_compile",
                                "GPT2BENCH_PYTHON=/bin/true");  // no Python run: the config is written before it
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.exit_code, 1) << r.output;  // so the reference has no result: an error, the run partial
   auto written = nlohmann::json::parse(test::read_text(d / "run/reference/ref_torch_compile_b2.config.json"));
   written.erase("tokens");
   written.erase("budget_s");
@@ -491,7 +493,7 @@ TEST(Cli, PrepareThenTrainOnTheShards) {
   test::write_text(d / "models/bytes.yaml", "vocab_size: 256\ncontext: 16\nn_embd: 32\nn_head: 4\nn_layer: 1\n");
   test::write_text(d / "p.yaml",
                    "model: bytes\ndata: {train: shards/train_*.bin, val: shards/val_*.bin}\ndevice: cpu\n"
-                   "batch: 2\nwarmup_steps: 0\nsteps: 1\nrepetitions: 1\nparity_steps: 0\nvariants: []\n");
+                   "batch: 2\nwarmup_steps: 0\nsteps: 1\nrepetitions: 2\nparity_steps: 0\nvariants: []\n");
   r = test::run_gpt2bench("ladder --profile " + (d / "p.yaml") + " --out " + (d / "run"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }

@@ -299,7 +299,7 @@ TEST_F(CudaTest, ProfilingPassAttributesKernelsToPhases_CUDA) {
   test::TempDir d;
   const auto profile = test::write_tiny_profile(
       d, "name: p\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cuda\nbatch: 4\nwarmup_steps: 1\n"
-         "steps: 2\nrepetitions: 1\nparity_steps: 0\nbreakdown_steps: 2\nvariants: [fused_adamw, cuda_graph]\n");
+         "steps: 2\nrepetitions: 2\nparity_steps: 0\nbreakdown_steps: 2\nvariants: [fused_adamw, cuda_graph]\n");
   const auto r = test::run_command(std::string(GPT2BENCH_BINARY) + " breakdown --profile " + profile + " --out " + (d / "p"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* rung : {"00_baseline", "01_fused_adamw", "02_cuda_graph"}) {

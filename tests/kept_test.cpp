@@ -309,7 +309,7 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
   const nlohmann::json first = j;
   set_extras(j, 10.0);
   test::write_text(out + "/rungs.json", j.dump(2));
-  r = test::run_gpt2bench("ladder --resume " + out);
+  r = test::run_gpt2bench("ladder --resume " + out + " --rung=");  // the kept rungs the first run left out
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;
   j = doc();
   const auto top = named(j["rungs"], "12_batch_scaling"), kept_top = named(j["rungs"], "_top+kept"),
@@ -342,7 +342,7 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
   j = first;
   set_extras(j, 0.5);
   test::write_text(out + "/rungs.json", j.dump(2));
-  r = test::run_gpt2bench("ladder --resume " + out);
+  r = test::run_gpt2bench("ladder --resume " + out + " --rung=");
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;
   j = doc();
   for (const char* k : {"_top+kept", "_planned_batch+kept"}) {

@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <ATen/ATen.h>
+#include <regex.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,7 +16,6 @@
 #include <iostream>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -33,6 +33,7 @@
 #include "bench/ladder/kept.h"
 #include "bench/ladder/lost_device.h"
 #include "bench/ladder/parity.h"
+#include "bench/ladder/peaks.h"
 #include "bench/ladder/reference.h"
 #include "common/python.h"
 #include "config/profile.h"
@@ -281,6 +282,7 @@ struct Ladder {
   SdpaTimings sdpa_timed{};  // settings.sdpa_backend: fastest — one timing an attention (choose_sdpa)
   ChunkTimings chunk_timed{};  // settings.classifier_chunk: fastest — one timing a head (choose_chunk)
   std::function<void()> save_running{};  // rungs.json written as it stands (rank 0; none on the other ranks)
+  Peaks* peaks = nullptr;  // the run's matmul peaks (rank 0), held at or above every rate a rung achieves
 
   bool rank0() const { return !dist || dist->rank() == 0; }
   // --resume: the kept rungs' SDPA timings (at their planned batch) and classifier chunk timings stand for the
@@ -630,8 +632,10 @@ struct Ladder {
 };
 
 // Google Benchmark's counters for one repetition (`step_s`: its mean step time).
-void set_counters(benchmark::State& st, RungRecord& rec, double step_s, const std::vector<RungRecord>& records) {
+void set_counters(benchmark::State& st, RungRecord& rec, double step_s, std::vector<RungRecord>& records,
+                  Peaks* peaks) {
   const double tps = static_cast<double>(rec.tokens_per_step()) / step_s;
+  if (peaks) peaks->hold(rec, rec.flops_per_token() * tps, records);  // before any MFU is taken
   st.counters["tokens_per_sec"] = tps;
   st.counters["step_ms"] = 1e3 * step_s;
   st.counters["peak_alloc_bytes"] = static_cast<double>(rec.out.peak_alloc_bytes);
@@ -654,7 +658,7 @@ void set_counters(benchmark::State& st, RungRecord& rec, double step_s, const st
 // steps; after the last, the profiling pass and the parity run. Any failure ends the rung with its
 // status (oom, error, interrupted, diverged) and the next rung starts on a clean device.
 void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_rungs, Ladder& ladder,
-                    const std::vector<RungRecord>& records, const std::string& out_dir) {
+                    std::vector<RungRecord>& records, const std::string& out_dir) {
   const Profile& prof = ladder.prof;
   const int64_t rep = static_cast<int64_t>(rec.out.rep_step_ms.size());
   NvtxRange rung_range(rec.plan.benchmark_name.c_str());  // nsys shows the ladder's structure
@@ -708,7 +712,7 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
       st.SkipWithError(rec.out.error.c_str());
       return;
     }
-    set_counters(st, rec, total_s / static_cast<double>(rec.out.steps), records);
+    set_counters(st, rec, total_s / static_cast<double>(rec.out.steps), records, ladder.peaks);
     if (rep + 1 < prof.repetitions) return;
     if (ladder.clocks) {
       rec.out.clocks = to_json(ladder.clocks->take());
@@ -733,19 +737,36 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
 // ("gpt2-scaled/05_bf16_cast") it finds; a leading '-' negates it. Our filter alone decides: only the
 // selected rungs are registered with Google Benchmark, whose own filter (matched against
 // ".../iterations:1/repeats:5/manual_time") would read an anchored regex differently.
-std::regex rung_regex(const std::string& filter) {
-  try {
-    return std::regex(filter[0] == '-' ? filter.substr(1) : filter);
-  } catch (const std::regex_error& e) {
-    throw std::runtime_error("--rung '" + filter + "' is not a valid regular expression (" + e.what() + ")");
+// POSIX extended regular expressions (glibc's matcher: no backtracking, so no pattern can take exponential time)
+// of at most kMaxRungFilter characters (parsing nests by groups: 20,000 crashed std::regex).
+constexpr size_t kMaxRungFilter = 1000;
+
+class RungRegex {
+ public:
+  explicit RungRegex(const std::string& filter) {
+    if (filter.size() > kMaxRungFilter)
+      throw std::runtime_error("--rung takes a pattern of at most " + std::to_string(kMaxRungFilter) +
+                               " characters (this one has " + std::to_string(filter.size()) + ")");
+    const std::string pattern = filter[0] == '-' ? filter.substr(1) : filter;
+    if (const int rc = ::regcomp(&re_, pattern.c_str(), REG_EXTENDED | REG_NOSUB)) {
+      char why[256];
+      ::regerror(rc, &re_, why, sizeof(why));
+      throw std::runtime_error("--rung '" + filter + "' is not a valid regular expression (" + why + ")");
+    }
   }
-}
+  ~RungRegex() { ::regfree(&re_); }
+  RungRegex(const RungRegex&) = delete;
+  RungRegex& operator=(const RungRegex&) = delete;
+  bool found_in(const std::string& s) const { return ::regexec(&re_, s.c_str(), 0, nullptr, 0) == 0; }
+
+ private:
+  regex_t re_;
+};
 
 bool name_selected(const std::string& filter, const std::string& name, const std::string& benchmark_name) {
   if (filter.empty()) return true;
-  const std::regex re = rung_regex(filter);
-  const bool found = std::regex_search(name, re) || std::regex_search(benchmark_name, re);
-  return found != (filter[0] == '-');
+  const RungRegex re(filter);
+  return (re.found_in(name) || re.found_in(benchmark_name)) != (filter[0] == '-');
 }
 
 bool rung_selected(const std::string& filter, const RungRecord& r) {
@@ -763,7 +784,7 @@ std::vector<std::string> selected_references(const std::string& filter, const Pr
 
 // Checked before anything runs or is written, naming the rungs there are. Returns how many it selects.
 int64_t check_rung_filter(const std::string& filter, const std::vector<RungRecord>& records, const Profile& prof) {
-  if (!filter.empty()) rung_regex(filter);
+  if (!filter.empty()) RungRegex{filter};
   std::string names;
   int64_t selected = static_cast<int64_t>(selected_references(filter, prof).size());
   for (const auto& r : records) {
@@ -776,37 +797,6 @@ int64_t check_rung_filter(const std::string& filter, const std::vector<RungRecor
   return selected;
 }
 
-// The peaks: the matmul rate measured here per precision the run uses (on the CPU in every
-// precision: the best of them is the CPU's MFU peak), and the MFU's one denominator; and the copy
-// bandwidth. Returned as rungs.json's "measured": what the report sets runs of devices with no
-// datasheet (CPUs) against, as it sets GPUs against their datasheets.
-nlohmann::json measure_peaks(const DeviceInfo& dev, std::vector<RungRecord>& records) {
-  std::map<MathMode, double> measured;
-  auto measure = [&](MathMode m) {
-    if (measured.count(m)) return;
-    std::cerr << "gpt2bench: measuring the " << to_string(m) << " matmul peak...\n";
-    measured[m] = measure_matmul_peak(dev, m);
-  };
-  if (!dev.cuda())  // MFU's peak on a CPU: the highest rate in any precision it computes in (fp16: only with a fast path)
-    for (MathMode m : {MathMode::kFp32, MathMode::kBf16, MathMode::kFp16})
-      if (m != MathMode::kFp16 || dev.fp16) measure(m);
-  for (auto& r : records)
-    if (r.out.status != RungStatus::kSkipped) measure(math_mode(r.plan.rung.spec));
-  const auto [mfu_peak, mfu_basis] = mfu_peak_for(dev, measured);
-  for (auto& r : records) {
-    if (auto m = measured.find(math_mode(r.plan.rung.spec)); m != measured.end()) r.plan.measured_peak = m->second;
-    r.plan.mfu_peak = mfu_peak;
-    r.plan.mfu_basis = mfu_basis;
-  }
-  std::cerr << "gpt2bench: measuring the copy bandwidth...\n";
-  nlohmann::json out = {{"copy_bandwidth_gbs", measure_copy_bandwidth(dev) / 1e9},
-                        {"how", "matmul_tflops: the best of a square GEMM (n = 8192 on a GPU, 1024 on a CPU) in each "
-                                "precision; copy_bandwidth_gbs: the best of a 256 MiB copy, bytes read + written"}};
-  for (const auto& [m, flops] : measured) out["matmul_tflops"][to_string(m)] = flops / 1e12;
-  empty_cache(dev);
-  return out;
-}
-
 // The run's time budget in seconds (0 = none): the profile's budget_minutes, else 15 minutes on a
 // CPU (make ladder on any 2-core machine) and none on a GPU.
 double run_budget_s(const Profile& prof, const DeviceInfo& dev) {
@@ -816,7 +806,7 @@ double run_budget_s(const Profile& prof, const DeviceInfo& dev) {
 
 // rungs.json without its rungs: the profile, device (with its datasheet row), build, MFU basis, the measured peaks.
 nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std::vector<RungRecord>& records,
-                          const std::string& build_id, const nlohmann::json& measured) {
+                          const std::string& build_id, const std::string& rung_filter) {
   nlohmann::json doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"plan", prof.plan},
                                      {"batch", prof.batch}, {"warmup_steps", prof.warmup_steps},
                                      {"steps", prof.steps}, {"repetitions", prof.repetitions},
@@ -837,9 +827,9 @@ nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std:
                 {"basis", records.empty() ? "" : records[0].plan.mfu_basis},
                 {"also", "median.mfu_vs_precision_peak: over the datasheet peak of the rung's own precision; "
                          "median.mfu_vs_measured_peak: over the matmul rate measured here in that precision"}};
-  doc["measured"] = measured;
   doc["host_allocator"] = settle_host_allocator();  // set at start-up (cli_main); "" where not glibc
   if (dev.cuda()) doc["device_allocator"] = settle_device_allocator();  // likewise
+  doc["rung_filter"] = rung_filter;  // --resume keeps it
   doc["fingerprint"] = fingerprint(prof, records);
   doc["build_id"] = build_id;
   return doc;
@@ -907,7 +897,7 @@ int conclude(const std::vector<RungRecord>& ran, const Ladder& ladder, const Run
   }
   std::cout << "\nresults: " << writer.results_path()
             << "\n         " << writer.rungs_path() << "\n";
-  bool parity_failed = false, errored = false;
+  bool parity_failed = false, errored = references_failed(writer.references());
   for (const auto& r : ran) {
     parity_failed = parity_failed || r.out.parity.verdict == "fail";
     errored = errored || r.out.status == RungStatus::kError;
@@ -1005,7 +995,12 @@ void run_reference_rungs(const LadderOptions& o, Ladder& ladder, const std::vect
   }
 }
 
-void warn_if_few_repetitions(const Profile& prof) {
+// The run's first line, and a warning where its repetitions are too few to tell a difference from noise.
+void say_start(const std::vector<RungRecord>& records, const Profile& prof, const DeviceInfo& dev, const Dist* dist) {
+  std::cerr << "gpt2bench: " << records.size() << " rung(s) of profile '" << prof.name << "' on " << dev.name << " ("
+            << (dev.cuda() ? "cuda" : "cpu") << ", torch " << torch_version()
+            << (dist ? ", " + std::to_string(dist->world_size()) + " processes, " + dist->backend() : std::string())
+            << ")\n";
   if (prof.repetitions < 5)
     std::cerr << "gpt2bench: warning: " << prof.repetitions << " repetitions per rung: too few to tell a real "
               << "difference from noise (the median's interval and the U test want 5 or more; GPUs 9)\n";
@@ -1020,6 +1015,29 @@ std::vector<RungRecord> rungs_that_ran(const std::vector<RungRecord>& records) {
   return ran;
 }
 
+// Beyond the profile, what must hold before anything is measured or written: one batch of every rung's in the
+// data, and the Python the selected references run.
+void check_inputs(const LadderOptions& o, const Profile& prof, const std::vector<RungRecord>& records,
+                  const TokenData& data) {
+  for (const auto& r : records)
+    if (r.out.status != RungStatus::kSkipped) Loader(data.train, r.spec().batch, r.spec().model.context, 0, ranks(r.spec()));
+  if (!selected_references(o.rung_filter, prof).empty()) check_python_runs(project_python());
+}
+
+// --resume of a complete run with nothing selected left to run: said, and nothing written (its peaks stand too).
+bool left_as_it_is(const LadderOptions& o, const Profile& prof, const std::vector<RungRecord>& records, const Kept& kept) {
+  if (!o.resume || !kept.complete || runs_to_make(o.rung_filter, prof, records, kept.references) != 0) return false;
+  std::cout << o.out_dir << " is complete: nothing to run (its rungs, references and peaks stand as they are)\n";
+  return true;
+}
+
+// The run directory made (a new run) or found (--resume), and locked for this process (run_dir.h: RunLock).
+std::unique_ptr<RunLock> claim_run_dir(const LadderOptions& o) {
+  if (!o.resume) files::create_dirs(o.out_dir);
+  else if (!files::is_dir(o.out_dir)) throw std::runtime_error(o.out_dir + ": nothing to resume (no such directory)");
+  return std::make_unique<RunLock>(o.out_dir);
+}
+
 }  // namespace
 
 int run_ladder(const LadderOptions& o) {
@@ -1032,6 +1050,7 @@ int run_ladder(const LadderOptions& o) {
   const TimeBudget budget(run_budget_s(prof, dev));
   (void)hang_limit_s(dev);  // GPT2BENCH_HANG_S read (and refused) before DIR is touched
   const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
+  check_inputs(o, prof, records, data);
   std::unique_ptr<Dist> dist;
   if (env && env->world_size > 1) dist = std::make_unique<Dist>(*env, dev, std::chrono::seconds(prof.dist_timeout_s));
   auto meter = make_memory_meter(dev);
@@ -1042,21 +1061,18 @@ int run_ladder(const LadderOptions& o) {
     return follower.follow(records);
   }
   const std::string build_id = gpt2::build_id();
+  const auto lock = claim_run_dir(o);  // one process a run directory, from here to the end
   Kept kept = resume_or_start(o.resume, o.out_dir, prof, records, build_id, dev);
   resettle_kept(records, prof, dev);
-  files::create_dirs(o.out_dir);
-  // From here on Ctrl-C / SIGTERM stop the ladder cleanly: the rung in flight stops at its next
-  // step, the rest are not started, and the finished rungs' results stay valid on disk.
+  if (left_as_it_is(o, prof, records, kept)) return 0;
+  // From here on Ctrl-C / SIGTERM stop the rung in flight at its next step; the finished rungs stay on disk.
   auto old_int = std::signal(SIGINT, on_signal), old_term = std::signal(SIGTERM, on_signal);
-  std::cerr << "gpt2bench: " << records.size() << " rung(s) of profile '" << prof.name << "' on " << dev.name << " ("
-            << (dev.cuda() ? "cuda" : "cpu") << ", torch " << torch_version()
-            << (dist ? ", " + std::to_string(dist->world_size()) + " processes, " + dist->backend() : std::string())
-            << ")\n";
-  warn_if_few_repetitions(prof);
+  say_start(records, prof, dev, dist.get());
 
   // 2. The peaks, the writer, the parity reference.
-  const nlohmann::json measured = measure_peaks(dev, records);
-  RunWriter writer(o.out_dir, run_header(prof, dev, records, build_id, measured), std::move(kept));
+  Peaks peaks(dev);
+  peaks.measure_for(records, kept.measured);
+  RunWriter writer(o.out_dir, run_header(prof, dev, records, build_id, o.rung_filter), std::move(kept), &peaks);
   const LostDeviceExit::Armed armed(lost_device_exit(), dev, records, writer);
   // From here on the CPU runs out of memory as a GPU does: at the allocation that goes over the
   // budget, wherever it is (batch search, build, warm-up, timed steps, breakdown, parity).
@@ -1065,6 +1081,7 @@ int run_ladder(const LadderOptions& o) {
   ladder.rungs_to_run = runs_to_make(o.rung_filter, prof, records, writer.references());
   ladder.keep_timings(records);
   ladder.save_running = [&writer, &records] { writer.flush(records, "running"); };
+  ladder.peaks = &peaks;
   if (budget.limited())
     std::cerr << "gpt2bench: time budget " << format_duration(budget.total_s()) << " for " << ladder.rungs_to_run
               << " rung(s): each takes the timed steps that fit its share (at least 1 per repetition)\n";
@@ -1098,7 +1115,7 @@ int run_ladder(const LadderOptions& o) {
   if (!g_signal && ladder.abort_reason.empty()) run_reference_rungs(o, ladder, records, writer);
   std::signal(SIGINT, old_int), std::signal(SIGTERM, old_term);
   const std::vector<RungRecord> ran = rungs_that_ran(records);
-  writer.flush(records, run_status(ran, g_signal != 0, !ladder.abort_reason.empty()));
+  writer.flush(records, run_status(ran, g_signal != 0, !ladder.abort_reason.empty(), references_failed(writer.references())));
   benchmark::Shutdown();
   return conclude(ran, ladder, writer, o.out_dir);
 }

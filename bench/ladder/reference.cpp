@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -103,6 +104,25 @@ std::string run_logged(const std::vector<std::string>& args, const std::string& 
 }
 
 }  // namespace
+
+void check_python_runs(const std::string& python) {
+  std::string found = python;
+  if (python.find('/') == std::string::npos) {  // a bare name: as the shell finds it, on PATH
+    found.clear();
+    std::istringstream path(std::getenv("PATH") ? std::getenv("PATH") : "");
+    for (std::string dir; found.empty() && std::getline(path, dir, ':');)
+      if (::access(files::join(dir.empty() ? "." : dir, python).c_str(), X_OK) == 0) found = python;
+  }
+  if (found.empty() || ::access(found.c_str(), X_OK) != 0 || files::is_dir(found))
+    throw std::runtime_error("the reference rungs run Python, and '" + python + "' is not an executable (set "
+                             "GPT2BENCH_PYTHON to a python3 with torch, unset it for the project's venv, or leave the "
+                             "references out with --rung)");
+}
+
+bool references_failed(const nlohmann::json& refs) {
+  if (!refs.is_array()) return false;
+  return std::any_of(refs.begin(), refs.end(), [](const nlohmann::json& r) { return r.value("status", "") == "error"; });
+}
 
 nlohmann::json run_reference(const std::string& name, nlohmann::json config, const at::Tensor& train_tokens,
                              const std::string& dir, double budget_s) {

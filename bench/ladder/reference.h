@@ -46,6 +46,12 @@ nlohmann::json reference_config(const std::string& name, const Profile& prof, co
 nlohmann::json run_reference(const std::string& name, nlohmann::json config, const at::Tensor& train_tokens,
                              const std::string& dir, double budget_s);
 
+// Throws, saying how to mend it, where `python` (project_python()) is not an executable: checked before a ladder
+// with reference rungs writes anything.
+void check_python_runs(const std::string& python);
+// Whether any reference in rungs.json's `references` ended in error: the run is then partial, its exit code 1.
+bool references_failed(const nlohmann::json& refs);
+
 // The reference runs a ladder makes after its rungs, as (name, batch), in order: each of `selected` at the
 // profile's `batch`, then ref_torch_compile again at batch_scaling's batch where that rung runs on one process
 // at another batch (`searched_batch`: none without such a rung; 0 while it is still to run, then counted as one

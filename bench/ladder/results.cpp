@@ -110,6 +110,7 @@ nlohmann::json to_json(const RungRecord& r) {
       {"planned_batch", r.plan.rung.spec.batch},
       {"tokens_per_step", r.tokens_per_step()},
       {"flops_per_token", r.flops_per_token()},
+      {"precision", to_string(math_mode(r.plan.rung.spec))},  // what its matmuls compute in: the report reads it
       {"flops", flops_json(r)},
       {"peak_flops", {{"mfu", opt(r.plan.mfu_peak)}, {"mfu_basis", r.plan.mfu_basis},
                       {"datasheet", opt(r.plan.datasheet_peak)}, {"measured_matmul", r.plan.measured_peak}}},
@@ -264,9 +265,10 @@ std::string rung_line(const RungRecord& r, const RungRecord* against) {
 
 std::string TeeReporter::json_so_far() const { return json_out_.str() + "\n  ]\n}\n"; }
 
-std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, bool aborted) {
+std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, bool aborted, bool reference_failed) {
   if (interrupted) return "interrupted";
   if (aborted) return "aborted";
+  if (reference_failed) return "partial";
   for (const auto& r : ran)
     if (r.out.status == RungStatus::kError || r.out.status == RungStatus::kOom || r.out.status == RungStatus::kInterrupted) return "partial";
   return "complete";

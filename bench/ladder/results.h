@@ -138,8 +138,8 @@ class TeeReporter : public benchmark::BenchmarkReporter {
 std::string rung_line(const RungRecord& r, const RungRecord* against);
 
 // The run's status in rungs.json: interrupted (a signal), aborted (a lost rank), partial (a rung
-// ended in error, oom or interrupted), else complete.
-std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, bool aborted);
+// ended in error, oom or interrupted, or a reference in error), else complete.
+std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, bool aborted, bool reference_failed = false);
 
 // The rung `r` is measured against: its compare_to, or where that one is not `usable`, that one's, and so on; by
 // default the ok one (where the planned one did not run).

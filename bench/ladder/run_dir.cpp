@@ -2,6 +2,14 @@
 
 #include <torch/version.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +17,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "bench/ladder/peaks.h"
 #include "bench/runtime/device.h"  // build_has_cuda
 #include "common/files.h"
 
@@ -53,7 +62,64 @@ void carry_ended(RungRecord& r, const nlohmann::json& j) {
   }
 }
 
+std::string lock_path(const std::string& dir) { return files::join(dir, ".lock"); }
+
+std::string holder_text(int fd) {
+  char buf[512];
+  const ssize_t n = ::pread(fd, buf, sizeof(buf) - 1, 0);
+  std::string s(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s.empty() ? "it has not said who it is yet" : s;
+}
+
 }  // namespace
+
+RunLock::RunLock(const std::string& dir) {
+  const std::string path = lock_path(dir);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);  // CLOEXEC: a child never holds it
+  if (fd_ < 0) throw std::runtime_error(path + ": cannot open the run's lock file (" + std::strerror(errno) + ")");
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    const std::string holder = holder_text(fd_);
+    ::close(fd_);
+    fd_ = -1;
+    if (err != EWOULDBLOCK) throw std::runtime_error(path + ": cannot lock it (" + std::strerror(err) + ")");
+    throw std::runtime_error(dir + " is in use by another gpt2bench process (" + holder +
+                             "): one process a run directory; wait for it to end (then --resume it if it stopped "
+                             "short), or choose another --out");
+  }
+  char host[256] = "?";
+  ::gethostname(host, sizeof(host) - 1);
+  char when[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
+  const std::string me = "pid " + std::to_string(::getpid()) + " on " + host + ", since " + when + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
+    std::cerr << "gpt2bench: " << path << ": could not say who holds the lock (" << std::strerror(errno) << ")\n";
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // the lock goes with the descriptor; the file stays (see run_dir.h)
+}
+
+bool RunLock::held(const std::string& dir) {
+  const int fd = ::open(lock_path(dir).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool busy = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return busy;
+}
+
+nlohmann::json read_rungs_json(const std::string& dir) {
+  const std::string path = files::join(dir, "rungs.json");
+  if (!files::exists(path)) throw std::runtime_error(dir + ": nothing to resume (no rungs.json)");
+  try {
+    return read_json_file(path, "nothing to resume");
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string(e.what()) + ": the run's rungs cannot be restored from it, so --resume "
+                             "cannot go on; start a new --out");
+  }
+}
 
 std::string torch_version() { return TORCH_VERSION; }
 
@@ -118,7 +184,7 @@ Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& pro
       throw std::runtime_error(out_dir + " already holds results.json; choose another --out, or --resume it");
     return kept;
   }
-  const auto old = read_json_file(files::join(out_dir, "rungs.json"), "nothing to resume");
+  const auto old = read_rungs_json(out_dir);
   const auto old_results = read_json_file(files::join(out_dir, "results.json"), "nothing to resume");
   if (old.value("fingerprint", "") != fingerprint(prof, records))
     throw std::runtime_error("cannot resume " + out_dir + ": it was run with another profile or settings (" +
@@ -144,6 +210,8 @@ Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& pro
       }
   kept.context = old_results["context"];
   kept.cards = old.value("cards", nlohmann::json::array());
+  kept.measured = old.value("measured", nlohmann::json());
+  kept.complete = old.value("status", "") == "complete";
   for (const auto& ref : old.value("references", nlohmann::json::array()))
     if (ref.value("status", "") == "ok") kept.references.push_back(ref);
   std::cerr << "gpt2bench: resuming " << out_dir << ": " << n << " of " << records.size()
@@ -157,9 +225,9 @@ nlohmann::json cards_with(const nlohmann::json& earlier, const std::string& uuid
   return cards;
 }
 
-RunWriter::RunWriter(const std::string& dir, nlohmann::json header, Kept kept)
+RunWriter::RunWriter(const std::string& dir, nlohmann::json header, Kept kept, const Peaks* peaks)
     : rungs_path_(files::join(dir, "rungs.json")), results_path_(files::join(dir, "results.json")),
-      doc_(std::move(header)), kept_(std::move(kept)) {
+      doc_(std::move(header)), kept_(std::move(kept)), peaks_(peaks) {
   doc_["references"] = kept_.references;
   const nlohmann::json cards = cards_with(kept_.cards, doc_["device"].value("uuid", ""));
   if (!cards.empty()) doc_["cards"] = cards;
@@ -170,6 +238,11 @@ void RunWriter::flush(const std::vector<RungRecord>& records, const std::string&
   for (const auto& r : records) list.push_back(to_json(r));
   doc_["rungs"] = list;
   doc_["status"] = status;
+  if (peaks_) doc_["measured"] = peaks_->to_json();
+  if (!records.empty() && doc_.contains("mfu")) {  // a peak raised to an achieved rate moves the MFU peak too
+    doc_["mfu"]["peak"] = records[0].plan.mfu_peak ? nlohmann::json(*records[0].plan.mfu_peak) : nlohmann::json();
+    doc_["mfu"]["basis"] = records[0].plan.mfu_basis;
+  }
   files::write_file_atomic(rungs_path_, doc_.dump(2) + "\n");
   if (!reporter_ && kept_.benchmarks.empty()) return;
   nlohmann::json results = reporter_ ? nlohmann::json::parse(reporter_->json_so_far())

@@ -1,7 +1,7 @@
 // defines: the run directory's files and what --resume reads back — build_id, git_sha, torch_version (what
-//          made a run), fingerprint and device_identity (what must match to resume it), Kept and
-//          resume_or_start (an earlier run's finished rungs and references), RunWriter (the one writer of
-//          rungs.json and results.json).
+//          made a run), fingerprint and device_identity (what must match to resume it), RunLock (one process a
+//          directory), Kept and resume_or_start (an earlier run's finished rungs, references and peaks),
+//          RunWriter (the one writer of rungs.json and results.json).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -30,13 +30,34 @@ std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& reco
 // CUDA runtime; not the memory total (a CPU's moves by a few KB between boots).
 std::string device_identity(const nlohmann::json& device);
 
+// One process owns a run directory while it writes there: an advisory lock (flock) on DIR/.lock, which names
+// its holder (pid, host, start). The kernel drops it when the process ends, however it ends, so a run that
+// crashed or was killed is taken over by --resume; a live one refuses a second process at once.
+class RunLock {
+ public:
+  explicit RunLock(const std::string& dir);  // throws std::runtime_error naming the holder
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+  // Whether some process holds DIR's lock now (false where DIR has no lock file).
+  static bool held(const std::string& dir);
+
+ private:
+  int fd_ = -1;
+};
+
 // What an earlier run in DIR leaves to this one: its complete rungs' Google Benchmark results.
 struct Kept {
   std::vector<nlohmann::json> benchmarks;
   nlohmann::json context;
   nlohmann::json references = nlohmann::json::array();  // the reference rungs that finished (status ok)
   nlohmann::json cards = nlohmann::json::array();       // the GPUs (UUIDs) its earlier sessions were timed on
+  nlohmann::json measured;  // its peaks (rungs.json's "measured"), measured once a run; null: measure them
+  bool complete = false;    // it ended complete: every rung and reference done
 };
+
+// rungs.json of the run in DIR, for --resume: a clear error where it is missing or damaged.
+nlohmann::json read_rungs_json(const std::string& dir);
 
 // The cards a run has been timed on: the earlier sessions' (rungs.json's `cards`) and this one's `uuid` (a GPU's;
 // "" on a CPU adds none), each once, in order. More than one: a run resumed on another card (a lease is a fresh
@@ -53,9 +74,11 @@ Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& pro
                      const std::string& build_id, const DeviceInfo& dev);
 
 // The one writer of DIR/rungs.json and DIR/results.json, both rewritten atomically on every flush.
+class Peaks;
 class RunWriter {
  public:
-  RunWriter(const std::string& dir, nlohmann::json header, Kept kept);
+  // `peaks`: rungs.json's "measured" and MFU peak, as they stand at each flush (a peak can rise: peaks.h).
+  RunWriter(const std::string& dir, nlohmann::json header, Kept kept, const Peaks* peaks = nullptr);
   void attach(const TeeReporter* reporter) { reporter_ = reporter; }
   const std::string& rungs_path() const { return rungs_path_; }
   const std::string& results_path() const { return results_path_; }
@@ -68,6 +91,7 @@ class RunWriter {
   nlohmann::json doc_;
   Kept kept_;
   const TeeReporter* reporter_ = nullptr;
+  const Peaks* peaks_ = nullptr;
 };
 
 }  // namespace gpt2

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 from .load import ReportError, load_run
 from .render import write_report
@@ -31,13 +34,45 @@ def main(argv: list[str] | None = None) -> int:
                   "name, a non-negative $ per device-hour)", file=sys.stderr)
             return 2
     try:
-        runs = [load_run(p) for p in a.runs]
-        out = write_report(runs, a.out, prices)
+        out = _report(a.runs, Path(a.out), prices)
     except ReportError as e:
         print(f"gpt2bench report: error: {e}", file=sys.stderr)
         return 1
     print(f"report: {out / 'report.html'}\n        {out / 'report.md'}")
     return 0
+
+
+def _report(run_dirs: list[str], out: Path, prices: dict) -> Path:
+    """The report of `run_dirs` into `out`, written whole or not at all: it is made in a folder beside `out` and
+    moved in when done. Bad input of any kind is a ReportError, one line."""
+    seen = {}
+    for p in run_dirs:
+        if (key := Path(p).resolve()) in seen:
+            raise ReportError(f"{p}: given twice (as {seen[key]}): each run once")
+        seen[key] = p
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"--out {out}: a file, not a directory")
+    runs = [load_run(p) for p in run_dirs]
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as e:
+        raise ReportError(f"--out {out}: cannot write there ({e.strerror or e})") from e
+    try:
+        write_report(runs, work, prices)
+        out.mkdir(exist_ok=True)
+        for f in work.iterdir():
+            f.replace(out / f.name)
+    except ReportError:
+        raise
+    except OSError as e:
+        raise ReportError(f"--out {out}: cannot write there ({e.strerror or e})") from e
+    except Exception as e:  # a run's file of a layout the loader let through: one line, never a traceback
+        raise ReportError(f"cannot render {', '.join(run_dirs)}: {type(e).__name__}: {e} (a malformed or foreign "
+                          "run file?)") from e
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
 
 
 if __name__ == "__main__":

@@ -23,12 +23,8 @@ _PRECISION = {"bf16_tflops": "bf16", "fp16_tflops": "fp16", "tf32_tflops": "tf32
 
 
 def _precision(run: Run, r) -> str:
-    """The datasheet key of the precision a rung's matmuls run in (TF32 only on a GPU: a CPU has none)."""
-    if any(v in r.variants for v in ("bf16_cast", "bf16_autocast")):
-        return "bf16_tflops"
-    if "fp16_autocast" in r.variants:
-        return "fp16_tflops"
-    return "tf32_tflops" if "tf32" in r.variants and run.device.get("type") == "cuda" else "fp32_tflops"
+    """The datasheet key of the precision a rung's matmuls run in (rungs.json's, or guessed for an older run)."""
+    return r.precision + "_tflops"
 
 
 def _peak(run: Run, key: str, on: str) -> float | None:
@@ -168,4 +164,8 @@ def notes(runs: list[Run]) -> list[str]:
     if missing := [r.path.name for r in runs if not r.measured.get("copy_bandwidth_gbs")]:
         out.append(f"no copy bandwidth measured in {', '.join(missing)} (a run older than that measurement): no "
                    "bandwidth ratio, so no 'reads as', against it.")
+    for r in runs:
+        if r.unreliable_peaks:
+            out.append(f"UNRELIABLE peaks in {r.path.name} ({', '.join(sorted(r.unreliable_peaks))}): measured below a "
+                       "rate a rung achieved (a busy machine?); ratios over them are not facts.")
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,8 @@ class Rung:
     measured_matmul: float | None = None  # FLOP/s of a GEMM in the rung's precision, measured by its run
     device_fault: bool = False  # its error lost the device (the process's CUDA context): the rest ran in a new one
     ended_processes: int = 0  # processes that ended in it recording nothing (a crash, a kill): --resume counted them
+    precision: str = "fp32"  # what its matmuls compute in: fp32 | tf32 | bf16 | fp16 (rungs.json "precision")
+    mfu_vs_measured_peak: float | None = None  # model FLOPs/s over the matmul rate its run measured in `precision`
 
     @property
     def throttled(self) -> bool:
@@ -75,6 +78,21 @@ class Run:
     measured: dict = field(default_factory=dict)  # rungs.json "measured": matmul_tflops, copy_bandwidth_gbs
     kernels: dict | None = None  # kernels.json (gpt2bench kernels --out RUN/kernels.json): our ops against ATen's
     cards: list = field(default_factory=list)  # rungs.json's GPUs (UUIDs) the run was timed on: 2+ = resumed on another
+    # Precisions whose measured peak was below a rate a rung achieved (a busy machine), with why: the ladder raises
+    # such a peak and says so (measured.unreliable); a run older than that is found out here.
+    unreliable_peaks: dict = field(default_factory=dict)
+
+    @property
+    def mfu_unreliable(self) -> str:
+        """Why the run's MFU figures are not to be shown as fact ("" if they are): a CPU's MFU is over a measured
+        peak, so one measured low inflates them all; a GPU's is over its datasheet, which no rung may exceed."""
+        over = [r.name for r in self.rungs if r.mfu is not None and r.mfu > 1]
+        if over:
+            return f"MFU over 100% ({', '.join(over)}): the peak it is taken over is below a rate the run achieved"
+        if self.device.get("type") == "cpu" and self.unreliable_peaks:
+            return "the peak was measured below a rate the run achieved (" + "; ".join(
+                f"{k}: {v}" for k, v in self.unreliable_peaks.items()) + ")"
+        return ""
 
     @property
     def device_name(self) -> str:
@@ -150,17 +168,63 @@ def _read_json(path: Path) -> dict:
     if not path.is_file():
         raise ReportError(f"{path}: missing (is {path.parent} a gpt2bench run directory?)")
     try:
-        return json.loads(path.read_text())
+        doc = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ReportError(f"{path}: not valid JSON ({e})") from e
+    if not isinstance(doc, dict):
+        raise ReportError(f"{path}: unexpected layout (a JSON {type(doc).__name__}, where gpt2bench writes an object)")
+    return doc
 
 
-def _run_status(written: str, rungs: list[Rung]) -> str:
+def _number(v, path: Path, what: str) -> float | None:
+    """A figure from a run's file: a number, or None where it is absent; anything else is refused, naming it."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ReportError(f"{path}: {what} is {json.dumps(v)[:40]}, not a number")
+    return v
+
+
+def _guess_precision(variants: list[str], device_type: str) -> str:
+    """The precision of a rung from a run older than rungs.json's "precision", from its variants."""
+    if "bf16_cast" in variants or "bf16_autocast" in variants:
+        return "bf16"
+    if "fp16_autocast" in variants:
+        return "fp16"
+    return "tf32" if "tf32" in variants and device_type == "cuda" else "fp32"
+
+
+def _unreliable_peaks(doc: dict, rungs: list[Rung]) -> dict:
+    """measured.unreliable as the ladder wrote it, and for older runs each precision in which a rung ran
+    faster than the peak measured for it."""
+    out = dict((doc.get("measured") or {}).get("unreliable") or {})
+    for r in rungs:
+        if r.ok and r.mfu_vs_measured_peak and r.mfu_vs_measured_peak > 1 and r.precision not in out:
+            out[r.precision] = f"{r.name} ran at {r.mfu_vs_measured_peak:.2f}x the {r.precision} peak measured"
+    return {k: (v.get("why", "") if isinstance(v, dict) else str(v)) for k, v in out.items()}
+
+
+def _run_status(written: str, rungs: list[Rung], d: Path) -> str:
     """A run whose rungs ended in error, oom or interrupted is "partial", whatever an older gpt2bench
-    wrote ("complete")."""
+    wrote ("complete"); one still "running" whose process is gone (nobody holds DIR/.lock) ended unfinished."""
     if written == "complete" and any(r.status in ("error", "oom", "interrupted") for r in rungs):
         return "partial"
+    if written == "running" and not _lock_held(d):
+        return "ended unfinished (its process is gone: a kill or a crash; --resume runs the rest)"
     return written
+
+
+def _lock_held(d: Path) -> bool:
+    """Whether a gpt2bench process holds the run directory's lock now (bench/ladder/run_dir.h: RunLock)."""
+    try:
+        with open(d / ".lock", "rb") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            return False
+    except OSError:  # no lock file: a run from before the lock, or another machine's; take it as written
+        return True
 
 
 def _load_kernels(d: Path, device: dict) -> dict | None:
@@ -197,8 +261,14 @@ def load_run(path: str | Path) -> Run:
     results = _read_json(d / "results.json")
     try:
         rungs = []
+        where = d / "rungs.json"
         for r in rungs_doc["rungs"]:
             med = r.get("median", {})
+            for key in ("tokens_per_sec", "step_ms", "mfu", "mfu_vs_measured_peak", "peak_alloc_bytes",
+                        "peak_reserved_bytes"):
+                _number(med.get(key), where, f"rung {r['name']}'s median {key}")
+            for v in r.get("repetitions", {}).get("tokens_per_sec", []):
+                _number(v, where, f"rung {r['name']}'s repetition tok/s")
             rungs.append(
                 Rung(
                     name=r["name"],
@@ -236,6 +306,9 @@ def load_run(path: str | Path) -> Run:
                     measured_matmul=(r.get("peak_flops") or {}).get("measured_matmul") or None,
                     device_fault=bool(r.get("device_fault", False)),
                     ended_processes=int(r.get("ended_processes", 0)),
+                    precision=r.get("precision") or _guess_precision(list(r.get("variants", [])),
+                                                                     rungs_doc["device"].get("type", "")),
+                    mfu_vs_measured_peak=med.get("mfu_vs_measured_peak"),
                 )
             )
         return Run(
@@ -245,7 +318,7 @@ def load_run(path: str | Path) -> Run:
             device=rungs_doc["device"],
             build=rungs_doc.get("build", {}),
             context=results.get("context", {}),
-            status=_run_status(rungs_doc.get("status", "?"), rungs),
+            status=_run_status(rungs_doc.get("status", "?"), rungs, d),
             rungs=rungs,
             mfu_basis=rungs_doc.get("mfu", {}).get("basis", ""),
             references=list(rungs_doc.get("references", [])),
@@ -254,6 +327,7 @@ def load_run(path: str | Path) -> Run:
             flop_shares=(rungs_doc["rungs"][0].get("flops", {}).get("shares") if rungs_doc["rungs"] else None),
             kernels=_load_kernels(d, rungs_doc["device"]),
             cards=list(rungs_doc.get("cards", [])),
+            unreliable_peaks=_unreliable_peaks(rungs_doc, rungs),
         )
-    except (KeyError, TypeError) as e:
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise ReportError(f"{d / 'rungs.json'}: unexpected layout (missing {e})") from e

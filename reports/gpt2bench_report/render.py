@@ -64,7 +64,7 @@ def ladder_table(run: Run) -> list[list[str]]:
             f"{r.tokens_per_sec / prev.tokens_per_sec:.2f}x" if prev else "-",
             f"{r.tokens_per_sec / base.tokens_per_sec:.2f}x" if base else "-",
             _fmt(r.step_ms, ".2f"), _fmt((r.peak_alloc_bytes or 0) / charts.GIB, ".3f"),
-            "-" if r.mfu is None else f"{100 * r.mfu:.1f}%",
+            "-" if r.mfu is None else "?" if run.mfu_unreliable else f"{100 * r.mfu:.1f}%",
             _parity(r), noise,
             interval, "-" if r.cv is None else f"{100 * r.cv:.1f}%",
         ])
@@ -91,6 +91,8 @@ def run_notes(run: Run) -> list[str]:
         "larger than the largest drift the run measured (a control, or a reference's C++ rung timed again after "
         "it, against its first timing; an anti-variant found faster than its base, as a bound) is \"real, under drift\" (the chart: \"(under drift)\").",
     ]
+    if run.mfu_unreliable:
+        notes.insert(0, f"MFU not shown (\"?\"): {run.mfu_unreliable}. No MFU of this run is a fact; tok/s are.")
     found = drifts(run)
     if found:
         notes.append("drift this run measured, each beyond noise (a step timed twice: the second timing over the "

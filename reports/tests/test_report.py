@@ -1033,3 +1033,68 @@ def test_a_device_ratio_reads_against_the_nearest_peak_ratio_in_factors():
     # in factors, not differences: 0.3x is 1.5x off 0.2x and 2.7x off 0.8x (0.1 and 0.5 apart)
     assert bound_by(0.3, 0.2, 0.8) == "compute-bound"
     assert bound_by(0.5, 0.2, 0.8) == "memory-bound"  # 2.5x off 0.2, 1.6x off 0.8 (0.3 from both)
+
+
+def test_bad_report_input_is_one_line_exit_1_and_leaves_nothing_behind(tmp_path, capsys):
+    def fails(args, needle):
+        out = tmp_path / "out"
+        assert main([str(a) for a in args] + ["--out", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert needle in err and err.count("\n") == 1 and "Traceback" not in err, err
+        assert not out.exists()
+
+    listed = tmp_path / "listed"
+    shutil.copytree(FIXTURES / "cpu_2threads", listed)
+    (listed / "results.json").write_text("[]")
+    fails([listed], "results.json: unexpected layout (a JSON list, where gpt2bench writes an object)")
+    fast = tmp_path / "fast"
+    shutil.copytree(FIXTURES / "cpu_2threads", fast)
+    doc = json.loads((fast / "rungs.json").read_text())
+    doc["rungs"][0]["median"]["tokens_per_sec"] = "fast"
+    (fast / "rungs.json").write_text(json.dumps(doc))
+    fails([fast], "rung 00_baseline's median tokens_per_sec is \"fast\", not a number")
+    fails([FIXTURES / "cpu_2threads", tmp_path / ".." / tmp_path.name / "listed" / ".." / ".." / tmp_path.name /
+           "fast", FIXTURES / "cpu_2threads"], "given twice")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    assert main([str(FIXTURES / "cpu_2threads"), "--out", str(a_file)]) == 1
+    assert f"--out {a_file}: a file, not a directory" in capsys.readouterr().err
+    assert main([str(FIXTURES / "cpu_2threads"), "--out", "/proc/no/such/place"]) == 1
+    assert "--out /proc/no/such/place: cannot write there" in capsys.readouterr().err
+
+
+def test_a_running_run_whose_process_is_gone_reads_as_ended_unfinished(tmp_path):
+    import fcntl
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    doc["status"] = "running"
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    assert load_run(run_dir).status == "running"  # no lock file: a run from before the lock, as written
+    (run_dir / ".lock").write_text("pid 1 on elsewhere\n")
+    assert load_run(run_dir).status.startswith("ended unfinished (its process is gone")
+    with open(run_dir / ".lock") as held:  # as gpt2bench ladder holds it while it runs (RunLock)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert load_run(run_dir).status == "running"
+
+
+def test_mfu_over_a_peak_measured_low_is_flagged_not_shown(tmp_path):
+    # A run older than the ladder's peak check, its peak measured on a busy machine: MFU 124%, 1.53x the measured.
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    top = [r for r in doc["rungs"] if r["status"] == "ok"][-1]
+    top["median"].update(mfu=1.24, mfu_vs_measured_peak=1.53)
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    assert run.unreliable_peaks and "1.53x" in next(iter(run.unreliable_peaks.values()))
+    assert {row[7] for row in ladder_table(run)[1:] if row[1].startswith("ok")} == {"?"}
+    md = (write_report([run], tmp_path / "report") / "report.md").read_text()
+    assert "MFU not shown" in md and f"MFU over 100% ({top['name']})" in md and "124.0%" not in md
+    # As the ladder writes it now: the peak raised to the rate achieved, flagged in rungs.json.
+    top["median"].update(mfu=0.9, mfu_vs_measured_peak=1.0)
+    doc.setdefault("measured", {})["unreliable"] = {"fp32": {"why": "measured below a rate 05_sdpa achieved (a busy machine?)"}}
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    assert run.unreliable_peaks == {"fp32": "measured below a rate 05_sdpa achieved (a busy machine?)"}
+    assert "the peak was measured below a rate the run achieved" in run.mfu_unreliable
