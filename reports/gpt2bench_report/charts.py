@@ -35,14 +35,17 @@ def _ok(run: Run):
 
 
 def ladder_chart(run: Run) -> plt.Figure:
-    """tok/s per rung (bars), speedup over the previous rung and the baseline (labels), parity marks,
-    noise marks, and the published seed-000 speedups on a second axis, labelled as published."""
+    """Two panels. Left: tok/s per rung as horizontal bars (names read level), each labelled with its speed-up over
+    the previous rung (and its noise state) and over the baseline, and its parity mark. Right: the speed-up over the
+    baseline on an axis of its own, ours beside the published seed-000 A100's for the rungs this run reproduces."""
     rungs = _ok(run)
-    fig, ax = plt.subplots(figsize=(max(6, 0.75 * len(rungs) + 2), 4.8))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, max(3.5, 0.32 * len(rungs) + 1.6)), sharey=True,
+                                  gridspec_kw={"width_ratios": [3, 2]})
     names = [r.name for r in rungs]
     tps = [r.tokens_per_sec for r in rungs]
-    bars = ax.bar(names, tps, color=["#c0392b" if r.parity_verdict == "fail" else "#2e86c1" for r in rungs],
-                  label="measured tok/s")
+    y = list(range(len(rungs)))
+    bars = ax.barh(y, tps, color=["#c0392b" if r.parity_verdict == "fail" else "#2e86c1" for r in rungs],
+                   label="measured tok/s")
     base = tps[0] if tps else 1.0
     for bar, r in zip(bars, rungs):
         prev = run.previous(r)
@@ -51,29 +54,30 @@ def ladder_chart(run: Run) -> plt.Figure:
             state = against_previous(run, r)[0]
             label = f"{r.tokens_per_sec / prev.tokens_per_sec:.2f}x prev" + ("" if state == "real" else f" ({state})") + ", " + label
         mark = {"pass": " ✓", "fail": " ✗ parity"}.get(r.parity_verdict, "")
-        # Written along the bar: upright text collided between neighbouring bars.
-        ax.annotate(label + mark, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                    xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", rotation=90, fontsize=7)
-    top = 1.8 * max(tps, default=1.0)  # room for the labels above the tallest bar
-    ax.set_ylabel("tokens / s (measured)")
-    ax.set_title(f"Ladder: {run.profile} on {run.device_name}")
-    ax.tick_params(axis="x", rotation=60, labelsize=8)
-    # Published seed-000 A100 speedups over its baseline, for the rungs this run reproduces, on a second axis
-    # scaled so that a bar's top reads as its own speedup over the baseline there too.
+        ax.annotate(label + mark, (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=7)
+    ax.set_yticks(y, names, fontsize=8)
+    ax.invert_yaxis()  # the baseline at the top, the ladder read downwards
+    ax.set_xlim(0, 1.6 * max(tps, default=1.0))  # room for the labels beside the longest bar
+    ax.set_xlabel("tokens / s (measured)")
+    ax.set_title(f"Ladder: {run.profile} on {run.device_name}", fontsize=10)
+    # Our speed-up and the published seed-000 A100's, over each one's own baseline.
+    ax2.plot([t / base for t in tps], y, "o", color="#2e86c1", label="this run")
     pub = {p["rung"]: p["tokens_per_sec"] for p in PUBLISHED["seed000_a100"]["rungs"]}
     xs, ys = [], []
     for i, r in enumerate(rungs):
         if r.published_rung in pub:
-            xs.append(i)
-            ys.append(pub[r.published_rung] / pub[0])
-    top = max(top, 1.25 * base * max(ys, default=0.0))
-    ax.set_ylim(0, top)
-    if xs:
-        ax2 = ax.twinx()
-        ax2.plot(xs, ys, "k--o", markersize=4, label="published speedup (seed 000, 1x A100)", zorder=5)
-        ax2.set_ylim(0, top / base)
-        ax2.set_ylabel("speedup over the baseline (bar tops; published: line)")
-        ax2.legend(loc="upper left", fontsize=7)
+            xs.append(pub[r.published_rung] / pub[0])
+            ys.append(i)
+    ax2.plot(xs, ys, "k--s", markersize=4, label="published speedup (seed 000, 1x A100)")
+    ax2.set_xscale("log")
+    top = max([t / base for t in tps] + xs + [1.0])
+    ticks = [t for t in (1, 2, 5, 10, 20, 50, 100) if t <= 1.5 * top]
+    ax2.set_xticks(ticks, [f"{t}x" for t in ticks])
+    ax2.minorticks_off()
+    ax2.set_xlabel("speed-up over the baseline (log)")
+    ax2.grid(axis="x", alpha=0.3)
+    ax2.legend(loc="upper right", fontsize=7)
     fig.tight_layout()
     return fig
 

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from . import charts, generations
+from .findings import findings
 from .load import Run, Rung, device_groups
 from .stats import ALPHA, MIN_REPS_FOR_U, against_previous, differs, drifts
 
@@ -33,7 +34,18 @@ def _parity(r) -> str:
     return f"{r.parity_verdict} ({r.parity_dev:.1e}{grad}){against}"
 
 
-_STATE = {"real": "real", "noise": "within noise", "drift": "drift", "under drift": "real, under drift"}
+_STATE = {"real": "real", "noise": "noise", "drift": "drift", "under drift": "under-drift"}
+CELL = 60  # the widest cell of the rung table: what does not fit is said in full in the notes
+
+
+def _short(text: str, width: int = CELL) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _p_value(how: str) -> str:
+    """The U test's p from a verdict's words ("U test p=0.032; ..."), the first one; "-" where there was none."""
+    m = re.search(r"p=([0-9.]+)", how)
+    return m.group(1) if m else "-"
 
 
 def _own_skips(r: Rung, error: str) -> list[dict]:
@@ -44,20 +56,25 @@ def _own_skips(r: Rung, error: str) -> list[dict]:
     return [s for s in (own or ([] if error else r.skipped)) if s.get("reason", "") not in error]
 
 
+def rung_why(r: Rung) -> str:
+    """Why a rung did not run or did not finish: its error's first line and its own skipped variants' reasons."""
+    error = _first_line(r.error)
+    return "; ".join([error] * bool(error) + [f"{s['variant']}: {s['reason']}" for s in _own_skips(r, error)])
+
+
 def ladder_table(run: Run) -> list[list[str]]:
-    """Rows of the per-run table: every rung, skipped and failed ones included, with why."""
+    """Rows of the per-run table: every rung, skipped and failed ones included, with why (cut to CELL characters:
+    the notes say it in full, and the noise verdict's reasons)."""
     rows = [["rung", "status", "tok/s", "vs prev", "vs base", "step ms", "peak alloc GiB", "MFU", "parity", "noise",
-             "tok/s interval", "cv"]]
+             "p", "tok/s interval", "cv"]]
     base = None
     for r in run.rungs:
         prev = run.previous(r)
         if not r.ok:
-            error = _first_line(r.error)
-            why = "; ".join([error] * bool(error) + [f"{s['variant']}: {s['reason']}" for s in _own_skips(r, error)])
-            rows.append([r.name, r.status, "-", "-", "-", "-", "-", "-", "-", why, "-", "-"])
+            rows.append([r.name, r.status, "-", "-", "-", "-", "-", "-", "-", _short(rung_why(r)), "-", "-", "-"])
             continue
         verdict = against_previous(run, r)
-        noise = "" if verdict is None else f"{_STATE[verdict[0]]} ({verdict[1]})"
+        noise, p = ("", "-") if verdict is None else (_STATE[verdict[0]], _p_value(verdict[1]))
         interval = "-" if not r.ci else f"{r.ci[0]:,.0f}-{r.ci[1]:,.0f} ({100 * (r.ci_level or 0):.1f}%)"
         rows.append([
             r.name, "ok (throttled)" if r.throttled else "ok", _fmt(r.tokens_per_sec),
@@ -65,7 +82,7 @@ def ladder_table(run: Run) -> list[list[str]]:
             f"{r.tokens_per_sec / base.tokens_per_sec:.2f}x" if base else "-",
             _fmt(r.step_ms, ".2f"), _fmt((r.peak_alloc_bytes or 0) / charts.GIB, ".3f"),
             "-" if r.mfu is None else "?" if run.mfu_unreliable else f"{100 * r.mfu:.1f}%",
-            _parity(r), noise,
+            _short(_parity(r)), noise, p,
             interval, "-" if r.cv is None else f"{100 * r.cv:.1f}%",
         ])
         base = base or r
@@ -89,15 +106,20 @@ def run_notes(run: Run) -> list[str]:
         "run (the control rung, the top timed again after the extras), a rung between the two timings is real only "
         "against both, in the same direction, and \"drift\" against one alone; any other real difference no "
         "larger than the largest drift the run measured (a control, or a reference's C++ rung timed again after "
-        "it, against its first timing; an anti-variant found faster than its base, as a bound) is \"real, under drift\" (the chart: \"(under drift)\").",
+        "it, against its first timing; an anti-variant found faster than its base, as a bound) is \"under-drift\" (the chart: \"(under drift)\"); p is the U test's, \"-\" where the ranges decided.",
     ]
+    for r in run.rungs:
+        if not r.ok and len(why := rung_why(r)) > CELL:
+            notes.append(f"{r.name} ({r.status}): {why}")
+        elif r.ok and (verdict := against_previous(run, r)) and verdict[0] in ("drift", "under drift"):
+            notes.append(f"{r.name}: {_STATE[verdict[0]]}: {verdict[1]}")
     if run.mfu_unreliable:
         notes.insert(0, f"MFU not shown (\"?\"): {run.mfu_unreliable}. No MFU of this run is a fact; tok/s are.")
     found = drifts(run)
     if found:
         notes.append("drift this run measured, each beyond noise (a step timed twice: the second timing over the "
                      "first; an anti-variant found faster than its base: its gain): " + "; ".join(f"{what} {ratio:.3f}x" for what, ratio, _ in found) + ". Differences between "
-                     "rungs timed apart no larger than the largest are \"real, under drift\".")
+                     "rungs timed apart no larger than the largest are \"under-drift\".")
     if run.flop_shares:
         s = run.flop_shares
         notes.append(f"where a token's model FLOPs go here: blocks' weight matmuls {100 * s['blocks']:.1f}%, LM head "
@@ -479,6 +501,14 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
                 "measurements; their figures below are made up except where their files say quoted.")
         md += [f"**{warn}**", ""]
         parts.append(f"<p class='warn'>{html.escape(warn)}</p>")
+    md += ["## Findings", ""]
+    parts.append("<h2>Findings</h2>")
+    for run in runs:
+        lines = findings(run)
+        head = [f"*{run.label}*", ""] if len(runs) > 1 else []
+        md += head + [f"- {line}" for line in lines] + [""]
+        parts += ([f"<p><i>{html.escape(run.label)}</i></p>"] if head else []) + [
+            "<ul>" + "".join(f"<li>{_html_bold(line)}</li>" for line in lines) + "</ul>"]
     md += ["## Devices", "", _md(device_table(runs)), ""]
     parts += ["<h2>Devices</h2>", _html_table(device_table(runs))]
     if len(device_groups(runs)) > 1:
@@ -499,7 +529,14 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
     for i, run in enumerate(runs):
         tag = f"run{i}_" if len(runs) > 1 else ""
         notes = ([run.synthetic + "."] if run.synthetic else []) + run_notes(run)
-        md += [f"## {run.label}: profile {run.profile}, plan {run.plan}", "", _md(ladder_table(run)), ""]
+        md += [f"## {run.label}: profile {run.profile}, plan {run.plan}", ""]
+        parts.append(f"<h2>{html.escape(run.label)}: profile {html.escape(run.profile)}, plan {html.escape(run.plan)}</h2>")
+        for kind in ("ladder", "waterfall", "waterfall_add_one", "waterfall_leave_one_out", "memory", "mfu", "phases",
+                     "categories"):  # the charts first, then the tables, then the notes
+            if tag + kind in embedded:
+                md += [f"![{kind}]({tag + kind}.png)", ""]
+                parts.append(f'<img alt="{kind}" src="data:image/png;base64,{embedded[tag + kind]}">')
+        md += [_md(ladder_table(run)), ""]
         if run.references:
             md += [_md(reference_table(run)), ""]
             for title, rows in eager_gaps(run):
@@ -508,8 +545,7 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
             ktitle, krows, knotes = section
             md += [f"**{ktitle}**", "", _md(krows), ""] + [f"- {n}" for n in knotes] + [""]
         md += [f"- {n}" for n in notes] + [""]
-        parts += [f"<h2>{html.escape(run.label)}: profile {html.escape(run.profile)}, plan {html.escape(run.plan)}</h2>",
-                  _html_table(ladder_table(run))]
+        parts.append(_html_table(ladder_table(run)))
         if run.references:
             parts.append(_html_table(reference_table(run)))
             for title, rows in eager_gaps(run):
@@ -527,11 +563,6 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
             md += ["</details>", ""]
             parts.append("<details><summary>Full error texts</summary>" + "".join(
                 f"<p>{html.escape(name)}:</p><pre>{html.escape(text)}</pre>" for name, text in errors) + "</details>")
-        for kind in ("ladder", "waterfall", "waterfall_add_one", "waterfall_leave_one_out", "memory", "mfu", "phases",
-                     "categories"):
-            if tag + kind in embedded:
-                md.append(f"![{kind}]({tag + kind}.png)")
-                parts.append(f'<img alt="{kind}" src="data:image/png;base64,{embedded[tag + kind]}">')
         md.append("")
     for name in ("ablations", "side_by_side", "side_by_side_normalised"):
         if name in embedded:
@@ -556,6 +587,11 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
     return out
+
+
+def _html_bold(line: str) -> str:
+    """A Markdown line with **bold** in HTML, escaped."""
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(line))
 
 
 def _clock_words(c) -> str:

@@ -17,7 +17,7 @@ from gpt2bench_report.load import device_groups, same_device
 from gpt2bench_report import charts
 from gpt2bench_report.__main__ import main
 from gpt2bench_report.generations import bound_by, cost_table, generations_table, times
-from gpt2bench_report.render import build_figures, eager_gaps, kernel_section, ladder_table
+from gpt2bench_report.render import build_figures, eager_gaps, kernel_section, ladder_table, rung_why, run_notes
 from gpt2bench_report.stats import against_previous, differs, drifts, mann_whitney_p
 
 ROOT = FIXTURES.parents[2]
@@ -38,7 +38,10 @@ def test_tables_hold_the_fixture_numbers_and_skipped_rungs():
                 assert rows[r["name"]][8].endswith(f"|grad| {r['parity']['grad_norm_ratio']:.3f}x)")
     assert rows["05_sdpa"][8].startswith("pass (") and "|grad| 1.000x" in rows["05_sdpa"][8]
     assert rows["02_tf32"][1] == "skipped"
-    assert "tf32" in rows["02_tf32"][9] and "CUDA" in rows["02_tf32"][9]
+    why = rung_why(run.rung("02_tf32"))
+    assert "tf32" in why and "CUDA" in why and why.startswith(rows["02_tf32"][9].rstrip("…"))
+    assert f"02_tf32 (skipped): {why}" in run_notes(run)  # the cell cut to 60 characters, the note in full
+    assert all(len(c) <= 60 for row in ladder_table(run) for c in row)
     base = run.rungs[0].tokens_per_sec
     sdpa = run.rung("05_sdpa")
     assert rows["05_sdpa"][4] == f"{sdpa.tokens_per_sec / base:.2f}x"
@@ -69,18 +72,22 @@ def test_ladder_chart_data():
     fig = charts.ladder_chart(run)
     ax = fig.axes[0]
     ok = [r for r in rungs_json("cpu_2threads") if r["status"] == "ok"]
-    heights = [p.get_height() for p in ax.patches]
-    assert heights == pytest.approx([r["median"]["tokens_per_sec"] for r in ok])
-    assert [t.get_text() for t in ax.get_xticklabels()] == [r["name"] for r in ok]
+    widths = [p.get_width() for p in ax.patches]  # horizontal bars: names read level
+    assert widths == pytest.approx([r["median"]["tokens_per_sec"] for r in ok])
+    assert [t.get_text() for t in ax.get_yticklabels()] == [r["name"] for r in ok]
     notes = [t.get_text() for t in ax.texts]
     assert notes[0].startswith("1.00x base")
     assert all("✓" in n for n in notes[1:])  # parity passes are marked
-    # The published seed-000 speedups, on the second axis, labelled as published.
+    # A panel of its own: our speed-up over the baseline beside the published seed-000 one, labelled as published.
     ax2 = fig.axes[1]
+    ours = next(l for l in ax2.get_lines() if l.get_label() == "this run")
+    assert list(ours.get_xdata()) == pytest.approx([r["median"]["tokens_per_sec"] / ok[0]["median"]["tokens_per_sec"]
+                                                    for r in ok])
     published = next(l for l in ax2.get_lines() if "published" in l.get_label())
     pub = {p["rung"]: p["tokens_per_sec"] for p in charts.PUBLISHED["seed000_a100"]["rungs"]}
     want = [pub[r["published_rung"]] / pub[0] for r in ok if r["published_rung"] in pub]
-    assert list(published.get_ydata()) == pytest.approx(want)
+    assert list(published.get_xdata()) == pytest.approx(want)
+    assert not ax.get_shared_x_axes().joined(ax, ax2)  # not drawn over the bars
     charts.plt.close(fig)
 
 
@@ -237,8 +244,12 @@ def test_a_rung_between_two_timings_of_the_one_it_is_measured_against_is_real_on
         "under drift", "U test p=0.008; no more than this run's drift, 22_top_again 1.17x")
     assert state["08_fuse_qkv"][0] == "noise"
     rows = {r[0]: r for r in ladder_table(run)[1:]}
-    assert rows["18_top+fused_gelu_backward"][9].startswith("drift (12_batch_scaling: U test p=0.008; 0.97x 22_top_again")
-    assert rows["24_planned_batch+kept"][9].startswith("real, under drift (")
+    assert rows["18_top+fused_gelu_backward"][9:11] == ["drift", "0.008"]
+    assert rows["24_planned_batch+kept"][9:11] == ["under-drift", "0.008"]
+    notes = run_notes(run)  # the verdicts' reasons, in full
+    assert any(n.startswith("18_top+fused_gelu_backward: drift: 12_batch_scaling: U test p=0.008; 0.97x 22_top_again")
+               for n in notes), notes
+    assert "24_planned_batch+kept: under-drift: U test p=0.008; no more than this run's drift, 22_top_again 1.17x" in notes
     labels = {t.get_text().split(",")[0] for t in charts.ladder_chart(run).axes[0].texts}
     assert {"1.13x prev (drift)", "1.22x prev", "0.97x prev (under drift)", "1.00x prev (noise)"} <= labels
     charts.plt.close("all")
@@ -352,6 +363,20 @@ def test_html_renders_in_headless_chromium(tmp_path):
     for alt, complete, w, h, shown, inked in rows:
         assert complete and w > 100 and h > 100 and shown > 0, (alt, w, h, shown)
         assert 0.005 < inked < 0.9, (alt, inked)  # some ink, not a solid block
+    # The answer first: Findings within the first 20 lines, each of its lines on the page as the browser shows it.
+    md = (out / "report.md").read_text().splitlines()
+    assert "## Findings" in md[:20]
+    found = [ln[2:].replace("**", "") for ln in md[md.index("## Findings"):md.index("## Devices")] if ln.startswith("- ")]
+    assert len(found) >= 5 * len(runs)
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", dom))
+    for line in found:
+        assert line in text, line
+    # The rung tables scan: no cell over 60 characters.
+    in_rungs = False
+    for ln in md:
+        in_rungs = ln.startswith("| rung | status |") or (in_rungs and ln.startswith("|"))
+        if in_rungs:
+            assert all(len(c.strip().replace("\\|", "|")) <= 60 for c in re.split(r"(?<!\\)\|", ln)), ln
 
 
 def test_bad_input_is_named(tmp_path, capsys):
@@ -398,12 +423,14 @@ def test_multi_line_errors_keep_tables_one_line_and_the_run_is_partial(tmp_path)
     assert run.status == "partial"
     row = {r[0]: r for r in ladder_table(run)[1:]}[failed["name"]]
     # The error's first line alone: the variants skipped below this rung have their reasons on their own rows.
-    assert row[9] == "CUDA graph capture failed: CUDA error: operation not permitted when stream is capturing"
+    assert row[9] == "CUDA graph capture failed: CUDA error: operation not permitted when stream is capturing"[:59] + "…"
+    assert (f"{failed['name']} (error): CUDA graph capture failed: CUDA error: operation not permitted when stream is "
+            "capturing") in run_notes(run)
     out = write_report([run], tmp_path / "report")
     md = (out / "report.md").read_text()
     for line in md.splitlines():
         if line.startswith("| "):  # every table row is one line with as many cells as its header
-            assert len(re.findall(r"(?<!\\)\|", line)) in {13, 10, 6}, line
+            assert len(re.findall(r"(?<!\\)\|", line)) in {14, 13, 10, 6}, line
     tables, details = md.split("<details><summary>Full error texts</summary>")
     assert "asynchronously" not in tables  # only the first line in the table ...
     details = details.split("</details>")[0]  # ... the whole text, verbatim, in the details block under it
@@ -502,8 +529,8 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     (run_dir / "rungs.json").write_text(json.dumps(doc))
     run = load_run(run_dir)
     rows = {r[0]: r for r in ladder_table(run)[1:]}
-    assert rows[ok[0]["name"]][10] == "100-120 (93.8%)"
-    assert rows[ok[0]["name"]][11] == "5.0%"
+    assert rows[ok[0]["name"]][11] == "100-120 (93.8%)"
+    assert rows[ok[0]["name"]][12] == "5.0%"
     assert rows[ok[1]["name"]][1] == "ok (throttled)"
     assert rows[ok[2]["name"]][7] == "-"
     md = (write_report([run], tmp_path / "report") / "report.md").read_text()
@@ -956,7 +983,7 @@ def test_a_skipped_rung_gives_its_own_reason_once():
     # again the reasons of the skipped variants below it (13_ddp had repeated tf32's, pinned_memory's and
     # cuda_graph's), and a reason its error already gives is not said twice.
     run = load_run(ROOT / "reports" / "reference" / "cpu-amd-epyc-zen3" / "20261125-121752-cpu-mini")
-    why = {r[0]: r[9] for r in ladder_table(run)[1:] if r[1] == "skipped"}
+    why = {r.name: rung_why(r) for r in run.rungs if r.status == "skipped"}
     reasons = {s["variant"]: s["reason"] for r in run.rungs for s in r.skipped}
     assert why["13_ddp"].startswith("the same step as 12_batch_scaling here (skipped here: tf32, pinned_memory,")
     assert why["13_ddp"].endswith("; ddp: " + reasons["ddp"])

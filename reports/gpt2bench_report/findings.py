@@ -1,0 +1,80 @@
+"""A run's answer in five to eight lines, read first: how fast, what paid, against torch.compile and eager, what
+was kept, what failed, was skipped or throttled."""
+
+from __future__ import annotations
+
+from .charts import GIB, fmt
+from .load import Run, Rung
+from .stats import against_previous
+
+
+def fastest(run: Run) -> Rung | None:
+    """The run's fastest rung that computes the same step: ok, not slowed on purpose, parity not failed."""
+    ok = [r for r in run.rungs if r.ok and not r.anti_variant and r.parity_verdict != "fail" and r.tokens_per_sec]
+    return max(ok, key=lambda r: r.tokens_per_sec, default=None)
+
+
+def _mfu(run: Run, r: Rung) -> str:
+    if r.mfu is None:
+        return "no MFU (no peak for this device)"
+    return "MFU not shown (its peak is unreliable)" if run.mfu_unreliable else f"MFU {100 * r.mfu:.1f}%"
+
+
+def _steps(run: Run) -> tuple[list[tuple[float, Rung]], list[tuple[float, Rung]]]:
+    """Each rung's factor over the rung it is measured against, where the difference is real: gains, losses."""
+    gains, losses = [], []
+    for r in run.rungs:
+        prev, verdict = run.previous(r), None
+        if r.ok and prev and r.kind != "control" and (verdict := against_previous(run, r)) and verdict[0] == "real":
+            x = r.tokens_per_sec / prev.tokens_per_sec
+            (gains if x > 1 else losses).append((x, r))
+    return sorted(gains, key=lambda g: -g[0]), sorted(losses, key=lambda g: g[0])
+
+
+def _against_references(run: Run) -> list[str]:
+    out = []
+    for ref in run.references:
+        name, batch = ref.get("name", "?"), (ref.get("config") or {}).get("batch", "?")
+        if "ratio" in ref:
+            ri = ref.get("ratio_interval") or {}
+            span = f" ({ri['low']:.2f}-{ri['high']:.2f}x)" if ri else ""
+            out.append(f"{ref.get('compared_with', '?')} {ref['ratio']:.2f}x{span} {name} at B={batch}")
+        elif ref.get("status") != "ok":
+            out.append(f"{name} at B={batch}: {ref.get('status', '?')}")
+    return out
+
+
+def findings(run: Run) -> list[str]:
+    """Five to eight lines: each a finding with its figure."""
+    base, best = (run.rungs[0] if run.rungs and run.rungs[0].ok else None), fastest(run)
+    lines = []
+    if best and base:
+        lines.append(f"**Fastest**: {best.name} (B={best.batch}), {fmt(best.tokens_per_sec)} tok/s, "
+                     f"{best.tokens_per_sec / base.tokens_per_sec:.2f}x the baseline's {fmt(base.tokens_per_sec)}; "
+                     f"{_mfu(run, best)}.")
+    elif best:
+        lines.append(f"**Fastest**: {best.name}, {fmt(best.tokens_per_sec)} tok/s (no baseline ran); {_mfu(run, best)}.")
+    else:
+        lines.append("**Fastest**: no rung ran to the end.")
+    gains, losses = _steps(run)
+    lines.append("**Largest gains**: " + (", ".join(f"{r.name} {x:.2f}x" for x, r in gains[:3]) or "none beyond noise")
+                 + " (each over the rung it is measured against).")
+    lines.append("**Slower**: " + (", ".join(f"{r.name} {x:.2f}x" for x, r in losses) or "no rung, beyond noise") + ".")
+    if best and base and best.peak_alloc_bytes and base.peak_alloc_bytes:
+        lines.append(f"**Memory**: {best.name} peaks at {best.peak_alloc_bytes / GIB:.2f} GiB allocated at batch "
+                     f"{best.batch}, the baseline {base.peak_alloc_bytes / GIB:.2f} GiB at {base.batch}.")
+    if refs := _against_references(run):
+        lines.append("**Against Python PyTorch**: " + "; ".join(refs) + ".")
+    kept = sorted({e.get("variant", "?") for r in run.rungs if r.ok and r.kept for e in r.kept if e.get("kept")})
+    if any(r.kind == "kept" for r in run.rungs):
+        lines.append("**Kept**: " + (", ".join(kept) if kept else "no extra beat the top") + ".")
+    for status in ("error", "oom", "diverged", "interrupted"):
+        if named := [r.name for r in run.rungs if r.status == status]:
+            lines.append(f"**{status.capitalize()}**: {', '.join(named)} (the table says why).")
+    if skipped := [r.name for r in run.rungs if r.status == "skipped"]:
+        lines.append(f"**Skipped**: {len(skipped)} rung(s) this device cannot run or that had nothing to add: "
+                     f"{', '.join(skipped[:4])}{' …' if len(skipped) > 4 else ''}.")
+    if throttled := [r.name for r in run.rungs if r.throttled]:
+        lines.append(f"**Throttled**: {', '.join(throttled)}.")
+    ok = sum(r.ok for r in run.rungs)
+    return lines[:7] + [f"**Run**: {run.status}; {ok} of {len(run.rungs)} rungs ran to the end."]
