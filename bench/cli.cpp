@@ -194,7 +194,7 @@ constexpr const char* kListHelp = R"(usage: gpt2bench list-variants [--device D]
 
 Prints every registered variant (in ladder order): name, published rung (seed 000 numbering), parity
 class, whether it runs on the device (else why not), and one line of why.
-  --markdown   the README's variant table instead (a test checks the README against it)
+  --markdown   docs/variants.md's variant table instead (a test checks the docs against it)
 )";
 
 constexpr const char* kDoctorHelp = R"(usage: gpt2bench doctor [--device D]

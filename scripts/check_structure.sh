@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The structure the README's Design section states, checked: one-way includes between the
+# The structure docs/development.md's Design section states, checked: one-way includes between the
 # libraries (common -> kernels -> model -> runtime -> step -> variants -> measure -> config -> ladder -> cli),
 # no function in bench/ over 80 lines, no rung-name parsing ("_top+") in C++ or Python, and no
 # build-kind #ifdef: the device Backend (bench/runtime/backend.h) is the one seam, chosen by CMake.

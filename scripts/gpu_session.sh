@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A lent GPU's runbook (README: GPU runbook): one stage a device call, everything it writes under $OUT (logs,
+# A lent GPU's runbook (docs/gpu-runbook.md): one stage a device call, everything it writes under $OUT (logs,
 # the tarred run directory, the machine's versions), each stage finished before the call's 10-minute limit
 # whatever the build took. From the checkout's root, with the device kit copied in and carried
 # (cp -r ../shared/device .device-kit; ignored via .git/info/exclude):

@@ -65,7 +65,7 @@ if [ ! -f "$gb_dir/CMakeLists.txt" ]; then
      echo "$gb_sha  third_party/benchmark.tar.gz" | sha256sum -c --status; then
     tar xzf third_party/benchmark.tar.gz -C third_party
   else
-    say "could not fetch $gb_url: using Debian's libbenchmark (built as DEBUG; our times are manual, see README)"
+    say "could not fetch $gb_url: using Debian's libbenchmark (built as DEBUG; our times are manual, see docs/development.md)"
   fi
   rm -f third_party/benchmark.tar.gz
 fi

@@ -573,9 +573,9 @@ TEST(Cli, SmallPresetSdpaRungHasFewerAttentionOpsThanTheBaseline) {
   EXPECT_LT(sdpa["category_events"]["attention"].get<double>(), base["category_events"]["attention"].get<double>());
 }
 
-// The README's variant table is the registry's: regenerate it with list-variants --markdown.
-TEST(Cli, ReadmeVariantTableMatchesTheRegistry) {
-  const std::string readme = test::read_text(std::string(GPT2BENCH_SOURCE_DIR) + "/README.md");
+// docs/variants.md's variant table is the registry's: regenerate it with list-variants --markdown.
+TEST(Cli, DocsVariantTableMatchesTheRegistry) {
+  const std::string readme = test::read_text(std::string(GPT2BENCH_SOURCE_DIR) + "/docs/variants.md");
   const auto begin = readme.find("<!-- variants:begin");
   const auto end = readme.find("<!-- variants:end -->");
   ASSERT_NE(begin, std::string::npos);
@@ -583,7 +583,7 @@ TEST(Cli, ReadmeVariantTableMatchesTheRegistry) {
   const std::string table = readme.substr(readme.find('\n', begin) + 1, end - readme.find('\n', begin) - 1);
   const auto r = test::run_gpt2bench("list-variants --markdown");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(table, r.output) << "README.md's variant table is out of date: paste `gpt2bench list-variants --markdown`";
+  EXPECT_EQ(table, r.output) << "docs/variants.md's variant table is out of date: paste `gpt2bench list-variants --markdown`";
 }
 
 // The CUDA caching allocator's setting (memory.h: settle_device_allocator), here and in the Python reference rungs:

@@ -524,7 +524,7 @@ TEST(SummaryTable, TheParityCellShowsWhatWasJudged) {
   const std::string table = summary_table(rs, false);
   EXPECT_NE(table.find("pass (max dev 5.00e-02, |grad| 1.050x)\n"), std::string::npos) << table;
   EXPECT_NE(table.find("pass* (max dev 1.00e-01, |grad| 1.000x)\n"), std::string::npos) << table;
-  EXPECT_NE(table.find("(parity*: judged against 12_batch_scaling, the rung they are built on at their batch; README: Parity)"),
+  EXPECT_NE(table.find("(parity*: judged against 12_batch_scaling, the rung they are built on at their batch; docs/measurement.md: Parity)"),
             std::string::npos) << table;
   EXPECT_NE(table.find("pass (first batch's loss 130.500 -> 12.250)"), std::string::npos) << table;
   // and it comes back on --resume

@@ -5,7 +5,7 @@
 // logits, and as many again for their gradient. Larger chunks: fewer fp32 read-modify-writes of the head's
 // gradient (one a chunk, 154 MB at GPT-2's size), more memory.
 const gpt2::Variant gpt2::variants::fused_classifier{.name = "fused_classifier", .kind = VariantKind::kExtra,
-    .why = "LM head + softmax cross-entropy + its gradient in one pass per chunk of settings.classifier_chunk tokens "
-           "(1,024; our CUDA kernel, ATen elsewhere): the full logits and their gradient are never in memory",
+    .why = "LM head + cross-entropy + its gradient in one pass per chunk of tokens (our CUDA kernel; ATen "
+           "elsewhere): the full logits and their gradient are never in memory",
     .source = "llm.c's fused classifier; Liger-Kernel's fused linear cross-entropy",
     .apply = [](StepSpec& s) { s.model.classifier_chunk = s.settings.classifier_chunk; }};

@@ -16,7 +16,7 @@ struct RecipeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The README's variant table, from the registry (`gpt2bench list-variants --markdown`): the
+// docs/variants.md's variant table, from the registry (`gpt2bench list-variants --markdown`): the
 // baseline, then every variant with what it does, its source, parity class, and whether it runs on
 // a CPU and on an sm80+ GPU (judged with several processes, so ddp runs on both).
 std::string variants_markdown();

@@ -340,7 +340,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     if (!base) base = &r;
   }
   for (const auto& a : anchors)
-    s << "(parity*: judged against " << a << ", the rung they are built on at their batch; README: Parity)\n";
+    s << "(parity*: judged against " << a << ", the rung they are built on at their batch; docs/measurement.md: Parity)\n";
   s << "(memory in GB; " << (cuda ? "reserved = CUDA caching allocator" : "peak RSS = process high-water mark")
     << ")\nMFU: model FLOPs/s (matmuls only, rungs.json's flops.formula) over "
     << (rungs.empty() ? std::string("-") : rungs[0].plan.mfu_basis) << "\n";

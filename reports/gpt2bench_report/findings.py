@@ -9,8 +9,10 @@ from .stats import against_previous
 
 
 def fastest(run: Run) -> Rung | None:
-    """The run's fastest rung that computes the same step: ok, not slowed on purpose, parity not failed."""
-    ok = [r for r in run.rungs if r.ok and not r.anti_variant and r.parity_verdict != "fail" and r.tokens_per_sec]
+    """The run's fastest rung that computes the same step: ok, not slowed on purpose, not a rung timed again (a
+    control), parity not failed."""
+    ok = [r for r in run.rungs if r.ok and not r.anti_variant and r.kind != "control" and r.parity_verdict != "fail"
+          and r.tokens_per_sec]
     return max(ok, key=lambda r: r.tokens_per_sec, default=None)
 
 
@@ -78,3 +80,19 @@ def findings(run: Run) -> list[str]:
         lines.append(f"**Throttled**: {', '.join(throttled)}.")
     ok = sum(r.ok for r in run.rungs)
     return lines[:7] + [f"**Run**: {run.status}; {ok} of {len(run.rungs)} rungs ran to the end."]
+
+
+HEADLINE = ["device", "run", "baseline tok/s", "fastest rung (batch)", "tok/s", "x baseline", "MFU",
+            "vs ref_torch_compile (batch)"]
+
+
+def headline(run: Run) -> list[str]:
+    """The README's row for a run: baseline to fastest, the x, MFU, and each ratio against torch.compile."""
+    base, best = run.rungs[0], fastest(run)
+    compile_ = [f"{x['ratio']:.2f}x ({x['ratio_interval']['low']:.2f}-{x['ratio_interval']['high']:.2f}x) at "
+                f"{x['config']['batch']}" for x in run.references
+                if x.get("name") == "ref_torch_compile" and "ratio" in x]
+    mfu = "?" if run.mfu_unreliable else "-" if best.mfu is None else f"{100 * best.mfu:.1f}%"
+    return [run.device_name, f"`{run.path.parent.name}/{run.path.name}`", fmt(base.tokens_per_sec),
+            f"{best.name} ({best.batch})", fmt(best.tokens_per_sec),
+            f"{best.tokens_per_sec / base.tokens_per_sec:.2f}x", mfu, "; ".join(compile_) or "-"]

@@ -126,8 +126,8 @@ def run_notes(run: Run) -> list[str]:
                      f"{100 * s['lm_head']:.1f}%, causal attention {100 * s['attention']:.1f}% (GPT-2 124M at T=1024: "
                      "63.9 / 29.0 / 7.1).")
     if run.references:
-        notes.append("reference rungs: the same step in Python PyTorch, same device, data and batch (README: Reference "
-                     "rungs); C++ / Python above 1 means the C++ rung is faster; its interval is where noise alone "
+        notes.append("reference rungs: the same step in Python PyTorch, same device, data and batch (docs/reference-rungs.md"
+                     "); C++ / Python above 1 means the C++ rung is faster; its interval is where noise alone "
                      "could put it (Hodges-Lehmann over the repetitions' pairwise tok/s ratios, Mann-Whitney "
                      "distribution-free, at the coverage shown). The C++ rung is timed again right after each "
                      "reference: its two timings bracket the Python one, and a ratio that holds at both is not the "
