@@ -175,8 +175,8 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
     if (p.plan == "ladder") {
       acc.push_back(v);
       const std::string previous = out.back().name;
-      if (v == "batch_scaling") before_batch = previous;
-      if (v == "ddp") before_ddp = previous;
+      if (find_variant(v)->searches_batch) before_batch = previous;
+      if (find_variant(v)->data_parallel) before_ddp = previous;
       out.push_back({number(out.size(), v), acc, RungKind::kLadder, previous, v});
     } else if (p.plan == "add_one") {  // the variant, with what it requires
       std::vector<std::string> recipe;
@@ -211,11 +211,11 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
   out.push_back({number(out.size(), "top_again"), acc, RungKind::kControl, top, ""});
   std::vector<std::string> one_process;
   for (const auto& v : acc)
-    if (v != "ddp") one_process.push_back(v);
+    if (!find_variant(v)->data_parallel) one_process.push_back(v);
   // Compared with the top in one process (on one GPU ddp's rung is skipped and that is the top again).
   out.push_back({number(out.size(), "top+kept"), one_process, RungKind::kKept, before_ddp.empty() ? top : before_ddp, ""});
   if (!before_batch.empty()) {
-    std::erase(one_process, "batch_scaling");
+    std::erase_if(one_process, [](const std::string& v) { return find_variant(v)->searches_batch; });
     out.push_back({number(out.size(), "planned_batch+kept"), one_process, RungKind::kKept, before_batch, ""});
   }
   return out;

@@ -14,4 +14,5 @@ const gpt2::Variant gpt2::variants::ddp{.name = "ddp", .published_rung = 11,
       // The Reducer finishes each backward with an autograd-engine callback, which a CUDA graph
       // cannot capture: a data-parallel step runs eagerly.
       s.executor = ExecutorKind::kEager;
-    }};
+    },
+    .data_parallel = true};

@@ -53,6 +53,10 @@ struct Variant {
   // An anti-variant: it slows the step on purpose, to measure what that costs. Its rungs are never taken for a
   // run's fastest (the C++ rung a reference is compared with, the report's cost per token).
   bool anti = false;
+  // What it does to the plan, read by the plan and the parity rule in place of its name: it searches the batch (the
+  // rungs from it on run at another batch than the profile's), or it runs the step on several processes.
+  bool searches_batch = false;
+  bool data_parallel = false;
 
   bool extra() const { return kind == VariantKind::kExtra; }
   // An extra a kept rung may take (RungKind::kKept): exact (a fusion: not a changed precision or problem) and not

@@ -123,7 +123,7 @@ bool differs_only_exactly(const std::vector<std::string>& applied, const std::ve
 ParityClass class_at_equal_batch(const std::vector<std::string>& applied) {
   ParityClass cls = ParityClass::kExact;
   for (const auto& name : applied)
-    if (const Variant* v = find_variant(name); v && name != "batch_scaling") cls = std::max(cls, v->parity);
+    if (const Variant* v = find_variant(name); v && !v->searches_batch) cls = std::max(cls, v->parity);
   return cls;
 }
 
