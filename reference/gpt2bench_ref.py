@@ -316,7 +316,15 @@ def breakdown(step, data, n, cuda, sync):
 
 def forms_of(cfg):
     """The step's forms the reference times: its compile scopes, or the one eager form (None)."""
-    return (cfg.get("compile_scopes") or ["model"]) if cfg["compile"] else [None]
+    scopes = (cfg.get("compile_scopes") or ["model"]) if cfg["compile"] else [None]
+    if unknown := [s for s in scopes if s not in (None, "model", "model_and_loss")]:
+        raise ValueError(f"compile_scopes: {unknown} (expected model, model_and_loss)")
+    return scopes
+
+
+def said(e):
+    """An exception's type and first line: what a failed form or parity run records."""
+    return f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
 
 
 def parity_form_of(cfg):
@@ -358,10 +366,6 @@ def parity_run(cfg, device, tokens, scopes):
 def run(cfg):
     # Eager: one form; compiled: each scope in turn, the faster kept as the reference's figure.
     scopes = forms_of(cfg)
-    unknown = [s for s in scopes if s not in (None, "model", "model_and_loss")]
-    if unknown:
-        raise ValueError(f"compile_scopes: {unknown} (expected model, model_and_loss)")
-
     device = torch.device(cfg["device"])
     cuda = device.type == "cuda"
     if cuda:
@@ -387,7 +391,7 @@ def run(cfg):
         try:
             out.update(parity_run(cfg, device, tokens, scopes))
         except OUT_OF_MEMORY as e:
-            out["parity_error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            out["parity_error"] = said(e)
         if "parity_error" in out and cuda:  # the failed run's tensors went with its frame
             torch.cuda.empty_cache()
 
@@ -408,7 +412,7 @@ def run(cfg):
         except Exception as e:  # noqa: BLE001 — any failure of one form; all failing is raised below
             if len(scopes) == 1 or (not forms and i == len(scopes) - 1):
                 raise
-            failed[scope] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            failed[scope] = said(e)
             continue
         live = (scope, step, data)
         del step, data  # `live` alone holds this scope's model: freed before the next is built

@@ -92,6 +92,11 @@ def ladder_table(run: Run) -> list[list[str]]:
 def run_notes(run: Run) -> list[str]:
     """What the table's figures are, in words: the MFU's basis, the spread and noise methods, and what
     the device does to them (emulated bf16, throttling)."""
+    return _method_notes(run) + _reference_notes(run) + _choice_notes(run) + _rung_notes(run)
+
+
+def _method_notes(run: Run) -> list[str]:
+    """How the figures are taken, and what the table cut short or could not say in a word."""
     notes = [
         "MFU: model FLOPs/s (matmuls only: 6·(L·12·C² + V·C) + 6·L·C·T per token; rungs.json flops.formula) over "
         + (run.mfu_basis or "the peak in rungs.json") + "; one denominator for every rung, so MFU ratios are "
@@ -125,6 +130,12 @@ def run_notes(run: Run) -> list[str]:
         notes.append(f"where a token's model FLOPs go here: blocks' weight matmuls {100 * s['blocks']:.1f}%, LM head "
                      f"{100 * s['lm_head']:.1f}%, causal attention {100 * s['attention']:.1f}% (GPT-2 124M at T=1024: "
                      "63.9 / 29.0 / 7.1).")
+    return notes
+
+
+def _reference_notes(run: Run) -> list[str]:
+    """How to read the reference rungs: the ratio, the cards, the compile forms, the clocks."""
+    notes = []
     if run.references:
         notes.append("reference rungs: the same step in Python PyTorch, same device, data and batch (docs/reference-rungs.md"
                      "); C++ / Python above 1 means the C++ rung is faster; its interval is where noise alone "
@@ -152,6 +163,12 @@ def run_notes(run: Run) -> list[str]:
                          "the Python process ran, the median; each compiled form's over its own): " + "; ".join(
                              f"{ref['name']} at batch {ref.get('config', {}).get('batch', '?')}: {words}"
                              for ref, words in clocked) + ".")
+    return notes
+
+
+def _choice_notes(run: Run) -> list[str]:
+    """The device's bf16, and what the measured choices (SDPA kernel, classifier chunk) timed and took."""
+    notes = []
     bf16 = run.device.get("bf16_support", "")
     if run.device.get("type") == "cpu" and bf16.startswith("emulated"):
         notes.append("bf16 on this CPU is emulated (no AMX-BF16 or AVX512-BF16): bf16 matmuls run through "
@@ -181,6 +198,12 @@ def run_notes(run: Run) -> list[str]:
         notes.append("Fused classifier's chunk timed on each LM head the rungs run, forward + backward, once a run "
                      "(settings.classifier_chunk: fastest; the fastest median taken), tokens a chunk (ms): "
                      + "; ".join(chunks(r) for r in chunked) + ".")
+    return notes
+
+
+def _rung_notes(run: Run) -> list[str]:
+    """What happened to single rungs: the top timed again, the kept rungs, lost devices and processes, clocks."""
+    notes = []
     for r in run.rungs:
         top = run.previous(r)
         if r.kind == "control" and r.ok and top:
@@ -480,19 +503,23 @@ def build_figures(runs: list[Run]) -> dict:
     return figs
 
 
-def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | None = None) -> Path:
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    figs = build_figures(runs)
+def _save_figures(runs: list[Run], out: Path) -> dict[str, str]:
+    """Every chart as PNG and SVG in `out`; returns name -> the PNG in base64, for the self-contained HTML."""
     embedded = {}
-    for name, fig in figs.items():
+    for name, fig in build_figures(runs).items():
         fig.savefig(out / f"{name}.png", dpi=110)
         fig.savefig(out / f"{name}.svg")
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110)
         embedded[name] = base64.b64encode(buf.getvalue()).decode()
         charts.plt.close(fig)
+    return embedded
 
+
+def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | None = None) -> Path:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    embedded = _save_figures(runs, out)
     title = "gpt2bench report: " + ", ".join(r.label for r in runs)
     md = [f"# {title}", ""]
     parts = [f"<h1>{html.escape(title)}</h1>"]
@@ -527,43 +554,9 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
         md += [f"## {head}", "", _md(spread_table(group)), "", f"- {note}", ""]
         parts += [f"<h2>{html.escape(head)}</h2>", _html_table(spread_table(group)), f"<p>{html.escape(note)}</p>"]
     for i, run in enumerate(runs):
-        tag = f"run{i}_" if len(runs) > 1 else ""
-        notes = ([run.synthetic + "."] if run.synthetic else []) + run_notes(run)
-        md += [f"## {run.label}: profile {run.profile}, plan {run.plan}", ""]
-        parts.append(f"<h2>{html.escape(run.label)}: profile {html.escape(run.profile)}, plan {html.escape(run.plan)}</h2>")
-        for kind in ("ladder", "waterfall", "waterfall_add_one", "waterfall_leave_one_out", "memory", "mfu", "phases",
-                     "categories"):  # the charts first, then the tables, then the notes
-            if tag + kind in embedded:
-                md += [f"![{kind}]({tag + kind}.png)", ""]
-                parts.append(f'<img alt="{kind}" src="data:image/png;base64,{embedded[tag + kind]}">')
-        md += [_md(ladder_table(run)), ""]
-        if run.references:
-            md += [_md(reference_table(run)), ""]
-            for title, rows in eager_gaps(run):
-                md += [f"**{title}**", "", _md(rows), ""]
-        if section := kernel_section(run):
-            ktitle, krows, knotes = section
-            md += [f"**{ktitle}**", "", _md(krows), ""] + [f"- {n}" for n in knotes] + [""]
-        md += [f"- {n}" for n in notes] + [""]
-        parts.append(_html_table(ladder_table(run)))
-        if run.references:
-            parts.append(_html_table(reference_table(run)))
-            for title, rows in eager_gaps(run):
-                parts += [f"<p><b>{html.escape(title)}</b></p>", _html_table(rows)]
-        if section := kernel_section(run):
-            ktitle, krows, knotes = section
-            parts += [f"<p><b>{html.escape(ktitle)}</b></p>", _html_table(krows),
-                      "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in knotes) + "</ul>"]
-        parts += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"]
-        if errors := error_texts(run):
-            md += ["<details><summary>Full error texts</summary>", ""]
-            for name, text in errors:
-                fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
-                md += [f"{name}:", "", fence, text, fence, ""]
-            md += ["</details>", ""]
-            parts.append("<details><summary>Full error texts</summary>" + "".join(
-                f"<p>{html.escape(name)}:</p><pre>{html.escape(text)}</pre>" for name, text in errors) + "</details>")
-        md.append("")
+        run_md, run_parts = _run_section(run, f"run{i}_" if len(runs) > 1 else "", embedded)
+        md += run_md
+        parts += run_parts
     for name in ("ablations", "side_by_side", "side_by_side_normalised"):
         if name in embedded:
             md += [f"## {name.replace('_', ' ')}", "", f"![{name}]({name}.png)", ""]
@@ -587,6 +580,48 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
     return out
+
+
+def _run_section(run: Run, tag: str, embedded: dict[str, str]) -> tuple[list[str], list[str]]:
+    """One run's section, Markdown and HTML: its charts first, then its tables, then its notes and full errors."""
+    notes = ([run.synthetic + "."] if run.synthetic else []) + run_notes(run)
+    md, parts = [], []
+    md += [f"## {run.label}: profile {run.profile}, plan {run.plan}", ""]
+    parts.append(f"<h2>{html.escape(run.label)}: profile {html.escape(run.profile)}, plan {html.escape(run.plan)}</h2>")
+    for kind in ("ladder", "waterfall", "waterfall_add_one", "waterfall_leave_one_out", "memory", "mfu", "phases",
+                 "categories"):  # the charts first, then the tables, then the notes
+        if tag + kind in embedded:
+            md += [f"![{kind}]({tag + kind}.png)", ""]
+            parts.append(f'<img alt="{kind}" src="data:image/png;base64,{embedded[tag + kind]}">')
+    md += [_md(ladder_table(run)), ""]
+    if run.references:
+        md += [_md(reference_table(run)), ""]
+        for title, rows in eager_gaps(run):
+            md += [f"**{title}**", "", _md(rows), ""]
+    if section := kernel_section(run):
+        ktitle, krows, knotes = section
+        md += [f"**{ktitle}**", "", _md(krows), ""] + [f"- {n}" for n in knotes] + [""]
+    md += [f"- {n}" for n in notes] + [""]
+    parts.append(_html_table(ladder_table(run)))
+    if run.references:
+        parts.append(_html_table(reference_table(run)))
+        for title, rows in eager_gaps(run):
+            parts += [f"<p><b>{html.escape(title)}</b></p>", _html_table(rows)]
+    if section := kernel_section(run):
+        ktitle, krows, knotes = section
+        parts += [f"<p><b>{html.escape(ktitle)}</b></p>", _html_table(krows),
+                  "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in knotes) + "</ul>"]
+    parts += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"]
+    if errors := error_texts(run):
+        md += ["<details><summary>Full error texts</summary>", ""]
+        for name, text in errors:
+            fence = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
+            md += [f"{name}:", "", fence, text, fence, ""]
+        md += ["</details>", ""]
+        parts.append("<details><summary>Full error texts</summary>" + "".join(
+            f"<p>{html.escape(name)}:</p><pre>{html.escape(text)}</pre>" for name, text in errors) + "</details>")
+    md.append("")
+    return md, parts
 
 
 def _html_bold(line: str) -> str:
