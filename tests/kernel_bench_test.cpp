@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/ladder/kernel_bench.h"
+#include "bench/commands/kernel_bench.h"
 #include "bench/ladder/run_dir.h"
 #include "bench/runtime/device.h"
 #include "helpers.h"

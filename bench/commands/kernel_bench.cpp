@@ -1,4 +1,4 @@
-#include "bench/ladder/kernel_bench.h"
+#include "bench/commands/kernel_bench.h"
 
 #include <ATen/ATen.h>
 #include <torch/version.h>

@@ -1,4 +1,4 @@
-#include "bench/ladder/ddp_check.h"
+#include "bench/commands/ddp_check.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
