@@ -127,6 +127,18 @@ TEST(Ownership, PeaksAreMeasuredOnceRemeasuredOnceThenRaised) {
   EXPECT_EQ(calls, first + 1);
   EXPECT_DOUBLE_EQ(records[0].plan.measured_peak, 4e9);
 
+  // A measurement that fails beside the rung's live step (out of memory) does not fail the rung: the rate stands.
+  bool out_of_memory = false;
+  Peaks failing(cpu, [&](MathMode) -> double {
+    if (out_of_memory) throw std::runtime_error("out of memory");
+    return 1e9;
+  });
+  failing.measure_for(records, nlohmann::json());
+  out_of_memory = true;
+  EXPECT_TRUE(failing.hold(records[0], 2e9, records));
+  EXPECT_DOUBLE_EQ(records[0].plan.measured_peak, 2e9);
+  EXPECT_TRUE(failing.to_json()["unreliable"].contains("fp32"));
+
   // A run resumed keeps its peaks: nothing measured. A measurement again that clears the rate is taken, unflagged.
   Peaks kept(cpu, [&](MathMode) { return ++calls, 1e12; });
   kept.measure_for(records, nlohmann::json{{"matmul_tflops", {{"fp32", 0.002}, {"bf16", 0.001}, {"fp16", 0.001}}},
