@@ -22,6 +22,7 @@
 #include "bench/runtime/dist.h"
 #include "bench/commands/ddp_check.h"
 #include "bench/commands/kernel_bench.h"
+#include "bench/commands/breakdown.h"
 #include "bench/ladder/ladder.h"
 #include "bench/ladder/reference.h"
 #include "bench/ladder/run_dir.h"

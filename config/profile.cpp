@@ -145,12 +145,55 @@ NLOHMANN_JSON_SERIALIZE_ENUM(RungKind, {{RungKind::kBaseline, "baseline"}, {Rung
                                         {RungKind::kControl, "control"}})
 std::string to_string(RungKind k) { return enum_name(k); }
 
+std::string rung_label(const std::string& name) {
+  const auto u = name.find('_');
+  return u == std::string::npos ? name : name.substr(u + 1);
+}
+
+namespace {
+
+std::string number(size_t i, const std::string& label) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%02zu_", i);
+  return buf + label;
+}
+
+// leave_one_out's rung for `v`: every variant but it and but what requires it.
+std::vector<std::string> all_but(const std::vector<std::string>& vs, const std::string& v) {
+  std::vector<std::string> dropped{v}, rest;
+  for (const auto& o : vs) {
+    bool needs_dropped = false;
+    for (auto r : find_variant(o)->requires_)
+      needs_dropped = needs_dropped || std::find(dropped.begin(), dropped.end(), r) != dropped.end();
+    if (o == v || needs_dropped) {
+      if (o != v) dropped.push_back(o);
+    } else {
+      rest.push_back(o);
+    }
+  }
+  return rest;
+}
+
+// After the extras: `top` again (an extra joins only if it beats the top timed before it and after it, so that
+// the machine's drift over the minutes the extras take is not taken for a fusion's gain), then the kept rungs:
+// the top (`ladder`'s variants) in one process, compared with `one_process_top` (on one GPU ddp's rung is skipped
+// and that is the top again), and the same at the profile's batch where there is a rung `before_batch`.
+void add_kept_rungs(std::vector<RungPlan>& out, const std::vector<std::string>& ladder, const std::string& top,
+                    const std::string& one_process_top, const std::string& before_batch) {
+  out.push_back({number(out.size(), "top_again"), ladder, RungKind::kControl, top, ""});
+  std::vector<std::string> one_process;
+  for (const auto& v : ladder)
+    if (!find_variant(v)->data_parallel) one_process.push_back(v);
+  out.push_back({number(out.size(), "top+kept"), one_process, RungKind::kKept, one_process_top, ""});
+  if (!before_batch.empty()) {
+    std::erase_if(one_process, [](const std::string& v) { return find_variant(v)->searches_batch; });
+    out.push_back({number(out.size(), "planned_batch+kept"), one_process, RungKind::kKept, before_batch, ""});
+  }
+}
+
+}  // namespace
+
 std::vector<RungPlan> expand_plan(const Profile& p) {
-  auto number = [](size_t i, const std::string& label) {
-    char buf[16];
-    std::snprintf(buf, sizeof(buf), "%02zu_", i);
-    return buf + label;
-  };
   std::vector<RungPlan> out{{number(0, "baseline"), {}, RungKind::kBaseline, "", ""}};
   const std::string base = out[0].name;
   if (p.plan == "recipes") {
@@ -184,18 +227,7 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
       recipe.push_back(v);
       out.push_back({number(out.size(), "add_" + v), recipe, RungKind::kAddOne, base, v});
     } else {  // leave_one_out: all but the variant, and but what requires it
-      std::vector<std::string> dropped{v}, rest;
-      for (const auto& o : vs) {
-        bool needs_dropped = false;
-        for (auto r : find_variant(o)->requires_)
-          needs_dropped = needs_dropped || std::find(dropped.begin(), dropped.end(), r) != dropped.end();
-        if (o == v || needs_dropped) {
-          if (o != v) dropped.push_back(o);
-        } else {
-          rest.push_back(o);
-        }
-      }
-      out.push_back({number(out.size(), "drop_" + v), rest, RungKind::kDropOne, all, v});
+      out.push_back({number(out.size(), "drop_" + v), all_but(vs, v), RungKind::kDropOne, all, v});
     }
   }
   const std::string top = out.back().name;  // the full ladder
@@ -206,18 +238,7 @@ std::vector<RungPlan> expand_plan(const Profile& p) {
   // (or the rung before batch_scaling); which extras join is settled when the rung starts.
   if (std::none_of(extras.begin(), extras.end(), [](const std::string& x) { return find_variant(x)->keepable(); }))
     return out;
-  // The top again, after the extras: an extra joins only if it beats the top timed before it and after it, so
-  // that the machine's drift over the minutes the extras take is not taken for a fusion's gain.
-  out.push_back({number(out.size(), "top_again"), acc, RungKind::kControl, top, ""});
-  std::vector<std::string> one_process;
-  for (const auto& v : acc)
-    if (!find_variant(v)->data_parallel) one_process.push_back(v);
-  // Compared with the top in one process (on one GPU ddp's rung is skipped and that is the top again).
-  out.push_back({number(out.size(), "top+kept"), one_process, RungKind::kKept, before_ddp.empty() ? top : before_ddp, ""});
-  if (!before_batch.empty()) {
-    std::erase_if(one_process, [](const std::string& v) { return find_variant(v)->searches_batch; });
-    out.push_back({number(out.size(), "planned_batch+kept"), one_process, RungKind::kKept, before_batch, ""});
-  }
+  add_kept_rungs(out, acc, top, before_ddp.empty() ? top : before_ddp, before_batch);
   return out;
 }
 

@@ -64,6 +64,9 @@ struct Profile {
   Settings settings;                  // knobs variants read (sdpa backend, vocab multiple, batch bounds)
 };
 
+// A rung's name without the number expand_plan puts before it ("07_sdpa" -> "sdpa"): a user may name it so.
+std::string rung_label(const std::string& name);
+
 // ConfigError (bench/yaml_reader.h) names file, line, key and what was expected.
 Profile load_profile(const std::string& path);
 // Rung 0 is always the baseline (the empty recipe).

@@ -363,43 +363,14 @@ def parity_run(cfg, device, tokens, scopes):
     return out
 
 
-def run(cfg):
-    # Eager: one form; compiled: each scope in turn, the faster kept as the reference's figure.
-    scopes = forms_of(cfg)
-    device = torch.device(cfg["device"])
+def time_forms(cfg, device, tokens, scopes, started, sync):
+    """Each scope in turn: built, compiled by its first step (timed apart), warmed up, then repetitions of `steps`
+    steps, one device synchronisation a repetition, in its share of what the budget has left. The last scope's
+    share holds the breakdown pass's time (it runs once, for the faster scope). A scope that fails (inductor cannot
+    compile it, the device runs out of memory) is recorded with its error and the others stand; only when every one
+    fails does the reference fail, with the last error. Returns (forms, failed, live): live the last scope's step."""
     cuda = device.type == "cuda"
-    if cuda:
-        torch.cuda.set_device(device)
-    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
-    tokens = load_tokens(cfg["tokens"])
-    if cuda:
-        tokens = tokens.pin_memory()
-    out = {"torch_version": torch.__version__, "python": sys.version.split()[0], "device": cfg["device"],
-           "device_name": torch.cuda.get_device_name(device) if cuda else "cpu",
-           # glibc malloc as gpt2bench set it for both sides, keeping what is freed (bench/runtime/memory.h)
-           "malloc": {k: os.environ.get(k) for k in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_")}}
-    started = time.perf_counter()
     budget = cfg.get("budget_s")  # None: no time budget; else seconds for all of this (0: spent, the floor)
-
-    # 1. Parity: the first parity_steps losses from the seed, dropout off, on the data from its start (the first
-    #    scope's form: every form computes the same step). `parity_eager`: the model uncompiled instead, where the
-    #    parity only asks whether the model trains at this batch (ref_torch_compile at batch_scaling's batch, another
-    #    problem than the baseline's): a compilation of its own (dropout off is another graph) spent on nothing else.
-    #    Out of device memory there (the eager form at batch_scaling's batch holds more than the compiled one):
-    #    said in `parity_error`, its partial figures dropped, and the timed run goes on; any other error fails it.
-    if cfg["parity_steps"] > 0:
-        try:
-            out.update(parity_run(cfg, device, tokens, scopes))
-        except OUT_OF_MEMORY as e:
-            out["parity_error"] = said(e)
-        if "parity_error" in out and cuda:  # the failed run's tensors went with its frame
-            torch.cuda.empty_cache()
-
-    # 2. The timed model, each scope in turn: built, compiled by its first step (timed apart), warmed up, then
-    #    repetitions of `steps` steps, one device synchronisation a repetition, in its share of what the budget
-    #    has left. The last scope's share holds the breakdown pass's time (it runs once, for the faster scope).
-    #    A scope that fails (inductor cannot compile it, the device runs out of memory) is recorded with its error
-    #    and the others stand; only when every one fails does the reference fail, with the last error.
     forms, failed, live = {}, {}, None
     for i, scope in enumerate(scopes):
         live = None  # the last scope's model and optimizer state freed before the next is built
@@ -416,6 +387,42 @@ def run(cfg):
             continue
         live = (scope, step, data)
         del step, data  # `live` alone holds this scope's model: freed before the next is built
+    return forms, failed, live
+
+
+def run(cfg):
+    # Eager: one form; compiled: each scope in turn, the faster kept as the reference's figure.
+    scopes = forms_of(cfg)
+    device = torch.device(cfg["device"])
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.set_device(device)
+    sync = (lambda: torch.cuda.synchronize(device)) if cuda else (lambda: None)
+    tokens = load_tokens(cfg["tokens"])
+    if cuda:
+        tokens = tokens.pin_memory()
+    out = {"torch_version": torch.__version__, "python": sys.version.split()[0], "device": cfg["device"],
+           "device_name": torch.cuda.get_device_name(device) if cuda else "cpu",
+           # glibc malloc as gpt2bench set it for both sides, keeping what is freed (bench/runtime/memory.h)
+           "malloc": {k: os.environ.get(k) for k in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_")}}
+    started = time.perf_counter()
+
+    # 1. Parity: the first parity_steps losses from the seed, dropout off, on the data from its start (the first
+    #    scope's form: every form computes the same step). `parity_eager`: the model uncompiled instead, where the
+    #    parity only asks whether the model trains at this batch (ref_torch_compile at batch_scaling's batch, another
+    #    problem than the baseline's): a compilation of its own (dropout off is another graph) spent on nothing else.
+    #    Out of device memory there (the eager form at batch_scaling's batch holds more than the compiled one):
+    #    said in `parity_error`, its partial figures dropped, and the timed run goes on; any other error fails it.
+    if cfg["parity_steps"] > 0:
+        try:
+            out.update(parity_run(cfg, device, tokens, scopes))
+        except OUT_OF_MEMORY as e:
+            out["parity_error"] = said(e)
+        if "parity_error" in out and cuda:  # the failed run's tensors went with its frame
+            torch.cuda.empty_cache()
+
+    # 2. The timed model, each scope in turn (time_forms).
+    forms, failed, live = time_forms(cfg, device, tokens, scopes, started, sync)
     best = min(forms, key=lambda k: forms[k]["median_step_s"])
     # the breakdown's time was the last scope's to keep; had that one failed, the pass runs all the same
     last = forms.get(scopes[-1], {"breakdown_steps": cfg.get("breakdown_steps", 0)})

@@ -4,7 +4,8 @@ C++: a scanner that strips comments and strings and matches braces; a block is a
 its `{` (since the last `;`, `{` or `}`, so a signature may span lines) ends in `)` with qualifiers, and is not a
 control statement or a lambda; it counts from that text's first line. Lambdas count in the function around them.
 Python: `ast`, every def (nested and methods included) and class, from its first decorator to its last line.
-Use: scripts/long_functions.py N C [--allow NAME]... FILE...  (--allow: a block known to be over, named as listed)"""
+Also files longer than F lines. Prints the longest function and the largest class it saw.
+Use: scripts/long_functions.py N C F [--allow NAME]... FILE...  (--allow: a block known to be over, named as listed)"""
 import ast
 import re
 import sys
@@ -61,18 +62,26 @@ def py_blocks(path: str):
 
 
 def main() -> int:
-    limit, class_limit, bad = int(sys.argv[1]), int(sys.argv[2]), 0
-    args, allowed = sys.argv[3:], set()
+    limit, class_limit, file_limit, bad = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), 0
+    args, allowed = sys.argv[4:], set()
     while args and args[0] == "--allow":
         allowed.add(args[1])
         args = args[2:]
+    longest = {"function": (0, ""), "class": (0, "")}
     for path in args:
+        if (lines := len(open(path).read().splitlines())) > file_limit:
+            print(f"{path}: {lines} lines (at most {file_limit} a file)")
+            bad += 1
         blocks = py_blocks(path) if path.endswith(".py") else cpp_blocks(path)
         for kind, name, first, last in blocks:
             n = last - first + 1
+            if kind in longest and n > longest[kind][0]:
+                longest[kind] = (n, f"{name} in {path}")
             if n > (limit if kind == "function" else class_limit) and name not in allowed:
                 print(f"{path}:{first}: {n} lines: {name}")
                 bad += 1
+    print(f"{len(args)} files; the longest function {longest['function'][0]} lines ({longest['function'][1]}); "
+          f"the largest class {longest['class'][0]} lines ({longest['class'][1]})")
     return 1 if bad else 0
 
 

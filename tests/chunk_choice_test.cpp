@@ -39,7 +39,7 @@ TEST(ChunkChoice, EveryChunkTimedInTurnsAfterAWarmUpTheFastestMedianWins) {
   std::vector<int64_t> calls;
   const auto c = pick_classifier_chunk({1024, 2048, 4096}, 2, fake_trial({{1024, 3.0}, {2048, 2.0}, {4096, 2.5}}, &calls));
   EXPECT_EQ(calls, (std::vector<int64_t>{1024, 2048, 4096, 1024, 2048, 4096, 1024, 2048, 4096}));
-  EXPECT_EQ(c.chosen, 2048);
+  EXPECT_EQ(c.chosen, "2048");
   ASSERT_EQ(c.tries.size(), 3u);
   EXPECT_DOUBLE_EQ(*c.tries[0].ms, 3.0);
 }
@@ -48,28 +48,28 @@ TEST(ChunkChoice, ASingleCandidateIsChosenUntimed) {
   std::vector<int64_t> calls;
   const auto c = pick_classifier_chunk({64}, 5, fake_trial({{64, 1.0}}, &calls));
   EXPECT_TRUE(calls.empty());
-  EXPECT_EQ(c.chosen, 64);
+  EXPECT_EQ(c.chosen, "64");
   ASSERT_EQ(c.tries.size(), 1u);
   EXPECT_EQ(c.tries[0].why, "not timed: the only candidate");
 }
 
 TEST(ChunkChoice, AChunkThatRunsOutOfMemoryIsRecordedWithWhyAndNoneIsAnError) {
   const auto c = pick_classifier_chunk({1024, 2048, 4096}, 1, fake_trial({{1024, 3.0}, {2048, 2.0}}));
-  EXPECT_EQ(c.chosen, 2048);
+  EXPECT_EQ(c.chosen, "2048");
   EXPECT_FALSE(c.tries[2].ms);
   EXPECT_EQ(c.tries[2].why, "CUDA out of memory. Tried to allocate 6.14 GiB.");
   const nlohmann::json j = c;
-  EXPECT_EQ(j["chosen"], 2048);
+  EXPECT_EQ(j["chosen"], "2048");
   EXPECT_EQ(j["tries"][2]["why"], c.tries[2].why);
-  const ChunkChoice back = chunk_choice_from(j);
-  EXPECT_EQ(back.chosen, 2048);
+  const Choice back = choice_from(j);
+  EXPECT_EQ(back.chosen, "2048");
   EXPECT_EQ(back.tries[2].why, c.tries[2].why);
   EXPECT_DOUBLE_EQ(*back.tries[1].ms, 2.0);
   try {
     pick_classifier_chunk({1024, 2048}, 1, fake_trial({}));
     FAIL() << "no chunk ran, and nothing was said";
   } catch (const std::runtime_error& e) {
-    EXPECT_EQ(std::string(e.what()), "no classifier chunk runs this head (1024: CUDA out of memory. Tried to allocate "
+    EXPECT_EQ(std::string(e.what()), "no classifier_chunk candidate runs here (1024: CUDA out of memory. Tried to allocate "
                                      "6.14 GiB.; 2048: CUDA out of memory. Tried to allocate 6.14 GiB.)");
   }
 }
@@ -80,10 +80,11 @@ TEST(ChunkChoice, TimesTheFusedClassifierOnTheStepsHead) {
   s.settings.classifier_chunk = 16;
   s.settings.classifier_chunk_fastest = true;
   s.model.classifier_chunk = 16;
-  const ChunkChoice c = choose_classifier_chunk(s, cpu, 2, 1);
+  const Choice c = choose_classifier_chunk(s, cpu, 2, 1);
   ASSERT_EQ(c.tries.size(), 3u);  // 16, 32, 64
-  for (const auto& t : c.tries) ASSERT_TRUE(t.ms) << t.chunk << ": " << t.why;
-  EXPECT_TRUE(c.chosen == 16 || c.chosen == 32 || c.chosen == 64);
+  for (const auto& t : c.tries) ASSERT_TRUE(t.ms) << t.candidate << ": " << t.why;
+  EXPECT_TRUE(c.chosen == "16" || c.chosen == "32" || c.chosen == "64") << c.chosen;
+  EXPECT_EQ(c.key, classifier_chunk_key(s));
   EXPECT_EQ(classifier_chunk_key(s), "N=64 C=32 V=97 Float from 16");
 }
 
@@ -95,11 +96,11 @@ TEST(ChunkChoice, TheChoiceIsTheRungsOutcomeAndSurvivesResume) {
   r.plan.rung.spec.model.classifier_chunk = 1024;
   r.plan.rung.spec.settings.classifier_chunk_fastest = true;
   r.out.status = RungStatus::kOk;
-  r.out.chunk_choice = pick_classifier_chunk({1024, 2048}, 1, fake_trial({{1024, 2.0}, {2048, 1.0}}));
-  r.out.chunk_chosen = r.out.chunk_choice->chosen;
+  r.out.choices.push_back(pick_classifier_chunk({1024, 2048}, 1, fake_trial({{1024, 2.0}, {2048, 1.0}})));
   EXPECT_EQ(r.spec().model.classifier_chunk, 2048);
   const nlohmann::json j = to_json(r);
-  EXPECT_EQ(j["classifier_chunk_choice"]["chosen"], 2048);
+  EXPECT_EQ(j["choices"][0]["setting"], "classifier_chunk");
+  EXPECT_EQ(j["choices"][0]["chosen"], "2048");
   EXPECT_EQ(j["spec"]["model"]["classifier_chunk"], 2048);
   EXPECT_EQ(j["spec"]["settings"]["classifier_chunk"], "fastest");
   RungRecord back;

@@ -115,6 +115,13 @@ std::string sdpa_fastest_profile(const test::TempDir& d) {
   return test::write_tiny_profile(d, body);
 }
 
+// The rung's choice of `setting` in rungs.json's generic `choices` list; null where it has none.
+nlohmann::json choice_of(const nlohmann::json& rung, const std::string& setting) {
+  for (const auto& c : rung.value("choices", nlohmann::json::array()))
+    if (c["setting"] == setting) return c;
+  return nullptr;
+}
+
 // settings.classifier_chunk: fastest — a rung with the fused classifier times its chunks on its head (the tiny
 // model at batch 128: 2,048 tokens, so 1,024 and 2,048), runs with the fastest and says so; a later rung with the
 // same head takes that timing's choice; parity and the spec as it ran have it.
@@ -127,56 +134,60 @@ TEST(Cli, ClassifierChunkFastestTimesTheChunksAndRunsTheRungWithTheChoice) {
                "breakdown_steps: 0\nsettings: {classifier_chunk: fastest}");
   auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("classifier chunks timed on this head: 1024: "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(" tokens (timed for 01_fc on the same head, N=2048 C=32 V=97 Float from 1024)"),
-            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("classifier_chunk: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" (timed on N=2048 C=32 V=97 Float from 1024: 1024 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" (timed for 01_fc on the same N=2048 C=32 V=97 Float from 1024)"), std::string::npos)
+      << r.output;
   const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
   ASSERT_EQ(doc["rungs"].size(), 3u);
-  EXPECT_FALSE(doc["rungs"][0].contains("classifier_chunk_choice"));  // no fused classifier in the baseline
+  EXPECT_FALSE(doc["rungs"][0].contains("choices"));  // no fused classifier in the baseline
   const auto &fc = doc["rungs"][1], &next = doc["rungs"][2];
-  const int64_t chosen = fc["classifier_chunk_choice"]["chosen"];
-  EXPECT_TRUE(chosen == 1024 || chosen == 2048) << fc.dump();
-  ASSERT_EQ(fc["classifier_chunk_choice"]["tries"].size(), 2u);
-  for (const auto& t : fc["classifier_chunk_choice"]["tries"]) EXPECT_GT(t["ms"].get<double>(), 0) << t;
-  EXPECT_FALSE(fc["classifier_chunk_choice"].contains("timed_for"));  // its own timing
-  EXPECT_EQ(fc["spec"]["model"]["classifier_chunk"], chosen);
+  const auto c = choice_of(fc, "classifier_chunk");
+  ASSERT_FALSE(c.is_null()) << fc.dump();
+  const std::string chosen = c["chosen"];
+  EXPECT_TRUE(chosen == "1024" || chosen == "2048") << fc.dump();
+  ASSERT_EQ(c["tries"].size(), 2u);
+  for (const auto& t : c["tries"]) EXPECT_GT(t["ms"].get<double>(), 0) << t;
+  EXPECT_FALSE(c.contains("timed_for"));  // its own timing
+  EXPECT_EQ(fc["spec"]["model"]["classifier_chunk"], std::stoll(chosen));
   EXPECT_EQ(fc["spec"]["settings"]["classifier_chunk"], "fastest");
   EXPECT_EQ(fc["parity"]["verdict"], "pass");
-  EXPECT_EQ(next["classifier_chunk_choice"]["timed_for"], "01_fc");
-  EXPECT_EQ(next["spec"]["model"]["classifier_chunk"], chosen);
+  EXPECT_EQ(choice_of(next, "classifier_chunk")["timed_for"], "01_fc");
+  EXPECT_EQ(next["spec"]["model"]["classifier_chunk"], std::stoll(chosen));
 }
 
 // settings.sdpa_backend: fastest — the rung times each SDPA kernel on its attention, runs with the
-// fastest, and says so (the console, rungs.json's sdpa_choice, the spec as it ran). A later rung with the
+// fastest, and says so (the console, rungs.json's choices, the spec as it ran). A later rung with the
 // same attention (fuse_qkv changes the projection, not the attention's inputs) takes that timing's choice.
 TEST(Cli, SdpaFastestTimesTheKernelsAndRunsTheRungWithTheChoice) {
   test::TempDir d;
   auto r = test::run_gpt2bench("ladder --profile " + sdpa_fastest_profile(d) + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("SDPA kernels timed on this attention: flash "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" (timed on B=2 H="), std::string::npos) << r.output;
   const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
   const auto& rung = doc["rungs"][1];
-  ASSERT_TRUE(rung.contains("sdpa_choice")) << rung.dump();
-  EXPECT_FALSE(doc["rungs"][0].contains("sdpa_choice"));  // no SDPA in the baseline
-  const std::string chosen = rung["sdpa_choice"]["chosen"];
+  const auto c = choice_of(rung, "sdpa_backend");
+  ASSERT_FALSE(c.is_null()) << rung.dump();
+  EXPECT_FALSE(doc["rungs"][0].contains("choices"));  // no SDPA in the baseline
+  const std::string chosen = c["chosen"];
   EXPECT_TRUE(chosen == "flash" || chosen == "math") << chosen;
   EXPECT_EQ(rung["spec"]["sdpa_backend"], chosen);
   EXPECT_EQ(rung["spec"]["settings"]["sdpa_backend"], "fastest");
   EXPECT_EQ(rung["sdpa_backend_used"], chosen);
-  EXPECT_EQ(rung["sdpa_choice"]["tries"].size(), 4u);
+  EXPECT_EQ(c["tries"].size(), 4u);
   EXPECT_EQ(rung["parity"]["verdict"], "pass");
-  EXPECT_FALSE(rung["sdpa_choice"].contains("timed_for"));  // its own timing
+  EXPECT_FALSE(c.contains("timed_for"));  // its own timing
   const auto& next = doc["rungs"][2];
   ASSERT_EQ(doc["rungs"].size(), 3u);
-  EXPECT_EQ(next["sdpa_choice"]["timed_for"], rung["name"]) << next.dump();
-  EXPECT_EQ(next["sdpa_choice"]["tries"], rung["sdpa_choice"]["tries"]);
+  EXPECT_EQ(choice_of(next, "sdpa_backend")["timed_for"], rung["name"]) << next.dump();
+  EXPECT_EQ(choice_of(next, "sdpa_backend")["tries"], c["tries"]);
   EXPECT_EQ(next["spec"]["sdpa_backend"], chosen);
-  EXPECT_NE(r.output.find("    SDPA kernel: " + chosen + " (timed for " + rung["name"].get<std::string>() +
-                          " on the same attention, B=2 H="),
+  EXPECT_NE(r.output.find("    sdpa_backend: " + chosen + " (timed for " + rung["name"].get<std::string>() +
+                          " on the same B=2 H="),
             std::string::npos)
       << r.output;
   size_t timings = 0;
-  for (size_t at = 0; (at = r.output.find("SDPA kernels timed on this attention", at)) != std::string::npos; ++at) ++timings;
+  for (size_t at = 0; (at = r.output.find(" (timed on B=2 H=", at)) != std::string::npos; ++at) ++timings;
   EXPECT_EQ(timings, 1u);
 }
 
@@ -188,11 +199,11 @@ TEST(Cli, SdpaTimingsOfKeptRungsStandAfterResume) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = test::run_gpt2bench("ladder --resume " + (d / "run") + " --rung=");  // every rung, not the run's 01_sdpa
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(r.output.find("SDPA kernels timed on this attention"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("SDPA kernel: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(" (timed on B=2 H="), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("sdpa_backend: "), std::string::npos) << r.output;
   const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
-  EXPECT_EQ(doc["rungs"][2]["sdpa_choice"]["timed_for"], "01_sdpa") << doc["rungs"][2].dump();
-  EXPECT_EQ(doc["rungs"][2]["sdpa_choice"]["chosen"], doc["rungs"][1]["sdpa_choice"]["chosen"]);
+  EXPECT_EQ(choice_of(doc["rungs"][2], "sdpa_backend")["timed_for"], "01_sdpa") << doc["rungs"][2].dump();
+  EXPECT_EQ(choice_of(doc["rungs"][2], "sdpa_backend")["chosen"], choice_of(doc["rungs"][1], "sdpa_backend")["chosen"]);
 }
 
 // The FLOP model in rungs.json, the independent count from the op shapes beside it (the manual

@@ -22,7 +22,7 @@ RungRecord ran(const std::string& name, RungKind kind, const std::string& varian
   r.plan.variant = variant;
   r.plan.compare_to = kind == RungKind::kExtra ? compare_to : "";
   r.out.status = RungStatus::kOk;
-  r.out.rep_tokens_per_sec = {tps * 0.99, tps, tps * 1.01};
+  r.out.timing.rep_tokens_per_sec = {tps * 0.99, tps, tps * 1.01};
   r.out.parity.verdict = "pass";
   return r;
 }
@@ -105,7 +105,7 @@ TEST(Kept, TheExtrasThatBeatTheTopLargestGainFirst) {
   rs[0].out.status = RungStatus::kSkipped;
   rs[0].plan.compare_to = "12_batch";
   rs.insert(rs.begin(), ran("12_batch", RungKind::kLadder, "batch_scaling", 90));
-  rs[8].out.rep_tokens_per_sec = {95, 95, 95};  // fused_residual_norm, now 1.056x its 89.1-90.9
+  rs[8].out.timing.rep_tokens_per_sec = {95, 95, 95};  // fused_residual_norm, now 1.056x its 89.1-90.9
   k = choose_kept(rs);
   EXPECT_EQ(k.variants, (std::vector<std::string>{"fused_residual_norm"}));
   EXPECT_EQ(entry(k, "fused_residual_norm")["compared_with"], "12_batch");
@@ -143,11 +143,11 @@ TEST(Kept, AnExtraMustBeatTheTopTimedAgainAfterTheExtrasToo) {
             0u)
       << entry(k, "fused_residual_norm");
   // The machine slowed instead: an extra faster than the later timing alone is not kept either.
-  rs.back().out.rep_tokens_per_sec = {94.05, 95, 95.95};
+  rs.back().out.timing.rep_tokens_per_sec = {94.05, 95, 95.95};
   k = choose_kept(rs);
   EXPECT_EQ(k.variants, (std::vector<std::string>{"fused_gelu_backward", "fused_classifier"}));
   EXPECT_EQ(entry(k, "gelu_epilogues")["why"], "conflicts with fused_gelu_backward, which gained more");  // faster
-  rs[4].out.rep_tokens_per_sec = {98, 98, 98};  // 0.98x the top, 1.03x the later timing
+  rs[4].out.timing.rep_tokens_per_sec = {98, 98, 98};  // 0.98x the top, 1.03x the later timing
   k = choose_kept(rs);
   EXPECT_EQ(entry(k, "fused_residual_norm")["kept"], false);
   EXPECT_EQ(entry(k, "fused_residual_norm")["why"].get<std::string>().rfind(
@@ -155,7 +155,7 @@ TEST(Kept, AnExtraMustBeatTheTopTimedAgainAfterTheExtrasToo) {
             0u)
       << entry(k, "fused_residual_norm");
   // A control that failed (or did not run) is no timing: the first alone decides, as without one.
-  rs.back().out.rep_tokens_per_sec = {105 * 0.99, 105, 105 * 1.01};
+  rs.back().out.timing.rep_tokens_per_sec = {105 * 0.99, 105, 105 * 1.01};
   rs.back().out.status = RungStatus::kError;
   k = choose_kept(rs);
   EXPECT_EQ(k.variants, (std::vector<std::string>{"fused_gelu_backward", "fused_classifier"}));
@@ -184,11 +184,11 @@ TEST(Kept, AnExtraMustGainMoreThanAnAntiVariantFoundFaster) {
                      "before and after it: the machine's drift"), std::string::npos) << why;
   EXPECT_TRUE(entry(k, "sync_every_step").is_null());  // never a candidate itself
   // Slower than the top, as slowed on purpose should be: no bound; both kept.
-  rs[3].out.rep_tokens_per_sec = {89.1, 90, 90.9};
+  rs[3].out.timing.rep_tokens_per_sec = {89.1, 90, 90.9};
   k = choose_kept(rs);
   EXPECT_EQ(k.variants, (std::vector<std::string>{"gelu_epilogues", "fused_classifier"}));
   // Faster than the first timing alone: the drift between the timings, which the control answers for.
-  rs[3].out.rep_tokens_per_sec = {103, 104, 105};
+  rs[3].out.timing.rep_tokens_per_sec = {103, 104, 105};
   k = choose_kept(rs);
   EXPECT_EQ(k.variants, (std::vector<std::string>{"gelu_epilogues", "fused_classifier"}));
 }

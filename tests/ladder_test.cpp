@@ -182,7 +182,7 @@ TEST(Reference, ComparedWithTheFastestRungOfTheSameStep) {
   auto ok = [](const std::string& name, int64_t batch, double tps) {
     RungRecord r = rung(name, "ok");
     r.plan.rung.spec.batch = batch;
-    r.out.rep_tokens_per_sec = {tps, tps, tps};
+    r.out.timing.rep_tokens_per_sec = {tps, tps, tps};
     return r;
   };
   std::vector<RungRecord> rungs = {ok("00_baseline", 8, 50), ok("11_vocab_padding", 8, 200),
@@ -195,7 +195,7 @@ TEST(Reference, ComparedWithTheFastestRungOfTheSameStep) {
   rungs[6].plan.rung.spec.dist.backend = "gloo";
   rungs[6].plan.rung.spec.dist.world_size = 2;
   rungs[7].plan.rung.spec.batch = 16;
-  rungs[7].out.rep_tokens_per_sec = {500};
+  rungs[7].out.timing.rep_tokens_per_sec = {500};
   rungs[8].plan.kind = RungKind::kControl;
   auto ref = [](int64_t batch) {
     const double step_s = batch * 4 / 100.0;  // 100 tok/s at T = 4, with some noise
@@ -326,7 +326,7 @@ TEST(Reference, NeverComparedWithARungThatFailedParity) {
   auto ok = [](const std::string& name, double tps, const std::string& verdict) {
     RungRecord r = rung(name, "ok");
     r.plan.rung.spec.batch = 8;
-    r.out.rep_tokens_per_sec = {tps, tps, tps};
+    r.out.timing.rep_tokens_per_sec = {tps, tps, tps};
     r.out.parity.verdict = verdict;
     return r;
   };
@@ -369,7 +369,7 @@ TEST(Reference, AtBatchScalingsBatchItIsJudgedAgainstTheCppRungThere) {
   RungRecord base = rung("00_baseline", "ok"), top = rung("12_batch_scaling", "ok");
   base.plan.rung.spec.batch = 8;
   top.plan.rung.spec.batch = 16;
-  top.out.rep_tokens_per_sec = {100, 100, 100};
+  top.out.timing.rep_tokens_per_sec = {100, 100, 100};
   top.out.parity = judge_parity(ParityClass::kProblem, Trajectory{{5.0, 4.2}, 4.0, 2.0, {{"a", 2.0}, {"b", 0.1}}},
                                 Trajectory{{5.0, 4.0}});
   const Trajectory baseline{{5.0, 4.0}, 3.0, 3.0};
@@ -424,9 +424,9 @@ TEST(Reference, TheRungTimedAgainAfterItIsComparedAsTheFirstTiming) {
                         {"result", {{"tokens_per_sec", 100.0}, {"step_s", {0.1 / 1.05, 0.1, 0.1 / 0.95}}}}};
   RungRecord again = rung("00_baseline", "ok");
   again.plan.rung.spec.batch = 2;
-  again.out.rep_tokens_per_sec = {88, 90, 92};
-  again.out.rep_step_ms = {1e4 / 88, 1e4 / 90, 1e4 / 92};
-  again.out.steps = 3;
+  again.out.timing.rep_tokens_per_sec = {88, 90, 92};
+  again.out.timing.rep_step_ms = {1e4 / 88, 1e4 / 90, 1e4 / 92};
+  again.out.timing.steps = 3;
   compare_again(ref, again);
   const auto& a = ref["again"];
   EXPECT_EQ(a["rung"], "00_baseline");
@@ -442,7 +442,7 @@ TEST(Reference, TheRungTimedAgainAfterItIsComparedAsTheFirstTiming) {
   EXPECT_FALSE(ref["again"].contains("ratio"));
   EXPECT_EQ(again_line(ref), "    00_baseline timed again after ref_torch_eager: not finished: interrupted");
   again.out.status = RungStatus::kDiverged;
-  again.out.diverged_at = 7;
+  again.out.timing.diverged_at = 7;
   compare_again(ref, again);
   EXPECT_EQ(ref["again"]["error"], "non-finite loss at step 7");
 }
@@ -514,11 +514,11 @@ TEST(RunStatus, PartialWhenAnyRungFailed) {
 // first batch's loss before and after for another one (its losses beside the baseline's mean nothing).
 TEST(SummaryTable, TheParityCellShowsWhatWasJudged) {
   std::vector<RungRecord> rs = {rung("00_baseline", "ok"), rung("05_bf16_cast", "ok"), rung("12_batch_scaling", "ok")};
-  for (auto& r : rs) r.out.rep_tokens_per_sec = {100}, r.out.rep_step_ms = {10};
+  for (auto& r : rs) r.out.timing.rep_tokens_per_sec = {100}, r.out.timing.rep_step_ms = {10};
   rs[1].out.parity = judge_parity(ParityClass::kPrecision, Trajectory{{5.05, 4.0}, 3.0, 2.1}, Trajectory{{5.0, 4.0}, 0, 2.0});
   rs[2].out.parity = judge_parity(ParityClass::kProblem, Trajectory{{130.5, 40.0}, 12.25, 2.1}, Trajectory{{5.0, 4.0}, 0, 2.0});
   rs.push_back(rung("14_top+fused_classifier", "ok"));
-  rs.back().out.rep_tokens_per_sec = {100}, rs.back().out.rep_step_ms = {10};
+  rs.back().out.timing.rep_tokens_per_sec = {100}, rs.back().out.timing.rep_step_ms = {10};
   rs.back().out.parity = judge_parity(ParityClass::kPrecision, Trajectory{{130.5, 40.1}, 12.0, 2.1},
                                       trajectory_of(rs[2].out.parity), "12_batch_scaling");
   const std::string table = summary_table(rs, false);

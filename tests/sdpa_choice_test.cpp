@@ -38,17 +38,17 @@ std::function<double(B)> fake_trial(std::map<B, double> ms, std::vector<B>* call
 TEST(SdpaChoice, PyTorchsOwnKernelStaysUnlessAnotherBeatsItByTheMargin) {
   // another kernel 10% faster: it wins
   auto c = pick_sdpa_backend("flash", 0.01, 3, fake_trial({{B::kFlash, 1.0}, {B::kCudnn, 0.9}, {B::kMath, 4.0}}));
-  EXPECT_EQ(c.chosen, B::kCudnn);
-  EXPECT_EQ(c.pytorch_choice, "flash");
+  EXPECT_EQ(c.chosen, "cudnn");
+  EXPECT_EQ(c.incumbent, "flash");
   // 0.5% faster is within the noise margin: PyTorch's own choice stays
   c = pick_sdpa_backend("flash", 0.01, 3, fake_trial({{B::kFlash, 1.0}, {B::kCudnn, 0.995}}));
-  EXPECT_EQ(c.chosen, B::kFlash);
+  EXPECT_EQ(c.chosen, "flash");
   // PyTorch's own kernel slower by more than the margin loses, whichever it is
   c = pick_sdpa_backend("efficient", 0.01, 3, fake_trial({{B::kFlash, 1.0}, {B::kEfficient, 1.036}}));
-  EXPECT_EQ(c.chosen, B::kFlash);
+  EXPECT_EQ(c.chosen, "flash");
   // PyTorch's choice not among the kernels that run: the fastest that does
   c = pick_sdpa_backend("overrideable", 0.01, 3, fake_trial({{B::kMath, 2.0}, {B::kEfficient, 1.5}}));
-  EXPECT_EQ(c.chosen, B::kEfficient);
+  EXPECT_EQ(c.chosen, "efficient");
 }
 
 TEST(SdpaChoice, TimesEveryKernelInTurnsAfterAWarmUpAndTakesTheMedian) {
@@ -67,7 +67,7 @@ TEST(SdpaChoice, TimesEveryKernelInTurnsAfterAWarmUpAndTakesTheMedian) {
   ASSERT_EQ(c.tries.size(), 4u);
   EXPECT_DOUBLE_EQ(*c.tries[0].ms, 1.0);
   EXPECT_DOUBLE_EQ(*c.tries[3].ms, 2.0);
-  EXPECT_EQ(c.chosen, B::kFlash);
+  EXPECT_EQ(c.chosen, "flash");
 }
 
 TEST(SdpaChoice, AKernelThatCannotRunIsRecordedWithAtensReasons) {
@@ -80,9 +80,11 @@ TEST(SdpaChoice, AKernelThatCannotRunIsRecordedWithAtensReasons) {
   EXPECT_EQ(j["chosen"], "flash");
   EXPECT_EQ(j["tries"][0]["ms"], 1.0);
   EXPECT_FALSE(j["tries"][1].contains("ms"));
-  EXPECT_EQ(j["tries"][1]["backend"], "efficient");
-  const SdpaChoice back = sdpa_choice_from(j);
-  EXPECT_EQ(back.chosen, B::kFlash);
+  EXPECT_EQ(j["tries"][1]["candidate"], "efficient");
+  EXPECT_EQ(j["setting"], "sdpa_backend");
+  EXPECT_EQ(j["incumbent"], "flash");
+  const Choice back = choice_from(j);
+  EXPECT_EQ(back.chosen, "flash");
   EXPECT_EQ(back.tries[1].why, c.tries[1].why);
   EXPECT_DOUBLE_EQ(*back.tries[0].ms, 1.0);
 }
@@ -93,7 +95,7 @@ TEST(SdpaChoice, NoKernelThatRunsIsAnErrorNamingEveryReason) {
     FAIL() << "no kernel ran, and nothing was said";
   } catch (const std::runtime_error& e) {
     const std::string m = e.what();
-    EXPECT_EQ(m.rfind("no SDPA kernel runs this attention (flash: No available kernel", 0), 0u) << m;
+    EXPECT_EQ(m.rfind("no sdpa_backend candidate runs here (flash: No available kernel", 0), 0u) << m;
     for (const char* k : {"efficient: ", "cudnn: ", "math: "}) EXPECT_NE(m.find(k), std::string::npos) << m;
   }
 }
@@ -110,15 +112,16 @@ TEST(SdpaChoice, TimesAtensCpuKernelsAndLeavesTheFlagsAsTheyWere) {
   EXPECT_FALSE(ctx.userEnabledMemEfficientSDP());
   ctx.setSDPUseMemEfficient(true);
   ASSERT_EQ(c.tries.size(), 4u);
-  EXPECT_EQ(c.pytorch_choice, "flash");
-  for (size_t i : {0, 3}) ASSERT_TRUE(c.tries[i].ms) << to_string(c.tries[i].backend) << ": " << c.tries[i].why;
-  for (size_t i : {1, 2}) EXPECT_FALSE(c.tries[i].why.empty()) << to_string(c.tries[i].backend);
+  EXPECT_EQ(c.incumbent, "flash");
+  EXPECT_EQ(c.key, sdpa_attention_key(s));
+  for (size_t i : {0, 3}) ASSERT_TRUE(c.tries[i].ms) << c.tries[i].candidate << ": " << c.tries[i].why;
+  for (size_t i : {1, 2}) EXPECT_FALSE(c.tries[i].why.empty()) << c.tries[i].candidate;
   EXPECT_GT(*c.tries[0].ms, 0);
   EXPECT_GT(*c.tries[3].ms, 0);
-  EXPECT_TRUE(c.chosen == B::kFlash || c.chosen == B::kMath);
+  EXPECT_TRUE(c.chosen == "flash" || c.chosen == "math") << c.chosen;
   // with dropout, the CPU has no fused kernel: math alone runs, and is chosen
   s.model.dropout = 0.1;
-  EXPECT_EQ(choose_sdpa_backend(s, detect_device("cpu"), 1, 1).chosen, B::kMath);
+  EXPECT_EQ(choose_sdpa_backend(s, detect_device("cpu"), 1, 1).chosen, "math");
 }
 
 TEST(SdpaChoice, AStepGivenFastestUnsettledIsRefused) {
@@ -140,20 +143,19 @@ TEST(SdpaChoice, TheChoiceIsTheRungsOutcomeAndSurvivesResume) {
   RungRecord r;
   r.plan.rung.spec.model.attention = AttentionImpl::kSdpa;
   r.plan.rung.spec.sdpa_backend = B::kFastest;
-  r.out.sdpa_choice = pick_sdpa_backend("flash", 0.01, 1, fake_trial({{B::kFlash, 1.0}, {B::kCudnn, 0.8}}));
-  r.out.sdpa_chosen = r.out.sdpa_choice->chosen;
+  r.out.choices.push_back(pick_sdpa_backend("flash", 0.01, 1, fake_trial({{B::kFlash, 1.0}, {B::kCudnn, 0.8}})));
   EXPECT_EQ(r.spec().sdpa_backend, B::kCudnn);
   EXPECT_EQ(r.plan.rung.spec.sdpa_backend, B::kFastest);
   r.out.status = RungStatus::kSkipped;
   const auto j = to_json(r);
   EXPECT_EQ(j["spec"]["sdpa_backend"], "cudnn");
-  EXPECT_EQ(j["sdpa_choice"]["chosen"], "cudnn");
+  EXPECT_EQ(j["choices"][0]["chosen"], "cudnn");
   RungRecord back;
   back.plan = r.plan;
   restore(back, j);
   EXPECT_EQ(back.spec().sdpa_backend, B::kCudnn);
-  ASSERT_TRUE(back.out.sdpa_choice);
-  EXPECT_DOUBLE_EQ(*back.out.sdpa_choice->tries[2].ms, 0.8);
+  ASSERT_TRUE(back.choice("sdpa_backend"));
+  EXPECT_DOUBLE_EQ(*back.choice("sdpa_backend")->tries[2].ms, 0.8);
   EXPECT_EQ(sdpa_backend_from("fastest"), B::kFastest);
   EXPECT_THROW(sdpa_backend_from("fastests"), std::invalid_argument);
 }

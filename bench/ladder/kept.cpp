@@ -18,7 +18,7 @@ std::string ratio_text(double r, const RatioInterval& ri) {
 // An extra's rung against one timing of the top: its ratio and interval into `e`; whether it is beyond noise.
 bool beats(const RungRecord& r, const RungRecord& top, nlohmann::json& e, double& ratio) {
   ratio = r.median_tokens_per_sec() / top.median_tokens_per_sec();
-  const RatioInterval ri = ratio_interval(r.out.rep_tokens_per_sec, top.out.rep_tokens_per_sec);
+  const RatioInterval ri = ratio_interval(r.out.timing.rep_tokens_per_sec, top.out.timing.rep_tokens_per_sec);
   e = {{"rung", top.name()}, {"ratio", ratio}, {"interval", {{"low", ri.low}, {"high", ri.high}, {"level", ri.level}}},
        {"text", ratio_text(ratio, ri)}};
   return ri.low > 1.0;  // beyond what noise alone could make of the repetitions
@@ -58,6 +58,39 @@ double anti_variant_drift(const std::vector<RungRecord>& records, const RungReco
   return drift;
 }
 
+// Faster than the top timed before it and, where it ran, after it (`later`): a gain, not the drift between them,
+// and more than the anti-variants' drift. Its gain (`ratio`) is the smaller of the two ratios; the entry says why.
+bool judged_faster(const RungRecord& r, const RungRecord& top, const RungRecord* later, double drift,
+                   const std::string& drift_text, nlohmann::json& e, double& ratio) {
+  nlohmann::json before, after;
+  double ratio_after = 0;
+  const bool faster_before = beats(r, top, before, ratio);
+  e["ratio"] = ratio;
+  e["interval"] = before["interval"];
+  e["compared_with"] = top.name();
+  std::string why = (faster_before ? "faster than " : "not measurably faster than ") + top.name() + " (" +
+                    before["text"].get<std::string>() + ")";
+  bool faster = faster_before;
+  if (later) {
+    const bool faster_after = beats(r, *later, after, ratio_after);
+    e["again"] = after;
+    e["again"].erase("text");
+    const std::string than = later->name() + ", the top timed again after the extras (" +
+                             after["text"].get<std::string>() + ")";
+    if (faster_before == faster_after) why += " and than " + than;
+    else if (faster_before) why += ", but not measurably faster than " + than;
+    else why += ", but faster than " + than;
+    faster = faster_before && faster_after;
+    ratio = std::min(ratio, ratio_after);
+  }
+  if (faster && ratio <= drift) {
+    why += ", but by no more than " + drift_text;
+    faster = false;
+  }
+  e["why"] = why;
+  return faster;
+}
+
 }  // namespace
 
 KeptExtras choose_kept(const std::vector<RungRecord>& records) {
@@ -93,36 +126,8 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
       // with them: extras at 32 were held against the top at 64.
       e["why"] = "ran at batch " + std::to_string(r.spec().batch) + ", " + top->name() + " at " +
                  std::to_string(top->spec().batch) + ": another step, not compared";
-    } else {
-      // Faster than the top timed before it and, where it ran, after it: a gain, not the drift between them. Its
-      // gain is the smaller of the two ratios.
-      nlohmann::json before, after;
-      double ratio = 0, ratio_after = 0;
-      const bool faster_before = beats(r, *top, before, ratio);
-      e["ratio"] = ratio;
-      e["interval"] = before["interval"];
-      e["compared_with"] = top->name();
-      std::string why = (faster_before ? "faster than " : "not measurably faster than ") + top->name() + " (" +
-                        before["text"].get<std::string>() + ")";
-      bool faster = faster_before;
-      if (const RungRecord* later = again_at(again, r)) {
-        const bool faster_after = beats(r, *later, after, ratio_after);
-        e["again"] = after;
-        e["again"].erase("text");
-        const std::string than = later->name() + ", the top timed again after the extras (" +
-                                 after["text"].get<std::string>() + ")";
-        if (faster_before == faster_after) why += " and than " + than;
-        else if (faster_before) why += ", but not measurably faster than " + than;
-        else why += ", but faster than " + than;
-        faster = faster_before && faster_after;
-        ratio = std::min(ratio, ratio_after);
-      }
-      if (faster && ratio <= drift) {
-        why += ", but by no more than " + drift_text;
-        faster = false;
-      }
-      e["why"] = why;
-      if (faster) gains.push_back({r.plan.variant, ratio, k.why.size()});
+    } else if (double ratio = 0; judged_faster(r, *top, again_at(again, r), drift, drift_text, e, ratio)) {
+      gains.push_back({r.plan.variant, ratio, k.why.size()});
     }
     k.why.push_back(e);
   }

@@ -19,11 +19,4 @@ struct LadderOptions {
 // `resume` then runs what is not complete (ok, skipped, diverged and oom rungs are).
 int run_ladder(const LadderOptions& o);
 
-struct BreakdownOptions {
-  std::string profile_path, out_dir, device;
-  std::string rung;  // a rung's name ("07_sdpa" or "sdpa"); empty = every rung
-};
-// `gpt2bench breakdown`: the breakdown pass alone, per rung: DIR/breakdown/<rung>.json and .trace.json.
-int run_breakdown(const BreakdownOptions& o);
-
 }  // namespace gpt2

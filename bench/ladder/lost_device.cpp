@@ -92,7 +92,7 @@ void LostDeviceExit::watch(double limit_s) {
     const int64_t since = std::max(last_step_began_ns(), in_flight_since_ns_.load());
     if (steady_now_ns() - since < limit_ns || r != in_flight_) continue;
     // The record read only once the rung has stood still that long (its thread writes it as it goes).
-    const double after_s = hang_after_s(limit_s, r->out.warmup_step_s, r->out.steps);
+    const double after_s = hang_after_s(limit_s, r->out.timing.warmup_step_s, r->out.timing.steps);
     if (steady_now_ns() - since < static_cast<int64_t>(after_s * 1e9) || ranks(r->plan.rung.spec) > 1) continue;
     char secs[32];
     std::snprintf(secs, sizeof(secs), "%g", limit_s);

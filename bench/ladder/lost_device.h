@@ -1,25 +1,6 @@
-// defines: LostDeviceExit (lost_device_exit()) — a ladder process's end when its device is lost.
-//
-// A kernel that writes out of bounds (an illegal address) or trips a device-side assert loses its process's CUDA
-// context: every later call in the process fails with that error. Nothing more can be timed there, and the process
-// cannot even unwind: freeing a tensor that another stream used (the pinned batches' record_stream, the pinned
-// host buffers' copies) records an event in the caching allocators (insert_events), which throws inside the
-// tensor's destructor: std::terminate ("terminate called after throwing an instance of 'c10::Error' ... CUDA
-// error: an illegal memory access was encountered (insert_events at CUDACachingAllocator.cpp)", as PyTorch's
-// issue threads show it). So once armed, a lost device, found after a rung's error (check) or in std::terminate,
-// ends the process at once: the rung in flight recorded as an error with "device_fault", the run written as
-// "aborted", exit 3, no destructor run. `gpt2bench ladder --resume` runs the rest in a new process and keeps that
-// rung (with this build it would lose the new process's device too).
-//
-// A hang loses the device the same way: a kernel that never ends (or a library call that never returns) leaves the
-// host waiting at its next synchronization for good, and the call's deadline, minutes later, kills the process with
-// nothing recorded. So, armed with a limit (a CUDA device's default kHangLimitS; GPT2BENCH_HANG_S sets another, 0
-// none, and arms it on a CPU too, for tests), a watch thread ends the process as a lost device when the rung in
-// flight has begun no step (and so no step phase) for that long (bench/runtime/phase.h's heartbeat; a rung's build
-// counts from its start), plus twice a repetition's device time (its steps at its warm-up step's time: a host that
-// issued them ahead of the device waits for them all): the rung recorded as an error ("hung: ..."), exit 3,
-// --resume going on past it.
-// Data-parallel rungs are not watched (their collectives have dist_timeout_s).
+// defines: LostDeviceExit (lost_device_exit()) — a ladder process's end when its device is lost or hangs: the rung
+//          in flight recorded as an error with "device_fault", the run "aborted", exit 3, no destructor run (a lost
+//          CUDA context throws from tensors' destructors); --resume goes on past it (docs/reliability.md).
 #pragma once
 #include <atomic>
 #include <condition_variable>

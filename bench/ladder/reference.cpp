@@ -197,11 +197,10 @@ nlohmann::json ratio_interval_json(const std::vector<double>& cpp, const nlohman
                      "with the Mann-Whitney distribution-free interval"}};
 }
 
-}  // namespace
-
-void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline) {
-  if (ref["status"] != "ok") return;
-  const auto& res = ref["result"];
+// The C++ rung a reference is compared with: the baseline for ref_torch_eager; else the fastest one-process rung
+// at its batch, of the same model, not an anti-variant nor the top's second timing, whose parity did not fail
+// (a faster one that failed is named in `passed_over`).
+const RungRecord* compared_rung(nlohmann::json& ref, const std::vector<RungRecord>& rungs) {
   const int64_t batch = ref["config"]["batch"];
   const RungRecord* with = nullptr;
   ref.erase("passed_over");
@@ -230,19 +229,14 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
         ref["passed_over"].push_back({{"rung", r->name()}, {"cpp_tokens_per_sec", r->median_tokens_per_sec()},
                                       {"why", "failed parity"}});
   }
-  if (with) {
-    ref["compared_with"] = with->name();
-    ref["cpp_parameters"] = parameter_count(with->spec().model);
-    ref["cpp_tokens_per_sec"] = with->median_tokens_per_sec();
-    ref["ratio"] = with->median_tokens_per_sec() / res["tokens_per_sec"].get<double>();  // C++ over Python
-    if (auto ri = ratio_interval_json(with->out.rep_tokens_per_sec, ref); !ri.is_null())
-      ref["ratio_interval"] = ri;  // how far the repetitions' noise alone could move it
-    const auto& b = with->out.breakdown;
-    if (res.contains("breakdown") && res["breakdown"].contains("events_per_step") && b.is_object() &&
-        b.contains("events_per_step"))  // the eager gap in one figure; name by name in the report
-      ref["events_per_step"] = {{"what", res["breakdown"]["events"]}, {"cpp", b["events_per_step"]},
-                                {"python", res["breakdown"]["events_per_step"]}};
-  }
+  return with;
+}
+
+// The reference's parity: its losses against the baseline's, or at batch_scaling's batch against the C++ rung that
+// trains that problem; its parity run's out-of-memory error where it had one.
+void judge_reference_parity(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline) {
+  const auto& res = ref["result"];
+  const int64_t batch = ref["config"]["batch"];
   if (res.contains("parity_losses") && !baseline.losses.empty()) {
     Trajectory t{res["parity_losses"].get<std::vector<double>>(), res.value("parity_first_batch_after", NAN),
                  res.value("parity_grad_norm", 0.0)};
@@ -271,21 +265,43 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
   }
 }
 
+}  // namespace
+
+void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline) {
+  if (ref["status"] != "ok") return;
+  const auto& res = ref["result"];
+  const RungRecord* with = compared_rung(ref, rungs);
+  if (with) {
+    ref["compared_with"] = with->name();
+    ref["cpp_parameters"] = parameter_count(with->spec().model);
+    ref["cpp_tokens_per_sec"] = with->median_tokens_per_sec();
+    ref["ratio"] = with->median_tokens_per_sec() / res["tokens_per_sec"].get<double>();  // C++ over Python
+    if (auto ri = ratio_interval_json(with->out.timing.rep_tokens_per_sec, ref); !ri.is_null())
+      ref["ratio_interval"] = ri;  // how far the repetitions' noise alone could move it
+    const auto& b = with->out.breakdown;
+    if (res.contains("breakdown") && res["breakdown"].contains("events_per_step") && b.is_object() &&
+        b.contains("events_per_step"))  // the eager gap in one figure; name by name in the report
+      ref["events_per_step"] = {{"what", res["breakdown"]["events"]}, {"cpp", b["events_per_step"]},
+                                {"python", res["breakdown"]["events_per_step"]}};
+  }
+  judge_reference_parity(ref, rungs, baseline);
+}
+
 void compare_again(nlohmann::json& ref, const RungRecord& again) {
   nlohmann::json a = {{"rung", again.name()}};
   if (!again.out.clocks.is_null()) a["clocks"] = again.out.clocks;
-  if (again.out.rep_tokens_per_sec.empty() || again.out.status == RungStatus::kInterrupted ||
+  if (again.out.timing.rep_tokens_per_sec.empty() || again.out.status == RungStatus::kInterrupted ||
       again.out.status == RungStatus::kDiverged) {
-    a["error"] = again.out.status == RungStatus::kDiverged ? "non-finite loss at step " + std::to_string(again.out.diverged_at)
+    a["error"] = again.out.status == RungStatus::kDiverged ? "non-finite loss at step " + std::to_string(again.out.timing.diverged_at)
                                                            : std::string("not finished: interrupted");
     ref["again"] = a;
     return;
   }
   a["cpp_tokens_per_sec"] = again.median_tokens_per_sec();
   a["ratio"] = again.median_tokens_per_sec() / ref["result"]["tokens_per_sec"].get<double>();
-  if (auto ri = ratio_interval_json(again.out.rep_tokens_per_sec, ref); !ri.is_null()) a["ratio_interval"] = ri;
-  a["repetitions"] = {{"tokens_per_sec", again.out.rep_tokens_per_sec}, {"step_ms", again.out.rep_step_ms}};
-  a["steps_per_repetition"] = again.out.steps;
+  if (auto ri = ratio_interval_json(again.out.timing.rep_tokens_per_sec, ref); !ri.is_null()) a["ratio_interval"] = ri;
+  a["repetitions"] = {{"tokens_per_sec", again.out.timing.rep_tokens_per_sec}, {"step_ms", again.out.timing.rep_step_ms}};
+  a["steps_per_repetition"] = again.out.timing.steps;
   a["batch"] = again.spec().batch;
   ref["again"] = a;
 }
@@ -339,6 +355,39 @@ std::string clock_words(const nlohmann::json& c) {
   return s;
 }
 
+// A reference's lines under its first: why its parity has no verdict, events a step, the SM clock, the faster rungs
+// it was not compared with.
+std::string detail_lines(const nlohmann::json& ref) {
+  std::string s;
+  char buf[200];
+  if (ref.contains("parity") && ref["parity"].contains("error")) {  // why it has no verdict, on a line of its own
+    std::string why = ref["parity"]["error"].get<std::string>();
+    if (why.size() > 150) why = why.substr(0, 147) + "...";
+    s += "\n      parity: " + why;
+  }
+  if (ref.contains("events_per_step")) {  // a line of its own: beside the ratio it took the line past 160 characters
+    const auto& e = ref["events_per_step"];
+    std::snprintf(buf, sizeof(buf), "\n      %s a step: C++ %.0f, Python %.0f", e["what"].get<std::string>().c_str(),
+                  e["cpp"].get<double>(), e["python"].get<double>());
+    s += buf;
+  }
+  // The SM clock over its timed steps (each compiled form's), a line of its own where NVML sampled it.
+  std::string clocks;
+  if (ref.contains("compile_scope_clocks")) {
+    for (const auto& [scope, c] : ref["compile_scope_clocks"].items())
+      if (const std::string w = clock_words(c); !w.empty()) clocks += (clocks.empty() ? "" : ", ") + scope + " " + w;
+  } else if (ref.contains("clocks")) {
+    clocks = clock_words(ref["clocks"]);
+  }
+  if (!clocks.empty()) s += "\n      SM clock over its timed steps (median): " + clocks;
+  for (const auto& p : ref.value("passed_over", nlohmann::json::array())) {
+    std::snprintf(buf, sizeof(buf), "\n      not compared with %s (%.0f tok/s): %s", p["rung"].get<std::string>().c_str(),
+                  p["cpp_tokens_per_sec"].get<double>(), p["why"].get<std::string>().c_str());
+    s += buf;
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string reference_line(const nlohmann::json& ref) {
@@ -378,32 +427,7 @@ std::string reference_line(const nlohmann::json& ref) {
   if (ref.contains("parity")) o << ", parity " << ref["parity"]["verdict"].get<std::string>();
   std::string s = o.str();
   if (s.size() > 160) s = s.substr(0, 157) + "...";
-  if (ref.contains("parity") && ref["parity"].contains("error")) {  // why it has no verdict, on a line of its own
-    std::string why = ref["parity"]["error"].get<std::string>();
-    if (why.size() > 150) why = why.substr(0, 147) + "...";
-    s += "\n      parity: " + why;
-  }
-  if (ref.contains("events_per_step")) {  // a line of its own: beside the ratio it took the line past 160 characters
-    const auto& e = ref["events_per_step"];
-    std::snprintf(buf, sizeof(buf), "\n      %s a step: C++ %.0f, Python %.0f", e["what"].get<std::string>().c_str(),
-                  e["cpp"].get<double>(), e["python"].get<double>());
-    s += buf;
-  }
-  // The SM clock over its timed steps (each compiled form's), a line of its own where NVML sampled it.
-  std::string clocks;
-  if (ref.contains("compile_scope_clocks")) {
-    for (const auto& [scope, c] : ref["compile_scope_clocks"].items())
-      if (const std::string w = clock_words(c); !w.empty()) clocks += (clocks.empty() ? "" : ", ") + scope + " " + w;
-  } else if (ref.contains("clocks")) {
-    clocks = clock_words(ref["clocks"]);
-  }
-  if (!clocks.empty()) s += "\n      SM clock over its timed steps (median): " + clocks;
-  for (const auto& p : ref.value("passed_over", nlohmann::json::array())) {
-    std::snprintf(buf, sizeof(buf), "\n      not compared with %s (%.0f tok/s): %s", p["rung"].get<std::string>().c_str(),
-                  p["cpp_tokens_per_sec"].get<double>(), p["why"].get<std::string>().c_str());
-    s += buf;
-  }
-  return s;
+  return s + detail_lines(ref);
 }
 
 }  // namespace gpt2

@@ -1,13 +1,6 @@
-// defines: reference rungs — the same GPT-2 step written in Python PyTorch (reference/gpt2bench_ref.py),
-//          run as a subprocess on the ladder's device, data and batch, and reported beside the C++ rungs
-//          in rungs.json's "references" (never mixed into the ladder's speed-ups). Two fixed
-//          configurations so that the comparison cannot be weakened:
-//            ref_torch_eager    the baseline's math (fp32, manual attention, hand-written layers, the
-//                               baseline's AdamW form), compared with 00_baseline
-//            ref_torch_compile  bf16 weights, fused AdamW, F.* layers, SDPA (PyTorch's choice of
-//                               kernel), the vocabulary padded, torch.compile(model) in its default
-//                               mode, the model alone and the model returning its loss both timed, the
-//                               faster taken; compared with the fastest one-process C++ rung at its batch
+// defines: reference rungs — the same GPT-2 step in Python PyTorch (reference/gpt2bench_ref.py), run as a
+//          subprocess on the ladder's device, data and batch, reported beside the C++ rungs in rungs.json's
+//          "references"; ref_torch_eager and ref_torch_compile, fixed so that no comparison can be weakened.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 

@@ -28,17 +28,23 @@ RungStatus rung_status_from(const std::string& s) {
 StepSpec RungRecord::spec() const {
   StepSpec s = plan.rung.spec;
   if (out.batch > 0) s.batch = out.batch, s.search_batch = false;
-  if (out.sdpa_chosen) s.sdpa_backend = *out.sdpa_chosen;
-  if (out.chunk_chosen && s.model.classifier_chunk > 0) s.model.classifier_chunk = *out.chunk_chosen;
+  for (const auto& c : out.choices)
+    if (const Chooser* chooser = find_chooser(c.setting)) chooser->apply(s, c.chosen);
   return s;
 }
 
-double RungRecord::median_tokens_per_sec() const { return median(out.rep_tokens_per_sec); }
+const Choice* RungRecord::choice(const std::string& setting) const {
+  for (const auto& c : out.choices)
+    if (c.setting == setting) return &c;
+  return nullptr;
+}
+
+double RungRecord::median_tokens_per_sec() const { return median(out.timing.rep_tokens_per_sec); }
 
 int64_t RungRecord::budget_shares() const {
   return plan.rung.spec.search_batch && !on_the_top(plan.kind) && out.batch == 0 ? 2 : 1;
 }
-double RungRecord::median_step_ms() const { return median(out.rep_step_ms); }
+double RungRecord::median_step_ms() const { return median(out.timing.rep_step_ms); }
 
 std::optional<double> RungRecord::mfu(double tps) const {
   if (!plan.mfu_peak || *plan.mfu_peak <= 0) return std::nullopt;
@@ -91,6 +97,22 @@ int published_rung(const ResolvedRung& r) {
   return best;
 }
 
+// A finished rung's figures: medians, each repetition's, and their spread.
+void add_figures(nlohmann::json& j, const RungRecord& r) {
+  const double tps = r.median_tokens_per_sec();
+  j["median"] = {{"tokens_per_sec", tps}, {"step_ms", r.median_step_ms()},
+                 {"mfu", opt(r.mfu(tps))}, {"mfu_vs_precision_peak", opt(r.mfu_vs_precision_peak(tps))},
+                 {"mfu_vs_measured_peak", r.mfu_vs_measured_peak(tps)}, {"peak_alloc_bytes", r.out.memory.peak_alloc_bytes},
+                 {"peak_reserved_bytes", r.out.memory.peak_reserved_bytes}, {"loss", r.out.timing.final_loss}};
+  j["repetitions"] = {{"tokens_per_sec", r.out.timing.rep_tokens_per_sec}, {"step_ms", r.out.timing.rep_step_ms}};
+  const MedianInterval ci = median_interval(r.out.timing.rep_tokens_per_sec);
+  j["spread"] = {{"tokens_per_sec_ci", {ci.low, ci.high}},
+                 {"ci_level", ci.level},
+                 {"ci_method", "distribution-free interval of the median from order statistics (binomial)"},
+                 {"cv", coefficient_of_variation(r.out.timing.rep_tokens_per_sec)},
+                 {"repetitions", ci.n}};
+}
+
 nlohmann::json to_json(const RungRecord& r) {
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& s : r.plan.rung.skipped) skipped.push_back({{"variant", s.variant}, {"reason", s.reason}});
@@ -121,39 +143,18 @@ nlohmann::json to_json(const RungRecord& r) {
   if (r.out.status == RungStatus::kPending && r.out.in_flight) j["in_flight"] = true;
   if (r.out.ended_processes > 0) j["ended_processes"] = r.out.ended_processes;
   j["sdpa_backend_used"] = r.out.sdpa_backend_used;
-  if (r.out.sdpa_choice) j["sdpa_choice"] = *r.out.sdpa_choice;
-  if (r.out.chunk_choice) j["classifier_chunk_choice"] = *r.out.chunk_choice;
-  if (r.out.diverged_at) j["diverged_at_step"] = r.out.diverged_at;
+  if (!r.out.choices.empty()) j["choices"] = r.out.choices;
   if (!r.out.breakdown.is_null()) j["breakdown"] = r.out.breakdown;
   if (ranks(r.plan.rung.spec) > 1) {
     j["world_size"] = ranks(r.plan.rung.spec);
-    j["rank_step_ms"] = r.out.rank_step_ms;
-    j["rank_peak_alloc_bytes"] = r.out.rank_peak_alloc_bytes;
-    j["scaling_efficiency"] = r.out.scaling_efficiency ? nlohmann::json(*r.out.scaling_efficiency) : nlohmann::json();
+    r.out.per_rank.write(j);
   }
   if (!r.out.batch_search.empty()) j["batch_search"] = r.out.batch_search;
   if (!r.out.clocks.is_null()) j["clocks"] = r.out.clocks;
   if (!r.out.kept.is_null()) j["kept"] = r.out.kept;
-  if (!r.out.held_at_start.is_null()) j["held_at_start"] = r.out.held_at_start;
-  if (r.out.steps > 0)
-    j["ran"] = {{"warmup_steps", r.out.warmup_steps}, {"warmup_step_s", r.out.warmup_step_s},
-                {"steps_per_repetition", r.out.steps}, {"repetitions", r.out.rep_step_ms.size()},
-                {"parity_steps", r.out.parity_steps},
-                {"budget", r.out.budget_note}};
-  if (r.out.status == RungStatus::kOk) {
-    const double tps = r.median_tokens_per_sec();
-    j["median"] = {{"tokens_per_sec", tps}, {"step_ms", r.median_step_ms()},
-                   {"mfu", opt(r.mfu(tps))}, {"mfu_vs_precision_peak", opt(r.mfu_vs_precision_peak(tps))},
-                   {"mfu_vs_measured_peak", r.mfu_vs_measured_peak(tps)}, {"peak_alloc_bytes", r.out.peak_alloc_bytes},
-                   {"peak_reserved_bytes", r.out.peak_reserved_bytes}, {"loss", r.out.final_loss}};
-    j["repetitions"] = {{"tokens_per_sec", r.out.rep_tokens_per_sec}, {"step_ms", r.out.rep_step_ms}};
-    const MedianInterval ci = median_interval(r.out.rep_tokens_per_sec);
-    j["spread"] = {{"tokens_per_sec_ci", {ci.low, ci.high}},
-                   {"ci_level", ci.level},
-                   {"ci_method", "distribution-free interval of the median from order statistics (binomial)"},
-                   {"cv", coefficient_of_variation(r.out.rep_tokens_per_sec)},
-                   {"repetitions", ci.n}};
-  }
+  r.out.memory.write(j);
+  r.out.timing.write(j);
+  if (r.out.status == RungStatus::kOk) add_figures(j, r);
   return j;
 }
 
@@ -166,42 +167,63 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   if (j.contains("flops") && j["flops"].contains("counted_per_token")) r.out.counted_flops_per_token = j["flops"]["counted_per_token"].get<double>();
   r.out.parity = parity_result_from(j.at("parity"));
   r.out.sdpa_backend_used = j.value("sdpa_backend_used", "n/a");
-  if (j.contains("sdpa_choice")) {
-    r.out.sdpa_choice = sdpa_choice_from(j["sdpa_choice"]);
-    r.out.sdpa_chosen = r.out.sdpa_choice->chosen;
-  }
-  if (j.contains("classifier_chunk_choice")) {
-    r.out.chunk_choice = chunk_choice_from(j["classifier_chunk_choice"]);
-    r.out.chunk_chosen = r.out.chunk_choice->chosen;
-  }
-  r.out.diverged_at = j.value("diverged_at_step", int64_t{0});
+  for (const auto& c : j.value("choices", nlohmann::json::array())) r.out.choices.push_back(choice_from(c));
   if (j.contains("batch_search")) r.out.batch_search = j["batch_search"];
   if (j.contains("clocks")) r.out.clocks = j["clocks"];
   if (j.contains("kept")) r.out.kept = j["kept"];
-  if (j.contains("held_at_start")) r.out.held_at_start = j["held_at_start"];
   if (j.contains("breakdown")) r.out.breakdown = j["breakdown"];
-  if (j.contains("ran")) {
-    const auto& ran = j["ran"];
-    r.out.steps = ran.at("steps_per_repetition").get<int64_t>();
-    r.out.warmup_steps = ran.at("warmup_steps").get<int64_t>();
-    r.out.parity_steps = ran.value("parity_steps", int64_t{0});
-    r.out.warmup_step_s = ran.at("warmup_step_s").get<double>();
-    r.out.budget_note = ran.value("budget", "");
+  r.out.timing.read(j);
+  r.out.memory.read(j);
+  r.out.per_rank.read(j);
+}
+
+void RungTiming::write(nlohmann::json& rung) const {
+  if (diverged_at) rung["diverged_at_step"] = diverged_at;
+  if (steps > 0)
+    rung["ran"] = {{"warmup_steps", warmup_steps}, {"warmup_step_s", warmup_step_s}, {"steps_per_repetition", steps},
+                   {"repetitions", rep_step_ms.size()}, {"parity_steps", parity_steps}, {"budget", budget_note}};
+}
+
+void RungTiming::read(const nlohmann::json& rung) {
+  diverged_at = rung.value("diverged_at_step", int64_t{0});
+  if (rung.contains("ran")) {
+    const auto& ran = rung["ran"];
+    steps = ran.at("steps_per_repetition").get<int64_t>();
+    warmup_steps = ran.at("warmup_steps").get<int64_t>();
+    parity_steps = ran.value("parity_steps", int64_t{0});
+    warmup_step_s = ran.at("warmup_step_s").get<double>();
+    budget_note = ran.value("budget", "");
   }
-  if (j.contains("rank_step_ms")) r.out.rank_step_ms = j["rank_step_ms"].get<std::vector<double>>();
-  if (j.contains("rank_peak_alloc_bytes")) r.out.rank_peak_alloc_bytes = j["rank_peak_alloc_bytes"].get<std::vector<double>>();
-  if (j.contains("scaling_efficiency") && !j["scaling_efficiency"].is_null())
-    r.out.scaling_efficiency = j["scaling_efficiency"].get<double>();
-  if (j.contains("repetitions")) {
-    r.out.rep_tokens_per_sec = j["repetitions"].at("tokens_per_sec").get<std::vector<double>>();
-    r.out.rep_step_ms = j["repetitions"].at("step_ms").get<std::vector<double>>();
+  if (rung.contains("repetitions")) {
+    rep_tokens_per_sec = rung["repetitions"].at("tokens_per_sec").get<std::vector<double>>();
+    rep_step_ms = rung["repetitions"].at("step_ms").get<std::vector<double>>();
   }
-  if (j.contains("median")) {
-    const auto& m = j["median"];
-    r.out.peak_alloc_bytes = m.at("peak_alloc_bytes").get<int64_t>();
-    r.out.peak_reserved_bytes = m.at("peak_reserved_bytes").get<int64_t>();
-    r.out.final_loss = m.at("loss").get<double>();
+  if (rung.contains("median")) final_loss = rung["median"].at("loss").get<double>();
+}
+
+void RungMemory::write(nlohmann::json& rung) const {
+  if (!held_at_start.is_null()) rung["held_at_start"] = held_at_start;
+}
+
+void RungMemory::read(const nlohmann::json& rung) {
+  if (rung.contains("held_at_start")) held_at_start = rung["held_at_start"];
+  if (rung.contains("median")) {
+    peak_alloc_bytes = rung["median"].at("peak_alloc_bytes").get<int64_t>();
+    peak_reserved_bytes = rung["median"].at("peak_reserved_bytes").get<int64_t>();
   }
+}
+
+void RankFigures::write(nlohmann::json& rung) const {
+  rung["rank_step_ms"] = step_ms;
+  rung["rank_peak_alloc_bytes"] = peak_alloc_bytes;
+  rung["scaling_efficiency"] = scaling_efficiency ? nlohmann::json(*scaling_efficiency) : nlohmann::json();
+}
+
+void RankFigures::read(const nlohmann::json& rung) {
+  if (rung.contains("rank_step_ms")) step_ms = rung["rank_step_ms"].get<std::vector<double>>();
+  if (rung.contains("rank_peak_alloc_bytes")) peak_alloc_bytes = rung["rank_peak_alloc_bytes"].get<std::vector<double>>();
+  if (rung.contains("scaling_efficiency") && !rung["scaling_efficiency"].is_null())
+    scaling_efficiency = rung["scaling_efficiency"].get<double>();
 }
 
 // Colour only on a terminal: a ConsoleReporter of our own does not read --benchmark_color.
@@ -257,7 +279,7 @@ std::string rung_line(const RungRecord& r, const RungRecord* against) {
     vs = v;
   }
   std::snprintf(buf, sizeof(buf), "    %s ok: %.0f tok/s, %s, parity %s, cv %.1f%%%s", r.plan.rung.name.c_str(), t,
-                vs.c_str(), r.out.parity.verdict.c_str(), 100 * coefficient_of_variation(r.out.rep_tokens_per_sec),
+                vs.c_str(), r.out.parity.verdict.c_str(), 100 * coefficient_of_variation(r.out.timing.rep_tokens_per_sec),
                 r.throttled() ? ", THROTTLED" : "");
   std::string line = buf;
   return line.size() > 160 ? line.substr(0, 157) + "..." : line;
@@ -272,6 +294,30 @@ std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, boo
   for (const auto& r : ran)
     if (r.out.status == RungStatus::kError || r.out.status == RungStatus::kOom || r.out.status == RungStatus::kInterrupted) return "partial";
   return "complete";
+}
+
+// The parity verdict's figures in the closing table: the largest loss deviation (and the first gradient's norm
+// ratio), or a rung of another problem's first-batch loss before and after.
+std::string parity_figures(const ParityResult& p) {
+  if (p.verdict == "n/a") return "";
+  char dev[64];
+  if (p.judged_as == ParityClass::kProblem && !p.losses.empty())  // losses of another problem
+    std::snprintf(dev, sizeof(dev), " (first batch's loss %.3f -> %.3f)", p.losses.front(), p.first_batch_after);
+  else if (p.grad_norm_ratio > 0)
+    std::snprintf(dev, sizeof(dev), " (max dev %.2e, |grad| %.3fx)", p.max_abs_dev, p.grad_norm_ratio);
+  else
+    std::snprintf(dev, sizeof(dev), " (max dev %.2e)", p.max_abs_dev);
+  return dev;
+}
+
+// Under the closing table: the rungs parity was judged against instead of the baseline, units, MFU's basis.
+std::string table_footer(const std::vector<std::string>& anchors, bool cuda, const std::string& mfu_basis) {
+  std::ostringstream s;
+  for (const auto& a : anchors)
+    s << "(parity*: judged against " << a << ", the rung they are built on at their batch; docs/measurement.md: Parity)\n";
+  s << "(memory in GB; " << (cuda ? "reserved = CUDA caching allocator" : "peak RSS = process high-water mark")
+    << ")\nMFU: model FLOPs/s (matmuls only, rungs.json's flops.formula) over " << mfu_basis << "\n";
+  return s.str();
 }
 
 std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
@@ -309,7 +355,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     if (m) std::snprintf(mfu, sizeof(mfu), "%.2f%%", 100.0 * *m);
     else std::snprintf(mfu, sizeof(mfu), "-");
     s << std::setw(12) << tok << std::setw(9) << ratio(prev) << std::setw(9) << ratio(base) << std::setw(11) << ms
-      << std::setw(12) << gb(r.out.peak_alloc_bytes) << std::setw(12) << gb(r.out.peak_reserved_bytes) << std::setw(9) << mfu
+      << std::setw(12) << gb(r.out.memory.peak_alloc_bytes) << std::setw(12) << gb(r.out.memory.peak_reserved_bytes) << std::setw(9) << mfu
       << "  " << (r.out.parity.verdict == "fail" ? "FAIL" : r.out.parity.verdict);
     // judged against the rung it is built on at its batch (the top): marked, and named under the table
     const bool against = !r.out.parity.against.empty() && r.out.parity.judged_as != ParityClass::kProblem;
@@ -318,18 +364,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
       if (std::find(anchors.begin(), anchors.end(), r.out.parity.against) == anchors.end())
         anchors.push_back(r.out.parity.against);
     }
-    if (r.out.parity.verdict != "n/a") {
-      char dev[64];
-      if (r.out.parity.judged_as == ParityClass::kProblem && !r.out.parity.losses.empty())  // losses of another problem
-        std::snprintf(dev, sizeof(dev), " (first batch's loss %.3f -> %.3f)", r.out.parity.losses.front(),
-                      r.out.parity.first_batch_after);
-      else if (r.out.parity.grad_norm_ratio > 0)
-        std::snprintf(dev, sizeof(dev), " (max dev %.2e, |grad| %.3fx)", r.out.parity.max_abs_dev,
-                      r.out.parity.grad_norm_ratio);
-      else
-        std::snprintf(dev, sizeof(dev), " (max dev %.2e)", r.out.parity.max_abs_dev);
-      s << dev;
-    }
+    s << parity_figures(r.out.parity);
     if (r.throttled()) s << "  THROTTLED: " << r.out.clocks.value("throttled_why", "");
     for (const auto& sk : r.plan.rung.skipped)
       if (std::find(told.begin(), told.end(), sk.variant) == told.end()) {
@@ -339,12 +374,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     s << "\n";
     if (!base) base = &r;
   }
-  for (const auto& a : anchors)
-    s << "(parity*: judged against " << a << ", the rung they are built on at their batch; docs/measurement.md: Parity)\n";
-  s << "(memory in GB; " << (cuda ? "reserved = CUDA caching allocator" : "peak RSS = process high-water mark")
-    << ")\nMFU: model FLOPs/s (matmuls only, rungs.json's flops.formula) over "
-    << (rungs.empty() ? std::string("-") : rungs[0].plan.mfu_basis) << "\n";
-  return s.str();
+  return s.str() + table_footer(anchors, cuda, rungs.empty() ? std::string("-") : rungs[0].plan.mfu_basis);
 }
 
 }  // namespace gpt2

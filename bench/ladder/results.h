@@ -12,8 +12,7 @@
 #include <vector>
 
 #include "bench/ladder/parity.h"
-#include "bench/measure/chunk_choice.h"
-#include "bench/measure/sdpa_choice.h"
+#include "bench/measure/choice.h"
 #include "config/profile.h"
 #include "variants/registry.h"
 
@@ -44,28 +43,53 @@ struct RungPlanned {
   double measured_peak = 0;              // the matmul rate measured here in that precision
 };
 
+// The parts of what happened when a rung ran, each read from and written into its rungs.json entry (`rung`).
+// The timed repetitions as run.
+struct RungTiming {
+  int64_t steps = 0;  // timed steps per repetition (the time budget may take fewer than the profile's)
+  int64_t warmup_steps = 0;
+  int64_t parity_steps = 0;   // its parity run's steps (the budget may take fewer than the profile's; 0 = the profile's)
+  double warmup_step_s = 0;   // the last warm-up step's time: what the budget's fit is based on
+  std::string budget_note;    // what the time budget changed for this rung ("" = nothing)
+  std::vector<double> rep_tokens_per_sec, rep_step_ms;  // one per repetition
+  double final_loss = 0;
+  int64_t diverged_at = 0;  // the first step with a non-finite loss (1-based, warm-up included), 0 if none
+  void write(nlohmann::json& rung) const;  // "ran", "repetitions", "diverged_at_step"
+  void read(const nlohmann::json& rung);
+};
+struct RungMemory {
+  int64_t peak_alloc_bytes = 0, peak_reserved_bytes = 0;
+  // What the device (the process, on a CPU) held when its step was built, the earlier rungs' step freed: a figure
+  // that grows from rung to rung is memory left behind ({allocated_bytes, reserved_bytes}; null before it ran).
+  nlohmann::json held_at_start;
+  void write(nlohmann::json& rung) const;  // "held_at_start" (the peaks are in "median")
+  void read(const nlohmann::json& rung);
+};
+// A data-parallel rung: per rank, its last repetition; tok/s over N times the one-process rung's.
+struct RankFigures {
+  std::vector<double> step_ms, peak_alloc_bytes;
+  std::optional<double> scaling_efficiency;
+  void write(nlohmann::json& rung) const;  // "rank_step_ms", "rank_peak_alloc_bytes", "scaling_efficiency"
+  void read(const nlohmann::json& rung);
+};
+
 // What happened when it ran.
 struct RungOutcome {
   RungStatus status = RungStatus::kPending;  // skipped: an earlier rung's step here
   std::string error;
   int64_t batch = 0;  // the batch it ran at (batch_scaling's choice after any back-off); 0 = the planned one
-  int64_t steps = 0;  // timed steps per repetition as run (the time budget may take fewer than the profile's)
-  int64_t warmup_steps = 0;
-  int64_t parity_steps = 0;   // its parity run's steps (the budget may take fewer than the profile's; 0 = the profile's)
-  double warmup_step_s = 0;   // the last warm-up step's time: what the budget's fit is based on
-  std::string budget_note;    // what the time budget changed for this rung ("" = nothing)
-  std::optional<double> counted_flops_per_token;  // from the breakdown pass's op shapes
-  std::vector<double> rep_tokens_per_sec;  // one per repetition
-  std::vector<double> rep_step_ms;
-  int64_t peak_alloc_bytes = 0, peak_reserved_bytes = 0;
-  double final_loss = 0;
+  RungTiming timing;
+  RungMemory memory;
+  RankFigures per_rank;
   ParityResult parity;
+  // Settings settled by timing (bench/measure/choice.h): the candidate each ran with; other ranks are told it alone.
+  std::vector<Choice> choices;
   std::string sdpa_backend_used = "n/a";
-  std::optional<SdpaBackend> sdpa_chosen;  // sdpa_backend: fastest — the kernel it ran with (rank 0 measured it)
-  std::optional<SdpaChoice> sdpa_choice;   // and the measurement, on the rank that made it
-  std::optional<int64_t> chunk_chosen;     // classifier_chunk: fastest — the chunk it ran with (rank 0 measured it)
-  std::optional<ChunkChoice> chunk_choice; // and the measurement
-  int64_t diverged_at = 0;  // the first step with a non-finite loss (1-based, warm-up included), 0 if none
+  nlohmann::json breakdown;  // the breakdown pass's summary and memory breakdown, when it ran
+  std::optional<double> counted_flops_per_token;  // from the breakdown pass's op shapes
+  nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
+  nlohmann::json clocks;   // NVML's clocks, power, temperature over the timed repetitions (measure/clocks.h)
+  nlohmann::json kept;     // a kept rung: which extras joined and why (bench/ladder/kept.h); null otherwise
   bool device_fault = false;  // an error that left the device unusable (lost_context): kept by --resume, not rerun
   // Written ahead of the rung's work (rungs.json's "in_flight" while it is pending), so that a process that ends in
   // it recording nothing (a crash; a kill: the out-of-memory killer's, a deadline's where the rung could not stop in
@@ -73,15 +97,6 @@ struct RungOutcome {
   // kProcessEndsARungMayCause it records the rung as an error and goes on past it (bench/ladder/run_dir.h).
   bool in_flight = false;
   int64_t ended_processes = 0;
-  std::vector<double> rank_step_ms, rank_peak_alloc_bytes;  // data-parallel rungs: per rank, last repetition
-  std::optional<double> scaling_efficiency;
-  nlohmann::json breakdown;  // the breakdown pass's summary and memory breakdown, when it ran
-  nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
-  nlohmann::json clocks;   // NVML's clocks, power, temperature over the timed repetitions (measure/clocks.h)
-  nlohmann::json kept;     // a kept rung: which extras joined and why (bench/ladder/kept.h); null otherwise
-  // What the device (the process, on a CPU) held when its step was built, the earlier rungs' step freed: a figure
-  // that grows from rung to rung is memory left behind ({allocated_bytes, reserved_bytes}; null before it ran).
-  nlohmann::json held_at_start;
 };
 
 // One rung: the plan and, once it has run, the outcome; rungs.json holds both.
@@ -90,11 +105,12 @@ struct RungRecord {
   RungOutcome out;
 
   const std::string& name() const { return plan.rung.name; }
-  // The step the rung runs: the planned one at the batch it runs at, with the SDPA kernel chosen.
+  // The step the rung runs: the planned one at the batch it runs at, with its choices applied.
   StepSpec spec() const;
   int64_t tokens_per_step() const { return gpt2::tokens_per_step(spec()); }
   double flops_per_token() const { return plan.flops.per_token(); }
   bool ok() const { return out.status == RungStatus::kOk; }
+  const Choice* choice(const std::string& setting) const;
   bool throttled() const { return out.clocks.is_object() && out.clocks.value("throttled", false); }
   double median_tokens_per_sec() const;
   double median_step_ms() const;

@@ -18,7 +18,9 @@
 #include <stdexcept>
 
 #include "bench/ladder/peaks.h"
+#include "bench/runtime/datasheet.h"
 #include "bench/runtime/device.h"  // build_has_cuda
+#include "bench/runtime/memory.h"  // settle_*_allocator
 #include "common/files.h"
 
 namespace gpt2 {
@@ -146,6 +148,41 @@ std::string git_sha() {
 }
 
 std::string build_id() { return git_sha() + " torch " + torch_version() + (build_has_cuda() ? " cuda" : " cpu"); }
+
+double run_budget_s(const Profile& prof, const DeviceInfo& dev) {
+  if (prof.budget_minutes) return *prof.budget_minutes * 60;
+  return dev.cuda() ? 0 : 15 * 60;
+}
+
+nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std::vector<RungRecord>& records,
+                          const std::string& build_id, const std::string& rung_filter) {
+  nlohmann::json doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"plan", prof.plan},
+                                     {"batch", prof.batch}, {"warmup_steps", prof.warmup_steps},
+                                     {"steps", prof.steps}, {"repetitions", prof.repetitions},
+                                     {"parity_steps", prof.parity_steps}, {"seed", prof.seed},
+                                     {"budget_s", run_budget_s(prof, dev)},
+                                     {"budget_basis", prof.budget_minutes ? "profile (budget_minutes)"
+                                                      : dev.cuda() ? "none (a GPU's default)" : "15 minutes (a CPU's default)"},
+                                     {"data", prof.data.synthetic ? "synthetic" : prof.data.train_glob}}},
+                        {"device", dev},
+                        {"build", {{"torch", torch_version()}, {"cuda", build_has_cuda()}, {"git_sha", git_sha()}}}};
+  if (const auto row = dev.cuda() ? find_datasheet(dev.name) : std::nullopt)
+    doc["device"]["datasheet"] = {{"model", row->model}, {"bf16_tflops", row->bf16_tflops},
+                                  {"fp16_tflops", row->fp16_tflops}, {"tf32_tflops", row->tf32_tflops},
+                                  {"fp32_tflops", row->fp32_tflops},
+                                  {"memory_bandwidth_gbs", row->memory_bandwidth_gbs}, {"source", row->source}};
+  doc["mfu"] = {{"definition", "model FLOPs/s (matmuls only: flops.formula) / mfu peak, the same for every rung"},
+                {"peak", records.empty() ? nlohmann::json() : (records[0].plan.mfu_peak ? nlohmann::json(*records[0].plan.mfu_peak) : nlohmann::json())},
+                {"basis", records.empty() ? "" : records[0].plan.mfu_basis},
+                {"also", "median.mfu_vs_precision_peak: over the datasheet peak of the rung's own precision; "
+                         "median.mfu_vs_measured_peak: over the matmul rate measured here in that precision"}};
+  doc["host_allocator"] = settle_host_allocator();  // set at start-up (cli_main); "" where not glibc
+  if (dev.cuda()) doc["device_allocator"] = settle_device_allocator();  // likewise
+  doc["rung_filter"] = rung_filter;  // --resume keeps it
+  doc["fingerprint"] = fingerprint(prof, records);
+  doc["build_id"] = build_id;
+  return doc;
+}
 
 std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& records) {
   nlohmann::json j = {{"seed", prof.seed}, {"batch", prof.batch}, {"warmup_steps", prof.warmup_steps},

@@ -21,6 +21,14 @@ std::string git_sha();
 // What a run was made by: the commit, torch, CPU or CUDA build. --resume refuses another.
 std::string build_id();
 
+// The run's time budget in seconds (0 = none): the profile's budget_minutes, else 15 minutes on a CPU (make ladder
+// on any 2-core machine) and none on a GPU.
+double run_budget_s(const Profile& prof, const DeviceInfo& dev);
+
+// rungs.json without its rungs: the profile, device (with its datasheet row), build, MFU basis, --rung, fingerprint.
+nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std::vector<RungRecord>& records,
+                          const std::string& build_id, const std::string& rung_filter);
+
 // What must match for --resume: the resolved rungs and the measurement settings (not the time budget).
 std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& records);
 

@@ -15,6 +15,26 @@ nlohmann::json to_json(const MemoryBreakdown& m) {
           {"peak_allocated", m.peak_allocated},   {"peak_reserved", m.peak_reserved}};
 }
 
+namespace {
+
+// Where the step's peak memory went: parameters, gradients, buffers, optimizer state, and the rest (activations).
+MemoryBreakdown memory_breakdown(TrainStep& ts, const MemoryStats& mem) {
+  MemoryBreakdown m;
+  for (const auto& t : ts.model().parameters()) {
+    m.parameters += t.nbytes();
+    if (t.requires_grad()) m.gradients += t.nbytes();  // each gradient has its parameter's shape and dtype
+  }
+  for (const auto& t : ts.model().buffers()) m.buffers += t.nbytes();
+  m.optimizer_state = ts.optimizer().state_bytes();
+  m.peak_allocated = mem.peak_allocated;
+  m.peak_reserved = mem.peak_reserved;
+  m.activations_and_other =
+      std::max<int64_t>(0, mem.peak_allocated - m.parameters - m.gradients - m.optimizer_state - m.buffers);
+  return m;
+}
+
+}  // namespace
+
 Breakdown breakdown_rung(const StepSpec& timed, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed,
                          int warmup, int steps, MemoryMeter& meter) {
   // A CUDA graph replays as one launch outside the step's phases: its kernels could carry no phase.
@@ -71,18 +91,7 @@ Breakdown breakdown_rung(const StepSpec& timed, const DeviceInfo& dev, const at:
       (graph ? "; an eager pass of the same step, since a CUDA graph replays as one launch outside the phases" : "");
   p.trace = chrome_trace(events, collector->phases());
 
-  const MemoryStats mem = meter.read();
-  auto& m = p.memory;
-  for (const auto& t : ts.model().parameters()) {
-    m.parameters += t.nbytes();
-    if (t.requires_grad()) m.gradients += t.nbytes();  // each gradient has its parameter's shape and dtype
-  }
-  for (const auto& t : ts.model().buffers()) m.buffers += t.nbytes();
-  m.optimizer_state = ts.optimizer().state_bytes();
-  m.peak_allocated = mem.peak_allocated;
-  m.peak_reserved = mem.peak_reserved;
-  m.activations_and_other =
-      std::max<int64_t>(0, mem.peak_allocated - m.parameters - m.gradients - m.optimizer_state - m.buffers);
+  p.memory = memory_breakdown(ts, meter.read());
   return p;
 }
 

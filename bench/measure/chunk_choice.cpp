@@ -23,46 +23,16 @@ std::vector<int64_t> classifier_chunk_candidates(int64_t first, int64_t tokens) 
   return out;
 }
 
-ChunkChoice pick_classifier_chunk(const std::vector<int64_t>& candidates, int rounds,
-                                  const std::function<double(int64_t)>& trial) {
-  ChunkChoice c;
-  if (candidates.size() == 1) {  // one chunk holds every token: nothing to choose, nothing timed
-    c.tries.push_back({candidates[0], std::nullopt, "not timed: the only candidate"});
-    c.chosen = candidates[0];
-    return c;
-  }
-  std::vector<std::vector<double>> times(candidates.size());
-  std::vector<bool> runs;
-  for (int64_t chunk : candidates) {  // the first call warms it up and says whether it runs
-    ChunkTry t{chunk, std::nullopt, ""};
-    runs.push_back(false);
-    try {
-      (void)trial(chunk);
-      runs.back() = true;
-    } catch (const std::exception& e) {
-      t.why = first_line(error_text(e));
-    }
-    c.tries.push_back(t);
-  }
-  for (int round = 0; round < rounds; ++round)  // in turns, so that drift hits every chunk alike
-    for (size_t i = 0; i < c.tries.size(); ++i)
-      if (runs[i]) times[i].push_back(trial(c.tries[i].chunk));
-  const ChunkTry* best = nullptr;
-  for (size_t i = 0; i < c.tries.size(); ++i) {
-    if (!runs[i]) continue;
-    c.tries[i].ms = 1e3 * median(times[i]);
-    if (!best || *c.tries[i].ms < *best->ms) best = &c.tries[i];
-  }
-  if (!best) {
-    std::string why;
-    for (const auto& t : c.tries) why += (why.empty() ? "" : "; ") + std::to_string(t.chunk) + ": " + t.why;
-    throw std::runtime_error("no classifier chunk runs this head (" + why + ")");
-  }
-  c.chosen = best->chunk;
-  return c;
+Choice pick_classifier_chunk(const std::vector<int64_t>& candidates, int rounds,
+                             const std::function<double(int64_t)>& trial) {
+  Choice c{"classifier_chunk", "", "each chunk's median forward + backward of the LM head and loss "
+           "(kernels::linear_cross_entropy) on the rung's tokens, timed in turns; the fastest", "", "", 0, {}, ""};
+  std::vector<std::string> names;
+  for (int64_t chunk : candidates) names.push_back(std::to_string(chunk));
+  return time_candidates(c, names, rounds, [&](const std::string& name) { return trial(std::stoll(name)); });
 }
 
-ChunkChoice choose_classifier_chunk(const StepSpec& spec, const DeviceInfo& dev, int rounds, int iters) {
+Choice choose_classifier_chunk(const StepSpec& spec, const DeviceInfo& dev, int rounds, int iters) {
   const auto& m = spec.model;
   const int64_t N = spec.batch * m.context, C = m.n_embd, V = m.padded_vocab();
   const auto opts = at::device(torch_device(dev)).dtype(attention_dtype(spec));
@@ -81,7 +51,8 @@ ChunkChoice choose_classifier_chunk(const StepSpec& spec, const DeviceInfo& dev,
       throw;
     }
   };
-  ChunkChoice c = pick_classifier_chunk(classifier_chunk_candidates(spec.settings.classifier_chunk, N), rounds, trial);
+  Choice c = pick_classifier_chunk(classifier_chunk_candidates(spec.settings.classifier_chunk, N), rounds, trial);
+  c.key = classifier_chunk_key(spec);
   h.reset(), w.reset();
   empty_cache(dev);
   return c;
@@ -95,31 +66,13 @@ std::string classifier_chunk_key(const StepSpec& spec) {
   return o.str();
 }
 
-void to_json(nlohmann::json& j, const ChunkChoice& c) {
-  nlohmann::json tries = nlohmann::json::array();
-  for (const auto& t : c.tries) {
-    nlohmann::json e = {{"chunk", t.chunk}};
-    if (t.ms) e["ms"] = *t.ms;
-    else e["why"] = t.why;
-    tries.push_back(e);
-  }
-  j = {{"chosen", c.chosen},
-       {"rule", "each chunk's median forward + backward of the LM head and loss (kernels::linear_cross_entropy) "
-                "on the rung's tokens, timed in turns; the fastest"},
-       {"tries", tries}};
-  if (!c.timed_for.empty()) j["timed_for"] = c.timed_for;
-}
-
-ChunkChoice chunk_choice_from(const nlohmann::json& j) {
-  ChunkChoice c;
-  c.chosen = j.at("chosen").get<int64_t>();
-  c.timed_for = j.value("timed_for", "");
-  for (const auto& e : j.at("tries")) {
-    ChunkTry t{e.at("chunk").get<int64_t>(), std::nullopt, e.value("why", "")};
-    if (e.contains("ms")) t.ms = e["ms"].get<double>();
-    c.tries.push_back(t);
-  }
-  return c;
+Chooser classifier_chunk_chooser() {
+  return {"classifier_chunk", true,
+          [](const StepSpec& s) { return s.model.classifier_chunk > 0 && s.settings.classifier_chunk_fastest; },
+          classifier_chunk_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_classifier_chunk(s, d); },
+          [](StepSpec& s, const std::string& chosen) {
+            if (s.model.classifier_chunk > 0) s.model.classifier_chunk = std::stoll(chosen);
+          }};
 }
 
 }  // namespace gpt2

@@ -34,48 +34,26 @@ const std::vector<SdpaBackend>& sdpa_candidates() {
   return all;
 }
 
-SdpaChoice pick_sdpa_backend(const std::string& pytorch_choice, double margin, int rounds,
-                             const std::function<double(SdpaBackend)>& trial) {
-  SdpaChoice c;
-  c.pytorch_choice = pytorch_choice;
-  c.margin = margin;
-  std::vector<std::vector<double>> times(sdpa_candidates().size());
-  std::vector<bool> runs;
-  for (SdpaBackend b : sdpa_candidates()) {  // the first call warms the kernel up and says whether it runs
-    SdpaTry t{b, std::nullopt, ""};
+Choice pick_sdpa_backend(const std::string& pytorch_choice, double margin, int rounds,
+                         const std::function<double(SdpaBackend)>& trial) {
+  Choice c{"sdpa_backend", "", "each kernel's median forward + backward on the rung's attention; PyTorch's own "
+           "choice kept unless another is faster by more than the margin", "", pytorch_choice, margin, {}, ""};
+  std::vector<std::string> names;
+  for (SdpaBackend b : sdpa_candidates()) names.push_back(to_string(b));
+  return time_candidates(c, names, rounds, [&](const std::string& name) {
     WarningCollector warnings;
     c10::WarningUtils::WarningHandlerGuard guard(&warnings);
-    runs.push_back(false);
     try {
-      (void)trial(b);
-      runs.back() = true;
+      return trial(sdpa_backend_from(name));
     } catch (const std::exception& e) {
-      t.why = first_line(error_text(e));
-      for (const auto& w : warnings.texts) t.why += "; " + w;
+      std::string why = first_line(error_text(e));
+      for (const auto& w : warnings.texts) why += "; " + w;
+      throw std::runtime_error(why);
     }
-    c.tries.push_back(t);
-  }
-  for (int round = 0; round < rounds; ++round)  // in turns, so that drift hits every kernel alike
-    for (size_t i = 0; i < c.tries.size(); ++i)
-      if (runs[i]) times[i].push_back(trial(c.tries[i].backend));
-  const SdpaTry* best = nullptr;
-  const SdpaTry* own = nullptr;
-  for (size_t i = 0; i < c.tries.size(); ++i) {
-    if (!runs[i]) continue;
-    c.tries[i].ms = 1e3 * median(times[i]);
-    if (!best || *c.tries[i].ms < *best->ms) best = &c.tries[i];
-    if (to_string(c.tries[i].backend) == pytorch_choice) own = &c.tries[i];
-  }
-  if (!best) {
-    std::string why;
-    for (const auto& t : c.tries) why += (why.empty() ? "" : "; ") + to_string(t.backend) + ": " + t.why;
-    throw std::runtime_error("no SDPA kernel runs this attention (" + why + ")");
-  }
-  c.chosen = own && *best->ms >= *own->ms * (1 - margin) ? own->backend : best->backend;
-  return c;
+  });
 }
 
-SdpaChoice choose_sdpa_backend(const StepSpec& spec, const DeviceInfo& dev, int rounds, int iters) {
+Choice choose_sdpa_backend(const StepSpec& spec, const DeviceInfo& dev, int rounds, int iters) {
   const auto& m = spec.model;
   const int64_t B = spec.batch, H = m.n_head, T = m.context, D = m.n_embd / m.n_head;
   const auto opts = at::device(torch_device(dev)).dtype(attention_dtype(spec));
@@ -101,7 +79,8 @@ SdpaChoice choose_sdpa_backend(const StepSpec& spec, const DeviceInfo& dev, int 
     SdpaBackendGuard all(SdpaBackend::kAuto);
     own = sdpa_kernel_for(qkv[0].transpose(1, 2), m.dropout);
   }
-  SdpaChoice c = pick_sdpa_backend(own, 0.01, rounds, trial);
+  Choice c = pick_sdpa_backend(own, 0.01, rounds, trial);
+  c.key = sdpa_attention_key(spec);
   qkv.clear();
   empty_cache(dev);
   return c;
@@ -115,35 +94,11 @@ std::string sdpa_attention_key(const StepSpec& spec) {
   return o.str();
 }
 
-void to_json(nlohmann::json& j, const SdpaChoice& c) {
-  nlohmann::json tries = nlohmann::json::array();
-  for (const auto& t : c.tries) {
-    nlohmann::json e = {{"backend", to_string(t.backend)}};
-    if (t.ms) e["ms"] = *t.ms;
-    else e["why"] = t.why;
-    tries.push_back(e);
-  }
-  j = {{"chosen", to_string(c.chosen)},
-       {"pytorch_choice", c.pytorch_choice},
-       {"margin", c.margin},
-       {"rule", "each kernel's median forward + backward on the rung's attention; PyTorch's own choice kept unless "
-                "another is faster by more than the margin"},
-       {"tries", tries}};
-  if (!c.timed_for.empty()) j["timed_for"] = c.timed_for;
-}
-
-SdpaChoice sdpa_choice_from(const nlohmann::json& j) {
-  SdpaChoice c;
-  c.chosen = sdpa_backend_from(j.at("chosen").get<std::string>());
-  c.pytorch_choice = j.value("pytorch_choice", "");
-  c.margin = j.value("margin", 0.0);
-  c.timed_for = j.value("timed_for", "");
-  for (const auto& e : j.at("tries")) {
-    SdpaTry t{sdpa_backend_from(e.at("backend").get<std::string>()), std::nullopt, e.value("why", "")};
-    if (e.contains("ms")) t.ms = e["ms"].get<double>();
-    c.tries.push_back(t);
-  }
-  return c;
+Chooser sdpa_chooser() {
+  return {"sdpa_backend", false,
+          [](const StepSpec& s) { return s.model.attention == AttentionImpl::kSdpa && s.sdpa_backend == SdpaBackend::kFastest; },
+          sdpa_attention_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_sdpa_backend(s, d); },
+          [](StepSpec& s, const std::string& chosen) { s.sdpa_backend = sdpa_backend_from(chosen); }};
 }
 
 }  // namespace gpt2

@@ -43,6 +43,28 @@ std::string describe(int status) {
 
 }  // namespace
 
+namespace {
+
+// In the child: rank `r`'s environment as torchrun sets it, then this binary again with `args`. Never returns.
+[[noreturn]] void exec_rank(int r, int nproc, int port, unsigned cores, const std::vector<std::string>& args) {
+  ::setenv("RANK", std::to_string(r).c_str(), 1);
+  ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+  ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+  ::setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+  ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+  // As torchrun: share the cores rather than oversubscribe them, unless told otherwise.
+  ::setenv("OMP_NUM_THREADS", std::to_string(std::max(1u, cores / nproc)).c_str(), 0);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+  std::perror("gpt2bench: exec");
+  ::_exit(127);
+}
+
+}  // namespace
+
 int launch_local(int nproc, const std::vector<std::string>& args, int grace_s) {
   if (nproc < 1) throw std::invalid_argument("--nproc must be at least 1");
   const int port = free_port();
@@ -53,20 +75,7 @@ int launch_local(int nproc, const std::vector<std::string>& args, int grace_s) {
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error(std::string("--nproc: fork failed: ") + std::strerror(errno));
     if (pid == 0) {
-      ::setenv("RANK", std::to_string(r).c_str(), 1);
-      ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-      ::setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
-      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      // As torchrun: share the cores rather than oversubscribe them, unless told otherwise.
-      ::setenv("OMP_NUM_THREADS", std::to_string(std::max(1u, cores / nproc)).c_str(), 0);
-      std::vector<char*> argv;
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv("/proc/self/exe", argv.data());
-      std::perror("gpt2bench: exec");
-      ::_exit(127);
+      exec_rank(r, nproc, port, cores, args);
     }
     g_children[r] = pid;
   }

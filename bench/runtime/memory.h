@@ -39,26 +39,13 @@ int64_t cpu_bytes_allocated();
 int64_t process_peak_rss();
 bool reset_process_peak_rss();
 
-// glibc malloc hands large freed blocks back to the kernel (munmap above its mmap threshold, heap trimming
-// above its trim threshold), and the next step faults their pages in again: on cpu-mini some 40% of a step,
-// and how much of it a process pays depends on what it happened to allocate and free before (the heap's
-// layout), not on its step. This makes glibc keep what is freed for reuse, as the caching allocator does on a
-// GPU: no block mapped apart from the heap (M_MMAP_MAX 0), the heap never trimmed during a rung, in this
-// process (mallopt) and, through MALLOC_MMAP_MAX_ and MALLOC_TRIM_THRESHOLD_, in the processes it starts (the
-// Python reference rungs), so the two sides of a comparison run alike. Returns what it set, for rungs.json;
-// "" where the C library is not glibc. Idempotent (cli_main calls it first).
+// glibc malloc kept from handing freed blocks back (M_MMAP_MAX 0, no trimming), here and in the Python references:
+// otherwise the next step faults their pages in again, some 40% of a cpu-mini step (docs/development.md). Returns
+// what it set, for rungs.json; "" where the C library is not glibc. Idempotent (cli_main calls it first).
 std::string settle_host_allocator();
-// The CUDA caching allocator's setting, here and in the processes this one starts (the Python reference rungs, so
-// that both sides of a comparison allocate alike): PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, unless the user
-// set PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF (theirs is kept). With fixed-size segments, the blocks a rung
-// leaves split in a cached segment stay reserved past emptyCache while anything lives in them, and the next rung
-// cannot use them for its larger blocks: on an H100 (reports/reference/gpu-nvidia-h100-80gb-hbm3) every extra but
-// one ran out of memory at batch_scaling's batch (64, which 12_batch_scaling had run at) with 27-49 GB reserved but
-// unallocated, and backed off to 32, and ref_torch_compile at 64 ran out of memory beside the 52.92 GiB this process
-// still held (how much was left from earlier rungs and how much the rung's own fragmentation was not measured; with
-// this setting the next run found 0 bytes held at each rung's start and no back-off). An expandable segment grows and shrinks page by page, so what is
-// freed goes back to the device. torchtitan runs with the same setting. Returns what is in effect, for rungs.json.
-// Idempotent (cli_main calls it first; the CUDA backend applies it when it activates a device).
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True here and in the Python references, unless the user set theirs:
+// with fixed segments an H100 run's extras ran out of memory beside 27-49 GB reserved but unallocated
+// (docs/development.md). Returns what is in effect, for rungs.json. Idempotent.
 std::string settle_device_allocator();
 // Hands the heap's free memory back to the kernel (malloc_trim): the CPU's empty_cache, between rungs, so that
 // each rung's peak RSS is its own.

@@ -96,16 +96,9 @@ struct TimedSteps {
 TimedSteps time_steps(int64_t steps, const std::function<at::Tensor()>& step, StepTimer& timer,
                       const std::function<bool()>& stop);
 
-// K steps of `spec` from the seed's weights and data, dropout off, loss read after each step:
-// the trajectory the parity check compares across rungs (never timed); data-parallel, the losses
-// are the means over ranks, i.e. the global batch's. `first_batch_after` is
-// the first batch's loss measured again after the K steps: whether training lowers it is the
-// check for variants that change the problem, where per-step losses on new batches are noise.
-// `first_grad_norm` is the L2 norm of the whole gradient the optimizer took at the first step (same
-// weights, same batch in every rung), read from AdamW's first moment: AdamW's update does not change
-// when every gradient is scaled by one factor, so the losses alone cannot see a gradient summed over
-// ranks instead of averaged, or a loss scale never undone. 0: not known (the gradient scaler skipped
-// the step).
+// K steps of `spec` from the seed's weights and data, dropout off, never timed: the losses (data-parallel, the
+// global batch's), the first batch's loss again after them (a changed problem's check) and the first step's
+// gradient norms, read from AdamW's first moment (docs/measurement.md: Parity). 0: not known (a skipped step).
 struct Trajectory {
   std::vector<double> losses;
   double first_batch_after = 0;

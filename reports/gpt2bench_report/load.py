@@ -42,8 +42,7 @@ class Rung:
     kind: str | None = None  # baseline | ladder | extra | add_one | all | drop_one | recipe | kept | control
     compare_to: str | None = None
     variant: str = ""  # the variant the rung adds (or, drop_one, removes)
-    sdpa_choice: dict | None = None  # settings.sdpa_backend: fastest — each SDPA kernel's time, the one chosen
-    chunk_choice: dict | None = None  # settings.classifier_chunk: fastest — each chunk's time, the one chosen
+    choices: list = field(default_factory=list)  # settings settled by timing: setting, key, rule, tries, chosen
     anti_variant: bool = False  # slowed on purpose (sync_every_step): never a run's fastest
     kept: list | None = None  # a kept rung: each candidate extra, whether it joined and why (rungs.json "kept")
     measured_matmul: float | None = None  # FLOP/s of a GEMM in the rung's precision, measured by its run
@@ -185,6 +184,20 @@ def _number(v, path: Path, what: str) -> float | None:
     return v
 
 
+def _choices(rung: dict) -> list[dict]:
+    """rungs.json's `choices`; before it (2026-11-27), its two instances as keys of their own, read as it."""
+    if "choices" in rung:
+        return list(rung["choices"])
+    out = []
+    for setting, name, what, key in (("sdpa_backend", "sdpa_choice", "backend", "attention"),
+                                     ("classifier_chunk", "classifier_chunk_choice", "chunk", "head")):
+        if c := rung.get(name):
+            tries = [dict({k: v for k, v in t.items() if k != what}, candidate=str(t.get(what))) for t in c.get("tries", [])]
+            out.append(dict(c, setting=setting, chosen=str(c.get("chosen")), tries=tries,
+                            incumbent=c.get("pytorch_choice", ""), key=key))
+    return out
+
+
 def _guess_precision(variants: list[str], device_type: str) -> str:
     """The precision of a rung from a run older than rungs.json's "precision", from its variants."""
     if "bf16_cast" in variants or "bf16_autocast" in variants:
@@ -253,6 +266,54 @@ def _load_kernels(d: Path, device: dict) -> dict | None:
     return doc
 
 
+def _load_rung(r: dict, where: Path, device_type: str) -> Rung:
+    """One rung of rungs.json, its figures checked to be numbers."""
+    med = r.get("median", {})
+    for key in ("tokens_per_sec", "step_ms", "mfu", "mfu_vs_measured_peak", "peak_alloc_bytes",
+                "peak_reserved_bytes"):
+        _number(med.get(key), where, f"rung {r['name']}'s median {key}")
+    for v in r.get("repetitions", {}).get("tokens_per_sec", []):
+        _number(v, where, f"rung {r['name']}'s repetition tok/s")
+    return Rung(
+        name=r["name"],
+        status=r["status"],
+        published_rung=r.get("published_rung", -1),
+        variants=list(r.get("variants", [])),
+        skipped=list(r.get("skipped", [])),
+        error=r.get("error", ""),
+        tokens_per_sec=med.get("tokens_per_sec"),
+        step_ms=med.get("step_ms"),
+        tokens_per_step=r.get("tokens_per_step", 0),
+        mfu=med.get("mfu"),
+        peak_alloc_bytes=med.get("peak_alloc_bytes"),
+        peak_reserved_bytes=med.get("peak_reserved_bytes"),
+        rep_tokens_per_sec=list(r.get("repetitions", {}).get("tokens_per_sec", [])),
+        parity_verdict=r.get("parity", {}).get("verdict", "n/a"),
+        parity_dev=r.get("parity", {}).get("max_abs_dev", 0.0),
+        parity_grad_ratio=r.get("parity", {}).get("grad_norm_ratio", 0.0),
+        parity_against=r.get("parity", {}).get("against", "baseline"),
+        parity_judged_as=r.get("parity", {}).get("judged_as", ""),
+        batch=r.get("spec", {}).get("batch", 0),
+        profile=r.get("breakdown", r.get("profile")),  # "profile" before 2026-11-23
+        scaling_efficiency=r.get("scaling_efficiency"),
+        ci=tuple(r["spread"]["tokens_per_sec_ci"]) if "spread" in r else None,
+        ci_level=r.get("spread", {}).get("ci_level"),
+        cv=r.get("spread", {}).get("cv"),
+        clocks=r.get("clocks"),
+        kind=r.get("kind"),
+        compare_to=r.get("compare_to"),
+        variant=r.get("variant", ""),
+        choices=_choices(r),
+        anti_variant=bool(r.get("anti_variant", False)),
+        kept=r.get("kept"),
+        measured_matmul=(r.get("peak_flops") or {}).get("measured_matmul") or None,
+        device_fault=bool(r.get("device_fault", False)),
+        ended_processes=int(r.get("ended_processes", 0)),
+        precision=r.get("precision") or _guess_precision(list(r.get("variants", [])), device_type),
+        mfu_vs_measured_peak=med.get("mfu_vs_measured_peak"),
+    )
+
+
 def load_run(path: str | Path) -> Run:
     d = Path(path)
     if not d.is_dir():
@@ -260,57 +321,7 @@ def load_run(path: str | Path) -> Run:
     rungs_doc = _read_json(d / "rungs.json")
     results = _read_json(d / "results.json")
     try:
-        rungs = []
-        where = d / "rungs.json"
-        for r in rungs_doc["rungs"]:
-            med = r.get("median", {})
-            for key in ("tokens_per_sec", "step_ms", "mfu", "mfu_vs_measured_peak", "peak_alloc_bytes",
-                        "peak_reserved_bytes"):
-                _number(med.get(key), where, f"rung {r['name']}'s median {key}")
-            for v in r.get("repetitions", {}).get("tokens_per_sec", []):
-                _number(v, where, f"rung {r['name']}'s repetition tok/s")
-            rungs.append(
-                Rung(
-                    name=r["name"],
-                    status=r["status"],
-                    published_rung=r.get("published_rung", -1),
-                    variants=list(r.get("variants", [])),
-                    skipped=list(r.get("skipped", [])),
-                    error=r.get("error", ""),
-                    tokens_per_sec=med.get("tokens_per_sec"),
-                    step_ms=med.get("step_ms"),
-                    tokens_per_step=r.get("tokens_per_step", 0),
-                    mfu=med.get("mfu"),
-                    peak_alloc_bytes=med.get("peak_alloc_bytes"),
-                    peak_reserved_bytes=med.get("peak_reserved_bytes"),
-                    rep_tokens_per_sec=list(r.get("repetitions", {}).get("tokens_per_sec", [])),
-                    parity_verdict=r.get("parity", {}).get("verdict", "n/a"),
-                    parity_dev=r.get("parity", {}).get("max_abs_dev", 0.0),
-                    parity_grad_ratio=r.get("parity", {}).get("grad_norm_ratio", 0.0),
-                    parity_against=r.get("parity", {}).get("against", "baseline"),
-                    parity_judged_as=r.get("parity", {}).get("judged_as", ""),
-                    batch=r.get("spec", {}).get("batch", 0),
-                    profile=r.get("breakdown", r.get("profile")),  # "profile" before 2026-11-23
-                    scaling_efficiency=r.get("scaling_efficiency"),
-                    ci=tuple(r["spread"]["tokens_per_sec_ci"]) if "spread" in r else None,
-                    ci_level=r.get("spread", {}).get("ci_level"),
-                    cv=r.get("spread", {}).get("cv"),
-                    clocks=r.get("clocks"),
-                    kind=r.get("kind"),
-                    compare_to=r.get("compare_to"),
-                    variant=r.get("variant", ""),
-                    sdpa_choice=r.get("sdpa_choice"),
-                    chunk_choice=r.get("classifier_chunk_choice"),
-                    anti_variant=bool(r.get("anti_variant", False)),
-                    kept=r.get("kept"),
-                    measured_matmul=(r.get("peak_flops") or {}).get("measured_matmul") or None,
-                    device_fault=bool(r.get("device_fault", False)),
-                    ended_processes=int(r.get("ended_processes", 0)),
-                    precision=r.get("precision") or _guess_precision(list(r.get("variants", [])),
-                                                                     rungs_doc["device"].get("type", "")),
-                    mfu_vs_measured_peak=med.get("mfu_vs_measured_peak"),
-                )
-            )
+        rungs = [_load_rung(r, d / "rungs.json", rungs_doc["device"].get("type", "")) for r in rungs_doc["rungs"]]
         return Run(
             path=d,
             profile=rungs_doc["profile"]["name"],

@@ -11,17 +11,12 @@ from pathlib import Path
 
 from . import charts, generations
 from .findings import findings
-from .load import Run, Rung, device_groups
-from .stats import ALPHA, MIN_REPS_FOR_U, against_previous, differs, drifts
+from .notes import _STATE, _first_line, _short, error_texts, rung_why, run_notes
+from .load import Run, device_groups
+from .stats import against_previous
 
 
 _fmt = charts.fmt
-
-
-def _first_line(text: str) -> str:
-    """A table cell's share of an error: CUDA errors run over several lines (the full text is in the details
-    block under the tables, and in rungs.json)."""
-    return text.splitlines()[0] if text else ""
 
 
 def _parity(r) -> str:
@@ -34,32 +29,10 @@ def _parity(r) -> str:
     return f"{r.parity_verdict} ({r.parity_dev:.1e}{grad}){against}"
 
 
-_STATE = {"real": "real", "noise": "noise", "drift": "drift", "under drift": "under-drift"}
-CELL = 60  # the widest cell of the rung table: what does not fit is said in full in the notes
-
-
-def _short(text: str, width: int = CELL) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
-
-
 def _p_value(how: str) -> str:
     """The U test's p from a verdict's words ("U test p=0.032; ..."), the first one; "-" where there was none."""
     m = re.search(r"p=([0-9.]+)", how)
     return m.group(1) if m else "-"
-
-
-def _own_skips(r: Rung, error: str) -> list[dict]:
-    """The skipped variants a rung's row explains: its own variant's, where it is among them (the ones before it
-    are explained on their own rows: 13_ddp had repeated tf32's, pinned_memory's and cuda_graph's reasons),
-    else every one when the error gives none; a reason the error already holds is not said twice."""
-    own = [s for s in r.skipped if s.get("variant") == r.variant]
-    return [s for s in (own or ([] if error else r.skipped)) if s.get("reason", "") not in error]
-
-
-def rung_why(r: Rung) -> str:
-    """Why a rung did not run or did not finish: its error's first line and its own skipped variants' reasons."""
-    error = _first_line(r.error)
-    return "; ".join([error] * bool(error) + [f"{s['variant']}: {s['reason']}" for s in _own_skips(r, error)])
 
 
 def ladder_table(run: Run) -> list[list[str]]:
@@ -87,167 +60,6 @@ def ladder_table(run: Run) -> list[list[str]]:
         ])
         base = base or r
     return rows
-
-
-def run_notes(run: Run) -> list[str]:
-    """What the table's figures are, in words: the MFU's basis, the spread and noise methods, and what
-    the device does to them (emulated bf16, throttling)."""
-    return _method_notes(run) + _reference_notes(run) + _choice_notes(run) + _rung_notes(run)
-
-
-def _method_notes(run: Run) -> list[str]:
-    """How the figures are taken, and what the table cut short or could not say in a word."""
-    notes = [
-        "MFU: model FLOPs/s (matmuls only: 6·(L·12·C² + V·C) + 6·L·C·T per token; rungs.json flops.formula) over "
-        + (run.mfu_basis or "the peak in rungs.json") + "; one denominator for every rung, so MFU ratios are "
-        "speed-up ratios. rungs.json also has each rung's efficiency against its own precision's peak and against "
-        "the matmul rate measured here.",
-        "tok/s is the median of the repetitions; its interval is the distribution-free confidence interval of the "
-        "median from order statistics, at the coverage shown (5 repetitions reach 93.75%, 9 reach 96.1%); cv is "
-        "the repetitions' standard deviation over their mean.",
-        f"noise: a difference from the previous rung is real when an exact two-sided Mann-Whitney U test gives "
-        f"p < {ALPHA} (both rungs with {MIN_REPS_FOR_U}+ repetitions, as Google Benchmark's compare.py), else when "
-        "the repetitions' ranges do not overlap. Where the rung measured against was timed again later in the "
-        "run (the control rung, the top timed again after the extras), a rung between the two timings is real only "
-        "against both, in the same direction, and \"drift\" against one alone; any other real difference no "
-        "larger than the largest drift the run measured (a control, or a reference's C++ rung timed again after "
-        "it, against its first timing; an anti-variant found faster than its base, as a bound) is \"under-drift\" (the chart: \"(under drift)\"); p is the U test's, \"-\" where the ranges decided.",
-    ]
-    for r in run.rungs:
-        if not r.ok and len(why := rung_why(r)) > CELL:
-            notes.append(f"{r.name} ({r.status}): {why}")
-        elif r.ok and (verdict := against_previous(run, r)) and verdict[0] in ("drift", "under drift"):
-            notes.append(f"{r.name}: {_STATE[verdict[0]]}: {verdict[1]}")
-    if run.mfu_unreliable:
-        notes.insert(0, f"MFU not shown (\"?\"): {run.mfu_unreliable}. No MFU of this run is a fact; tok/s are.")
-    found = drifts(run)
-    if found:
-        notes.append("drift this run measured, each beyond noise (a step timed twice: the second timing over the "
-                     "first; an anti-variant found faster than its base: its gain): " + "; ".join(f"{what} {ratio:.3f}x" for what, ratio, _ in found) + ". Differences between "
-                     "rungs timed apart no larger than the largest are \"under-drift\".")
-    if run.flop_shares:
-        s = run.flop_shares
-        notes.append(f"where a token's model FLOPs go here: blocks' weight matmuls {100 * s['blocks']:.1f}%, LM head "
-                     f"{100 * s['lm_head']:.1f}%, causal attention {100 * s['attention']:.1f}% (GPT-2 124M at T=1024: "
-                     "63.9 / 29.0 / 7.1).")
-    return notes
-
-
-def _reference_notes(run: Run) -> list[str]:
-    """How to read the reference rungs: the ratio, the cards, the compile forms, the clocks."""
-    notes = []
-    if run.references:
-        notes.append("reference rungs: the same step in Python PyTorch, same device, data and batch (docs/reference-rungs.md"
-                     "); C++ / Python above 1 means the C++ rung is faster; its interval is where noise alone "
-                     "could put it (Hodges-Lehmann over the repetitions' pairwise tok/s ratios, Mann-Whitney "
-                     "distribution-free, at the coverage shown). The C++ rung is timed again right after each "
-                     "reference: its two timings bracket the Python one, and a ratio that holds at both is not the "
-                     "machine's drift between them. First step: torch.compile's compilation where compiled.")
-        if len(run.cards) > 1:
-            notes.append(f"this run was timed on {len(run.cards)} cards of one model ({', '.join(run.cards)}; "
-                         "resumed on another machine): a reference may have run on another card than its C++ rung, so "
-                         "its C++ / Python is across cards; the column \"C++ timed again after it\" is one card's.")
-        scoped = [ref for ref in run.references if (ref.get("result") or {}).get("compile_scopes")]
-        if scoped:
-            notes.append("torch.compile both ways a user writes it, each timed, the faster the reference's tok/s: "
-                         "the model alone, the loss eager after it (seed 000's code), and the model returning its "
-                         "loss (nanoGPT's; the loss inside the graph): " + "; ".join(
-                             f"{ref['name']} at batch {ref.get('config', {}).get('batch', '?')}: " + ", ".join(
-                                 f"{scope} failed ({v['error']})" if "error" in v else f"{scope} {_fmt(v.get('tokens_per_sec'))} tok/s"
-                                 for scope, v in ref["result"]["compile_scopes"].items())
-                             + f" ({ref['result'].get('compile_scope', '?')} taken)" for ref in scoped) + ".")
-        clocked = [(ref, _reference_clocks(ref)) for ref in run.references]
-        clocked = [(ref, words) for ref, words in clocked if words]
-        if clocked:
-            notes.append("the device's SM clock over each reference's timed steps (NVML, sampled by gpt2bench while "
-                         "the Python process ran, the median; each compiled form's over its own): " + "; ".join(
-                             f"{ref['name']} at batch {ref.get('config', {}).get('batch', '?')}: {words}"
-                             for ref, words in clocked) + ".")
-    return notes
-
-
-def _choice_notes(run: Run) -> list[str]:
-    """The device's bf16, and what the measured choices (SDPA kernel, classifier chunk) timed and took."""
-    notes = []
-    bf16 = run.device.get("bf16_support", "")
-    if run.device.get("type") == "cpu" and bf16.startswith("emulated"):
-        notes.append("bf16 on this CPU is emulated (no AMX-BF16 or AVX512-BF16): bf16 matmuls run through "
-                     "conversions to fp32, so bf16 rungs are slower than fp32 ones here (an AVX2-only AMD EPYC took "
-                     "20x the fp32 step time); on a GPU or an AMX CPU the same rungs are faster.")
-    chosen = [r for r in run.rungs if r.sdpa_choice]
-    if chosen:
-        def timed(r) -> str:
-            c = r.sdpa_choice
-            if c.get("timed_for"):  # an earlier rung's timing of the same attention
-                return f"{r.name} {c['chosen']} (as {c['timed_for']}: the same attention)"
-            tries = ", ".join(f"{t['backend']} {t['ms']:.3g}" for t in c.get("tries", []) if "ms" in t)
-            return f"{r.name} {c['chosen']} ({tries}; PyTorch's own: {c.get('pytorch_choice', '?')})"
-        notes.append("SDPA kernel timed on each attention the rungs run, forward + backward, once a run "
-                     "(settings.sdpa_backend: fastest; PyTorch's own choice kept unless another is faster by more "
-                     f"than {100 * chosen[0].sdpa_choice.get('margin', 0):.0f}%), in ms: "
-                     + "; ".join(timed(r) for r in chosen) + ".")
-    chunked = [r for r in run.rungs if r.chunk_choice]
-    if chunked:
-        def chunks(r) -> str:
-            c = r.chunk_choice
-            if c.get("timed_for"):
-                return f"{r.name} {c['chosen']} (as {c['timed_for']}: the same head)"
-            tries = ", ".join(f"{t['chunk']}: {t['ms']:.3g}" if "ms" in t else f"{t['chunk']}: {t.get('why', '')}"
-                              for t in c.get("tries", []))
-            return f"{r.name} {c['chosen']} ({tries})"
-        notes.append("Fused classifier's chunk timed on each LM head the rungs run, forward + backward, once a run "
-                     "(settings.classifier_chunk: fastest; the fastest median taken), tokens a chunk (ms): "
-                     + "; ".join(chunks(r) for r in chunked) + ".")
-    return notes
-
-
-def _rung_notes(run: Run) -> list[str]:
-    """What happened to single rungs: the top timed again, the kept rungs, lost devices and processes, clocks."""
-    notes = []
-    for r in run.rungs:
-        top = run.previous(r)
-        if r.kind == "control" and r.ok and top:
-            real, how = differs(top.rep_tokens_per_sec, r.rep_tokens_per_sec)
-            notes.append(f"{r.name}: {top.name} timed again after the extras, {r.tokens_per_sec / top.tokens_per_sec:.3f}x "
-                         f"its first timing ({'a real difference' if real else 'within noise'}, {how}): the machine's "
-                         "drift over those minutes, which no interval over one rung's repetitions sees; ratios between "
-                         "rungs timed apart in this run are uncertain by about that much. An extra joins the kept "
-                         "rungs only if faster than both timings.")
-    for r in run.rungs:
-        if r.kept is not None:
-            joined = [e["variant"] for e in r.kept if e.get("kept")]
-            notes.append(f"{r.name}: the top with every extra that beat it in this run, settled as it started: "
-                         + (", ".join(joined) if joined else "none") + " kept ("
-                         + "; ".join(f"{e['variant']}: {e.get('why', '')}" for e in r.kept) + ").")
-    for r in run.rungs:
-        if r.device_fault:
-            notes.append(f"{r.name} lost the device ({_first_line(r.error)}): a kernel's fault loses the process's CUDA "
-                         "context, so that process ended there and the rungs after it ran in a new one "
-                         "(gpt2bench ladder --resume), which keeps this rung as the error it was.")
-    for r in run.rungs:
-        if r.ended_processes and r.status == "ok":  # one that ended two is an error, its text in the table
-            notes.append(f"{r.name}: a process ended during it recording nothing (a crash, or a kill it could not stop "
-                         "for: the ladder's log says which); it ran again in a new one (gpt2bench ladder --resume), "
-                         "and these figures are that run's.")
-    for r in run.rungs:
-        if r.throttled:
-            notes.append(f"{r.name} was THROTTLED while timed: {r.clocks.get('throttled_why', '')} (NVML); "
-                         "its tok/s understates the step.")
-    capped = [r for r in run.rungs if r.clocks and (r.clocks.get("power_capped_share") or 0) >= 0.5]
-    if capped:
-        notes.append("At the power limit while timed (NVML's sw_power_cap in most samples; the device's sustained "
-                     "speed under that load, not throttling): " + ", ".join(
-                         f"{r.name} ({100 * r.clocks['power_capped_share']:.0f}%, SM clock "
-                         f"{r.clocks.get('sm_mhz_median', 0):.0f} of {r.clocks.get('max_sm_mhz', 0):.0f} MHz)"
-                         for r in capped) + ".")
-    return notes
-
-
-def error_texts(run: Run) -> list[tuple[str, str]]:
-    """(rung or reference, full error text) for the details block under a run's tables: the errors whose table
-    cell, one line, could not hold them."""
-    out = [(r.name, r.error) for r in run.rungs] + [(ref.get("name", "?"), ref.get("error", "")) for ref in run.references]
-    return [(name, text) for name, text in out if "\n" in text.strip()]
 
 
 def _failure(ref: dict) -> str:
@@ -516,28 +328,31 @@ def _save_figures(runs: list[Run], out: Path) -> dict[str, str]:
     return embedded
 
 
-def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | None = None) -> Path:
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    embedded = _save_figures(runs, out)
-    title = "gpt2bench report: " + ", ".join(r.label for r in runs)
-    md = [f"# {title}", ""]
-    parts = [f"<h1>{html.escape(title)}</h1>"]
-    if synthetic := [r for r in runs if r.synthetic]:
-        warn = ("SYNTHETIC input: " + ", ".join(r.path.name for r in synthetic) + " are test fixtures, not "
-                "measurements; their figures below are made up except where their files say quoted.")
-        md += [f"**{warn}**", ""]
-        parts.append(f"<p class='warn'>{html.escape(warn)}</p>")
-    md += ["## Findings", ""]
-    parts.append("<h2>Findings</h2>")
+_STYLE = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}"
+          "h1{font-size:1.4em}h2{font-size:1.15em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}"
+          "table{border-collapse:collapse;margin:1em 0;font-size:0.8em}td,th{border:1px solid #ccc;"
+          "padding:3px 6px;text-align:left}th{background:#eef2f5}tr:nth-child(even) td{background:#fafafa}"
+          "img{max-width:100%;display:block;margin:1em 0}pre{white-space:pre-wrap;background:#f6f6f6;"
+          "padding:.5em;font-size:0.8em}.warn{color:#a00;font-weight:bold}li{margin:.2em 0}"
+          "@media print{body{margin:0;max-width:none}img,table{page-break-inside:avoid}"
+          "details{display:block}details>*{display:block}}")
+
+
+def _findings_section(runs: list[Run]) -> tuple[list[str], list[str]]:
+    """## Findings: each run's answers first (findings.py), as Markdown lines and HTML parts."""
+    md, parts = ["## Findings", ""], ["<h2>Findings</h2>"]
     for run in runs:
         lines = findings(run)
         head = [f"*{run.label}*", ""] if len(runs) > 1 else []
         md += head + [f"- {line}" for line in lines] + [""]
         parts += ([f"<p><i>{html.escape(run.label)}</i></p>"] if head else []) + [
             "<ul>" + "".join(f"<li>{_html_bold(line)}</li>" for line in lines) + "</ul>"]
-    md += ["## Devices", "", _md(device_table(runs)), ""]
-    parts += ["<h2>Devices</h2>", _html_table(device_table(runs))]
+    return md, parts
+
+
+def _devices_section(runs: list[Run], prices: dict[str, float] | None) -> tuple[list[str], list[str]]:
+    """## Devices, ## Generations where the runs are of several devices, and the run-to-run spread of each group."""
+    md, parts = ["## Devices", "", _md(device_table(runs)), ""], ["<h2>Devices</h2>", _html_table(device_table(runs))]
     if len(device_groups(runs)) > 1:
         tables = [generations.device_facts(runs), generations.generations_table(runs)]
         if prices and (cost := generations.cost_table(runs, prices)):
@@ -553,6 +368,24 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
                 "run (vs prev, vs base) are the sounder comparison.")
         md += [f"## {head}", "", _md(spread_table(group)), "", f"- {note}", ""]
         parts += [f"<h2>{html.escape(head)}</h2>", _html_table(spread_table(group)), f"<p>{html.escape(note)}</p>"]
+    return md, parts
+
+
+def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | None = None) -> Path:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    embedded = _save_figures(runs, out)
+    title = "gpt2bench report: " + ", ".join(r.label for r in runs)
+    md = [f"# {title}", ""]
+    parts = [f"<h1>{html.escape(title)}</h1>"]
+    if synthetic := [r for r in runs if r.synthetic]:
+        warn = ("SYNTHETIC input: " + ", ".join(r.path.name for r in synthetic) + " are test fixtures, not "
+                "measurements; their figures below are made up except where their files say quoted.")
+        md += [f"**{warn}**", ""]
+        parts.append(f"<p class='warn'>{html.escape(warn)}</p>")
+    for section in (_findings_section(runs), _devices_section(runs, prices)):
+        md += section[0]
+        parts += section[1]
     for i, run in enumerate(runs):
         run_md, run_parts = _run_section(run, f"run{i}_" if len(runs) > 1 else "", embedded)
         md += run_md
@@ -568,17 +401,9 @@ def write_report(runs: list[Run], out: str | Path, prices: dict[str, float] | No
     parts += ["<h2>Published reference</h2>", f"<p>{html.escape(note)}</p>", _html_table(published_table())]
 
     (out / "report.md").write_text("\n".join(md) + "\n")
-    style = ("body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}"
-             "h1{font-size:1.4em}h2{font-size:1.15em;border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}"
-             "table{border-collapse:collapse;margin:1em 0;font-size:0.8em}td,th{border:1px solid #ccc;"
-             "padding:3px 6px;text-align:left}th{background:#eef2f5}tr:nth-child(even) td{background:#fafafa}"
-             "img{max-width:100%;display:block;margin:1em 0}pre{white-space:pre-wrap;background:#f6f6f6;"
-             "padding:.5em;font-size:0.8em}.warn{color:#a00;font-weight:bold}li{margin:.2em 0}"
-             "@media print{body{margin:0;max-width:none}img,table{page-break-inside:avoid}"
-             "details{display:block}details>*{display:block}}")
     (out / "report.html").write_text(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
+        f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
     return out
 
 
@@ -627,23 +452,3 @@ def _run_section(run: Run, tag: str, embedded: dict[str, str]) -> tuple[list[str
 def _html_bold(line: str) -> str:
     """A Markdown line with **bold** in HTML, escaped."""
     return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(line))
-
-
-def _clock_words(c) -> str:
-    """'1980 MHz', with the power cap's share of the samples and a throttle's reason; '' where not sampled."""
-    if not (c or {}).get("available"):
-        return ""
-    words = f"{c.get('sm_mhz_median', 0):.0f} MHz"
-    if c.get("power_capped_share", 0) > 0:
-        words += f" (power-capped {100 * c['power_capped_share']:.0f}%)"
-    if c.get("throttled"):
-        words += f" THROTTLED: {c.get('throttled_why', '')}"
-    return words
-
-
-def _reference_clocks(ref) -> str:
-    """A reference's clocks (rungs.json's clocks, compile_scope_clocks) in words; '' where none was sampled."""
-    scoped = ref.get("compile_scope_clocks") or {}
-    if scoped:
-        return ", ".join(f"{scope} {w}" for scope, c in scoped.items() if (w := _clock_words(c)))
-    return _clock_words(ref.get("clocks"))

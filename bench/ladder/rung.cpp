@@ -1,0 +1,316 @@
+#include "bench/ladder/rung.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "bench/ladder/backoff.h"
+#include "bench/ladder/batch_search.h"
+#include "bench/ladder/kept.h"
+#include "bench/ladder/lost_device.h"
+#include "bench/ladder/plan.h"
+#include "bench/measure/breakdown.h"
+#include "bench/measure/stats.h"
+#include "common/errors.h"
+
+namespace gpt2 {
+
+std::atomic<int> g_signal{0};
+
+
+bool RungRunner::settle(RungRecord& r, const std::vector<RungRecord>& records) {
+  const KeptExtras k = choose_kept(records);
+  r.out.kept = k.why;
+  if (k.variants.empty()) {
+    r.out.status = RungStatus::kSkipped;
+    r.out.error = "no extra beat the top rung in this run (rungs.json: kept)";
+    std::cerr << "    " << r.name() << ": " << r.out.error << "\n";
+    return false;
+  }
+  settle_kept(r, k.variants, prof, dev);
+  std::string names;
+  for (const auto& v : k.variants) names += (names.empty() ? "" : ", ") + v;
+  std::cerr << "    " << r.name() << ": kept " << names << "\n";
+  return true;
+}
+
+void RungRunner::take_top_batch(RungRecord& r, const std::vector<RungRecord>& records) {
+  if (!on_the_top(r.plan.kind)) return;
+  const RungRecord* top = compared_with(records, r);
+  if (r.plan.rung.spec.search_batch && r.out.batch == 0 && top && top->plan.rung.spec.search_batch &&
+      top->out.batch > 0) {
+    r.out.batch = top->out.batch;
+    r.out.batch_search.push_back({{"batch", r.out.batch}, {"stage", "top"}, {"from", top->name()}});
+    std::cerr << "    " << r.name() << ": at " << top->name() << "'s batch " << r.out.batch << "\n";
+  }
+}
+
+RungCost RungRunner::cost(int64_t warmups) const {
+  return {prof.repetitions, prof.steps, prof.parity_steps, prof.breakdown_steps, warmups};
+}
+
+void RungRunner::build(RungRecord& r, double seconds) {
+  live.reset();
+  // A follower is told its batch; an extra or kept rung the top's (take_top_batch). Either way no search, but a
+  // batch_scaling rung on one process still backs off if the rung itself runs out of memory.
+  const bool searched = r.plan.rung.spec.search_batch && r.out.batch == 0;
+  choices.settle(r, dev, false);  // a follower is told its choices
+  if (searched) {
+    const int64_t floor_steps = warmup_steps() + cost(0).floor_steps();
+    r.out.batch = find_batch(r.spec(), dev, data.train, prof.seed, meter, r.out.batch_search,
+                             budget.limited() && ranks(r.spec()) == 1 ? seconds : INFINITY, floor_steps);
+    std::cerr << "    batch_scaling chose batch " << r.out.batch << "\n";
+  }
+  choices.settle(r, dev, true);  // at the batch it runs
+  if (dist && rank0() && ranks(r.spec()) > 1)
+    dist->post(r.name() + " " + std::to_string(r.spec().batch) + " " + announce_choices(r));
+  auto attempt = [&](int64_t batch) {
+    r.out.batch = batch;
+    release();
+    meter.reset_peak();
+    r.out.memory.held_at_start = held();
+    live = std::make_unique<TrainStep>(r.spec(), dev, data.train, prof.seed, dist);
+    r.out.timing.warmup_steps = 0;
+    for (int64_t w = 0; w < warmup_steps(); ++w) {
+      const double t0 = budget.elapsed_s();
+      live->step();
+      synchronize(dev);
+      r.out.timing.warmup_step_s = budget.elapsed_s() - t0;
+      r.out.timing.warmup_steps = w + 1;
+      // No more warm-up once the rung's floor at this step time would take its whole share.
+      if (r.out.timing.warmup_step_s * static_cast<double>(cost(0).floor_steps()) > seconds) break;
+    }
+    synchronize(dev);
+  };
+  if (r.plan.rung.spec.search_batch && ranks(r.spec()) == 1) {
+    const int64_t chosen = r.out.batch;
+    backoff_on_oom(chosen, r.out.batch_search, attempt, [&] { release(); });
+    if (r.out.batch != chosen)
+      std::cerr << "    out of memory at batch " << chosen << " in the rung: backed off to " << r.out.batch << "\n";
+  } else {
+    attempt(r.spec().batch);
+  }
+  r.out.sdpa_backend_used = live->sdpa_backend_used();
+  if (clocks) clocks->take();  // samples of an earlier, failed rung are not this one's
+}
+
+void RungRunner::fit(RungRecord& r, double share_s, double started_s) {
+  r.out.timing.steps = prof.steps;
+  r.out.timing.parity_steps = prof.parity_steps;
+  if (!budget.limited() || ranks(r.spec()) > 1) return;
+  const double left = share_s - (budget.elapsed_s() - started_s);
+  const RungFit f = fit_rung(left, r.out.timing.warmup_step_s, cost(r.out.timing.warmup_steps));
+  r.out.timing.steps = f.steps;
+  r.out.timing.parity_steps = f.parity_steps;
+  std::string note;
+  if (f.steps < prof.steps) note = std::to_string(f.steps) + " of " + std::to_string(prof.steps) + " timed steps per repetition";
+  if (!f.breakdown) note += std::string(note.empty() ? "" : "; ") + "no breakdown pass";
+  if (f.parity_steps < prof.parity_steps)
+    note += "; " + std::to_string(f.parity_steps) + " of " + std::to_string(prof.parity_steps) + " parity steps";
+  if (note.empty()) return;
+  r.out.timing.budget_note = note + " (time budget: " + format_duration(left) + " left for this rung at " +
+                      format_duration(r.out.timing.warmup_step_s) + " a step)";
+  if (!f.breakdown) r.out.breakdown = {{"skipped", "over the time budget"}};
+  std::cerr << "    " << r.out.timing.budget_note << "\n";
+}
+
+nlohmann::json RungRunner::held() {
+  const MemoryStats m = meter.read();
+  if (m.allocated > kHeldWarnBytes || m.reserved > kHeldWarnBytes)
+    std::cerr << "    warning: " << std::fixed << std::setprecision(2) << m.allocated / 1e9 << " GB allocated, "
+              << m.reserved / 1e9 << " GB reserved on the device before it starts: left behind by what ran before\n"
+              << std::defaultfloat;
+  return {{"allocated_bytes", m.allocated}, {"reserved_bytes", m.reserved}};
+}
+
+void RungRunner::release() noexcept {
+  live.reset();
+  try {
+    synchronize(dev);
+  } catch (...) {
+  }
+  try {
+    empty_cache(dev);
+  } catch (...) {
+  }
+}
+
+double RungRunner::repetition(RungRecord& r, bool& stopped) {
+  auto timer = make_step_timer(dev);
+  if (clocks) clocks->start();
+  const TimedSteps t = time_steps(r.out.timing.steps, [&] { return live->step(); }, *timer, [] { return g_signal != 0; });
+  if (clocks) clocks->stop();
+  stopped = t.stopped;
+  if (t.seconds.empty()) return 0;
+  double total = 0;
+  for (double s : t.seconds) total += s;
+  const double step_s = total / static_cast<double>(t.seconds.size());
+  const MemoryStats mem = meter.read();
+  const auto all = at::stack(t.losses).to(at::kDouble).cpu();  // read after timing
+  const auto finite = at::isfinite(all);
+  if (!finite.all().item<bool>()) {
+    const int64_t bad = at::argmin(finite.to(at::kInt)).item<int64_t>();
+    r.out.timing.diverged_at = r.out.timing.warmup_steps + static_cast<int64_t>(r.out.timing.rep_step_ms.size()) * r.out.timing.steps + bad + 1;
+  }
+  r.out.timing.final_loss = all[-1].item<double>();
+  r.out.timing.rep_step_ms.push_back(1e3 * step_s);
+  r.out.timing.rep_tokens_per_sec.push_back(static_cast<double>(r.tokens_per_step()) / step_s);
+  r.out.memory.peak_alloc_bytes = mem.peak_allocated;
+  r.out.memory.peak_reserved_bytes = mem.peak_reserved;
+  if (dist && ranks(r.spec()) > 1) {
+    const auto g = dist->allgather({1e3 * step_s, static_cast<double>(mem.peak_allocated)});
+    r.out.per_rank.step_ms.clear(), r.out.per_rank.peak_alloc_bytes.clear();
+    for (size_t k = 0; k + 1 < g.size(); k += 2) r.out.per_rank.step_ms.push_back(g[k]), r.out.per_rank.peak_alloc_bytes.push_back(g[k + 1]);
+  }
+  return total;
+}
+
+void RungRunner::breakdown_pass(RungRecord& r, const std::string& out_dir) {
+  release();
+  std::cerr << "    breakdown pass: " << prof.breakdown_steps << " steps\n";
+  try {
+    const Breakdown p = breakdown_rung(r.spec(), dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
+                                       static_cast<int>(prof.breakdown_steps), meter);
+    write_breakdown(out_dir, r.plan.rung.name, p);
+    r.out.breakdown = to_json(p.summary);
+    r.out.breakdown.erase("by_name");  // every op or kernel name: in breakdown/<rung>.json, not in rungs.json
+    r.out.breakdown["memory"] = to_json(p.memory);
+    if (p.summary.counted_flops_per_step > 0)
+      r.out.counted_flops_per_token = p.summary.counted_flops_per_step / static_cast<double>(r.tokens_per_step());
+  } catch (const std::exception& e) {
+    const bool oom = dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr;
+    r.out.breakdown = {{"error", (oom ? "out of memory in the breakdown pass: " : "the breakdown pass failed: ") + error_text(e)}};
+    std::cerr << "    " << first_line(r.out.breakdown["error"].get<std::string>()) << "\n";
+  }
+  release();
+}
+
+const RungRecord* RungRunner::parity_anchor(const RungRecord& r, const std::vector<RungRecord>* records) const {
+  if (!records || records->empty() || ranks(r.spec()) > 1 || r.spec().batch == prof.batch) return nullptr;
+  const RungRecord* on = compared_with(*records, r);
+  if (!on || on->spec().batch != r.spec().batch || ranks(on->spec()) > 1 || !has_trajectory(on->out.parity) ||
+      !differs_only_exactly(r.plan.rung.applied, on->plan.rung.applied))
+    return nullptr;
+  return on;
+}
+
+void RungRunner::finish(RungRecord& r, bool is_baseline, const std::vector<RungRecord>* records) {
+  release();
+  if (r.out.timing.diverged_at) {
+    r.out.status = RungStatus::kDiverged;
+    r.out.error = "non-finite loss at step " + std::to_string(r.out.timing.diverged_at);
+    return;
+  }
+  r.out.status = RungStatus::kOk;
+  if (is_baseline) {
+    r.out.parity.rule = "the reference";
+    r.out.parity.losses = baseline.losses;
+    r.out.parity.grad_norm = baseline.first_grad_norm;
+    return;
+  }
+  // Data-parallel rungs run it whenever the profile asks (their ranks take it together).
+  if (baseline.losses.empty() && !(ranks(r.spec()) > 1 && prof.parity_steps > 0)) {
+    r.out.parity.rule = reference_error.empty() ? "no parity steps" : "no parity reference: " + reference_error;
+    return;
+  }
+  // Data-parallel parity is at equal global batch: each of N ranks takes B/N of the rows.
+  StepSpec s = r.spec();
+  ParityClass cls = r.plan.rung.parity;
+  if (ranks(s) > 1) {
+    if (s.batch % ranks(s) == 0) s.batch /= ranks(s);
+    else cls = ParityClass::kProblem;  // no equal global batch to compare with
+  } else if (s.batch == prof.batch) {
+    cls = class_at_equal_batch(r.plan.rung.applied);  // batch_scaling kept the profile's batch: the same problem
+  }
+  try {
+    // fit() set the steps: the profile's, or fewer at the budget's floor (one process only)
+    const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(r.out.timing.parity_steps), dist);
+    if (const RungRecord* on = parity_anchor(r, records)) {
+      r.out.parity = judge_parity(class_at_equal_batch(r.plan.rung.applied), t, trajectory_of(on->out.parity), on->name());
+    } else {
+      r.out.parity = baseline.losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline);
+      if (baseline.losses.empty()) r.out.parity.rule = "no parity reference: " + reference_error;
+    }
+  } catch (const c10::OutOfMemoryError& e) {
+    r.out.parity = ParityResult{};
+    r.out.parity.rule = "out of memory in the parity run at batch " + std::to_string(s.batch) + ": " +
+                    first_line(e.what_without_backtrace());
+  }
+  release();
+}
+
+void RungRunner::fail(RungRecord& r, const std::exception& e) {
+  lost_device_exit().check(error_text(e));
+  release();
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) {
+    r.out.status = RungStatus::kOom;
+    r.out.error = "out of memory at batch " + std::to_string(r.spec().batch) + ": " + error_text(e);
+  } else {
+    r.out.status = RungStatus::kError;
+    r.out.error = error_text(e);
+  }
+  if (dist && ranks(r.spec()) > 1) {  // a data-parallel rung failed: was it a lost rank?
+    try {
+      dynamic_cast<const DistError*>(&e) ? throw DistError(e.what()) : dist->rethrow(e);
+    } catch (const DistError& d) {
+      r.out.error = d.what();
+    }
+    abort_reason = r.out.error;  // the other ranks are gone or out of step: later rungs would hang
+  }
+}
+
+RungRecord RungRunner::retime(const RungRecord& with, double share) {
+  RungRecord again = with;
+  again.out.timing.rep_step_ms.clear(), again.out.timing.rep_tokens_per_sec.clear(), again.out.batch_search.clear();
+  again.out.timing.diverged_at = 0;
+  const double started = budget.elapsed_s();
+  build(again, share);
+  fit(again, share, started);
+  for (int64_t rep = 0; rep < prof.repetitions; ++rep) {
+    bool stopped = false;
+    repetition(again, stopped);
+    if (stopped) {
+      again.out.status = RungStatus::kInterrupted;
+      break;
+    }
+  }
+  release();
+  if (clocks) again.out.clocks = to_json(clocks->take());
+  if (again.out.timing.diverged_at) again.out.status = RungStatus::kDiverged;
+  return again;
+}
+
+int RungRunner::follow(std::vector<RungRecord>& records) {
+  const char* delay = std::getenv("GPT2BENCH_TEST_FOLLOWER_DELAY_MS");
+  auto next = [&] {
+    if (delay) std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
+    return dist->next_message();
+  };
+  for (std::string msg; (msg = next()) != "done";) {
+    std::istringstream in(msg);
+    std::string name, chosen;
+    int64_t batch = 0;
+    in >> name >> batch;
+    std::getline(in, chosen);
+    auto it = std::find_if(records.begin(), records.end(), [&](const RungRecord& r) { return r.plan.rung.name == name; });
+    if (it == records.end() || batch <= 0) throw DistError("rank 0 announced an unknown rung '" + msg + "'");
+    RungRecord& r = *it;
+    r.out.batch = batch;
+    take_announced_choices(r, chosen);
+    std::cerr << "[rank " << dist->rank() << "] " << r.plan.rung.name << ": following rank 0\n";
+    dist->guarded([&] {
+      build(r);
+      fit(r, INFINITY, budget.elapsed_s());  // a data-parallel rung: the profile's steps
+      bool stopped = false;
+      for (int64_t rep = 0; rep < prof.repetitions && !stopped; ++rep) repetition(r, stopped);
+      finish(r, false);
+    });
+  }
+  dist->barrier();
+  return 0;
+}
+}  // namespace gpt2

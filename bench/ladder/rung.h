@@ -1,0 +1,122 @@
+// defines: RungRunner, g_signal — one rung's stages: build (choices, batch search, warm-up), the timed repetitions,
+//          the breakdown pass, parity; a failure recorded; a follower rank's side of a data-parallel rung.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/ladder/budget.h"
+#include "bench/ladder/choices.h"
+#include "bench/ladder/parity.h"
+#include "bench/ladder/peaks.h"
+#include "bench/ladder/results.h"
+#include "bench/measure/clocks.h"
+#include "bench/runtime/memory.h"
+#include "bench/step/train_step.h"
+
+namespace gpt2 {
+
+// The signal (SIGINT, SIGTERM) that asks the run to stop at the next step; 0 while none has come.
+extern std::atomic<int> g_signal;
+
+// Everything the rungs share, and the steps each rung takes. A data-parallel rung takes exactly the same steps on
+// every rank, in the same order (their collectives pair up): rank 0 under Google Benchmark, the other ranks in
+// follow(), told the rung, its batch and its choices by rank 0.
+struct RungRunner {
+  const Profile& prof;
+  const DeviceInfo& dev;
+  const TokenData& data;
+  MemoryMeter& meter;
+  Dist* dist;  // nullptr: one process
+  Trajectory baseline;  // the parity reference: the baseline's K losses and first gradient
+  std::unique_ptr<TrainStep> live;  // the rung being timed, kept across its repetitions
+  std::string abort_reason;         // set once the run cannot go on (a lost rank)
+  std::string reference_error;      // why there is no parity reference (it ran out of memory)
+  std::unique_ptr<ClockSampler> clocks;  // NVML over the timed steps (unavailable on the CPU)
+  TimeBudget budget{0};      // the run's time budget (bench/ladder/budget.h)
+  int64_t rungs_to_run = 0;  // selected by --rung and not done already
+  int64_t rungs_started = 0;
+  ChoiceTimings choices{};   // the settings settled by timing, once a run for each key
+  std::function<void()> save_running{};  // rungs.json written as it stands (rank 0; none on the other ranks)
+  Peaks* peaks = nullptr;  // the run's matmul peaks (rank 0), held at or above every rate a rung achieves
+
+  bool rank0() const { return !dist || dist->rank() == 0; }
+  // A kept rung, as it starts: the extras that beat the top in this run join it (bench/ladder/kept.h); none
+  // did: skipped, it would be the top again.
+  bool settle(RungRecord& r, const std::vector<RungRecord>& records);
+  // An extra, kept or control rung on top of batch_scaling's runs at the batch the top's search chose, not a search
+  // of its own: its ratio to the top is its variants' alone (a fusion that frees memory would otherwise count the bigger
+  // batch it fits as its gain, and the kept rule would keep it for that), the extras and the kept rungs are
+  // compared at one batch, ref_torch_compile's second run's, and no search's time is spent. Out of memory there:
+  // halved, as any batch_scaling rung.
+  void take_top_batch(RungRecord& r, const std::vector<RungRecord>& records);
+
+  // Warm-up steps a rung takes: the profile's, and under a time budget at least one, whose time the
+  // budget's fit is based on.
+  int64_t warmup_steps() const { return std::max<int64_t>(prof.warmup_steps, budget.limited() ? 1 : 0); }
+  RungCost cost(int64_t warmups) const;
+
+  // Batch search (rank 0), the TrainStep, warm-up. Followers are told the batch. A searched batch
+  // is checked by the rung itself: out of memory in its build or warm-up halves it (one process).
+  // `seconds`: this rung's share of the time budget (infinite without one).
+  void build(RungRecord& r, double seconds = INFINITY);
+
+  // The timed steps per repetition and whether the breakdown pass runs: the profile's, or under a
+  // time budget what fits this rung's share (what is left of it after build and warm-up). Data-
+  // parallel rungs keep the profile's (every rank must take the same steps).
+  void fit(RungRecord& r, double share_s, double started_s);
+
+  // What the device holds now (after release(): what nothing of ours should still hold), said on the console where it
+  // is over kHeldWarnBytes: memory left behind by what ran before, which a later rung or reference cannot have.
+  static constexpr int64_t kHeldWarnBytes = int64_t{1} << 30;
+  nlohmann::json held();
+
+  // Frees the live step and gives the device a clean state for what comes next, whatever the last
+  // thing did (a failed capture, an out-of-memory error): never throws.
+  void release() noexcept;
+
+  // One repetition's timed steps: CUDA events (or the clock) at step boundaries, one host wait at
+  // the end. Returns the repetition's device time; records losses, memory and, over all ranks,
+  // per-rank step times and memory. `stopped`: a signal ended it early.
+  double repetition(RungRecord& r, bool& stopped);
+
+  // The profiling pass (one process): its summary goes into the rung; its own failure (out of
+  // memory included) is recorded in the profile and leaves the rung's measurements standing.
+  void breakdown_pass(RungRecord& r, const std::string& out_dir);
+
+  // Where a one-process rung at another batch than the baseline's (batch_scaling's) is judged: against the rung it
+  // is built on at that batch (a fusion's extra, top+kept and top_again on the top), whose trajectory is the same
+  // problem's, where it differs from it only by exact variants, by its variants' class at an equal batch; else
+  // nowhere (nullptr: the baseline, by the rung's own class).
+  const RungRecord* parity_anchor(const RungRecord& r, const std::vector<RungRecord>* records) const;
+
+  // After the last repetition: free the step, then the parity run (every rank, for DDP). A parity
+  // run that runs out of memory leaves the rung's measurements standing: parity n/a, with why.
+  void finish(RungRecord& r, bool is_baseline, const std::vector<RungRecord>* records = nullptr);
+
+  // A failed rung: out of memory is "oom" (with the batch tried), the rest "error" (the full text
+  // here, the first line in tables). A lost rank ends the run: every later rung would wait on it. A lost device
+  // ends the process, before anything is freed (bench/ladder/lost_device.h).
+  void fail(RungRecord& r, const std::exception& e);
+
+  // The rung a reference was compared with, timed again right after the reference: its step, batch and
+  // choices, warm-up and repetitions as the ladder times a rung, no parity run or breakdown pass (both are the
+  // rung's own). A copy: the rung's record, its repetitions and results.json stay as the ladder timed them.
+  // The C++ side timed before and after the Python one shows what the drift between them makes of the ratio.
+  RungRecord retime(const RungRecord& with, double share);
+
+  // Ranks other than 0: run the data-parallel rungs rank 0 announces, until it says "done"; then
+  // meet rank 0 at a barrier, since rank 0 hosts the store the messages come through and must not
+  // end (taking the store with it) before every rank has read "done". GPT2BENCH_TEST_FOLLOWER_DELAY_MS
+  // (tests) makes a follower slow to read each message, as a loaded machine can.
+  int follow(std::vector<RungRecord>& records);};
+
+}  // namespace gpt2
