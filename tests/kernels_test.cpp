@@ -22,6 +22,7 @@
 #include "helpers.h"
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
+#include "kernels/fp8_linear.h"
 #include "kernels/gelu_epilogues.h"
 #include "kernels/gelu_epilogues_gemm.h"
 #include "kernels/philox.h"
@@ -882,6 +883,31 @@ TEST_F(KernelsCuda, AddLayerNormDropoutDrawsANewMaskEachGraphReplay_CUDA) {
   const at::Tensor a = exec->run(x, y).clone(), b = exec->run(x, y).clone();
   EXPECT_NEAR(a.mean().item<double>(), 0.5, 0.01);
   EXPECT_NEAR(a.eq(b).to(at::kFloat).mean().item<double>(), 0.5, 0.01);  // independent draws agree on half
+}
+
+double fp8_rel(const at::Tensor& a, const at::Tensor& b) {
+  return ((a.to(at::kFloat) - b.to(at::kFloat)).norm() / b.to(at::kFloat).norm()).item<double>();
+}
+
+// On an sm89+ GPU, at::_scaled_mm's FP8 tensor-core kernels: the same bounds against the reference, in bf16.
+TEST_F(KernelsCuda, Fp8LinearAndItsGradientsOnTheGpu_CUDA) {
+  at::manual_seed(4);
+  const auto on = at::device(at::kCUDA);
+  const at::Tensor x = at::randn({256, 768}, on).to(at::kBFloat16).requires_grad_();
+  const at::Tensor w = (at::randn({2304, 768}, on) * 0.02).to(at::kBFloat16).requires_grad_();
+  const at::Tensor b = at::randn({2304}, on).to(at::kBFloat16).requires_grad_();
+  const at::Tensor g = at::randn({256, 2304}, on).to(at::kBFloat16);
+  at::Tensor y;
+  try {
+    y = kernels::fp8_linear(x, w, b);
+  } catch (const c10::Error& e) {
+    GTEST_SKIP() << "skipped: no FP8 matmul on this GPU (" << e.what_without_backtrace() << ")";
+  }
+  EXPECT_LT(fp8_rel(y, kernels::fp8_linear_reference(x, w, b)), 0.01);  // bf16 output's rounding
+  const auto ours = torch::autograd::grad({y}, {x, w, b}, {g});
+  const auto ref = torch::autograd::grad({kernels::fp8_linear_reference(x, w, b)}, {x, w, b}, {g.to(at::kFloat)});
+  EXPECT_LT(fp8_rel(ours[0], ref[0]), 0.1);
+  EXPECT_LT(fp8_rel(ours[1], ref[1]), 0.1);
 }
 
 }  // namespace

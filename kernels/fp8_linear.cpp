@@ -1,0 +1,82 @@
+// The FP8 linear layer: per-tensor quantization, the autograd function over at::_scaled_mm, the fp32 reference.
+#include "kernels/fp8_linear.h"
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include "kernels/autocast.h"
+
+namespace gpt2::kernels {
+namespace {
+
+double largest(at::ScalarType format) {
+  TORCH_CHECK(format == at::kFloat8_e4m3fn || format == at::kFloat8_e5m2,
+              "quantize_fp8: format must be Float8_e4m3fn or Float8_e5m2, got ", format);
+  return format == at::kFloat8_e4m3fn ? 448.0 : 57344.0;
+}
+
+// a (N, K) row-major times b (K, M) column-major, as at::_scaled_mm takes them: a transposed view of a row-major
+// (M, K) tensor is one; anything else is copied into that layout.
+at::Tensor scaled_mm(const Fp8& a, const at::Tensor& b_data, const at::Tensor& b_inverse_scale, at::ScalarType out) {
+  const at::Tensor col_major = b_data.t().is_contiguous() ? b_data : b_data.t().contiguous().t();
+  return at::_scaled_mm(a.data.contiguous(), col_major, a.inverse_scale, b_inverse_scale, {}, {}, out);
+}
+
+struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
+  // `b` is read only where `bias` (autograd takes no undefined tensor as an input).
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
+                            const at::Tensor& b, bool bias) {
+    const Fp8 qx = quantize_fp8(x, at::kFloat8_e4m3fn), qw = quantize_fp8(w, at::kFloat8_e4m3fn);
+    ctx->save_for_backward({qx.data, qx.inverse_scale, qw.data, qw.inverse_scale});  // a byte an element, not two
+    ctx->saved_data["x_dtype"] = static_cast<int64_t>(x.scalar_type());
+    ctx->saved_data["w_dtype"] = static_cast<int64_t>(w.scalar_type());
+    ctx->saved_data["bias"] = bias;
+    at::Tensor y = scaled_mm(qx, qw.data.t(), qw.inverse_scale, x.scalar_type());
+    return bias ? y.add_(b.to(y.scalar_type())) : y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad) {
+    const auto s = ctx->get_saved_variables();
+    const Fp8 qx{s[0], s[1]}, qw{s[2], s[3]};
+    const Fp8 qg = quantize_fp8(grad[0], at::kFloat8_e5m2);
+    const auto x_dtype = static_cast<at::ScalarType>(ctx->saved_data["x_dtype"].toInt());
+    const auto w_dtype = static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt());
+    const at::Tensor d_x = scaled_mm(qg, qw.data, qw.inverse_scale, x_dtype);                  // (N, M)·(M, K)
+    const at::Tensor d_w = scaled_mm({qg.data.t(), qg.inverse_scale}, qx.data, qx.inverse_scale, w_dtype);  // (M, N)·(N, K)
+    const bool bias = ctx->saved_data["bias"].toBool();
+    return {d_x, d_w, bias ? grad[0].sum(0, /*keepdim=*/false, at::kFloat).to(w_dtype) : at::Tensor(), at::Tensor()};
+  }
+};
+
+void check_args(const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b) {
+  TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && x.size(1) == w.size(1) && (!b || (b->dim() == 1 && b->size(0) == w.size(0))),
+              "fp8_linear: x (N, K), w (M, K), b (M), got ", x.sizes(), ", ", w.sizes(), b ? ", " : "",
+              b ? b->sizes() : at::IntArrayRef{});
+}
+
+}  // namespace
+
+Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format) {
+  const double top = largest(format);
+  const at::Tensor amax = t.abs().max().to(at::kFloat).clamp_min(1e-12);
+  return {(t.to(at::kFloat) * (top / amax)).clamp(-top, top).to(format), amax / top};
+}
+
+at::Tensor dequantize_fp8(const Fp8& q) { return q.data.to(at::kFloat) * q.inverse_scale; }
+
+at::Tensor fp8_linear(const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b) {
+  check_args(x, w, b);
+  return Fp8Linear::apply(cast_as_autocast(x), cast_as_autocast(w), b ? cast_as_autocast(*b) : at::empty({0}), b.has_value());
+}
+
+at::Tensor fp8_linear_reference(const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b) {
+  check_args(x, w, b);
+  auto through = [](const at::Tensor& t) {  // the quantized value forward, the identity backward
+    const at::Tensor f = t.to(at::kFloat);
+    return f + (dequantize_fp8(quantize_fp8(t.detach(), at::kFloat8_e4m3fn)) - f).detach();
+  };
+  const at::Tensor y = at::matmul(through(x), through(w).t());
+  return b ? y + b->to(at::kFloat) : y;
+}
+
+}  // namespace gpt2::kernels

@@ -1,0 +1,30 @@
+// defines: Fp8, quantize_fp8, dequantize_fp8, fp8_linear, fp8_linear_reference — issue 50's FP8 linear layer:
+//          x·wᵀ + b through at::_scaled_mm with dynamic per-tensor scales (each operand's own amax), x and w in
+//          e4m3, the incoming gradient in e5m2 (docs/variants.md: FP8).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+
+namespace gpt2::kernels {
+
+// A tensor scaled into an FP8 format's range by its own amax and cast: t ≈ data (as fp32) × inverse_scale.
+struct Fp8 {
+  at::Tensor data;           // t × (the format's largest value / amax(t)), in the format
+  at::Tensor inverse_scale;  // amax(t) / the format's largest value: fp32, one element (at::_scaled_mm's scale)
+};
+// format: at::kFloat8_e4m3fn or at::kFloat8_e5m2; a tensor of zeros quantizes to zeros.
+Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format);
+at::Tensor dequantize_fp8(const Fp8& q);  // fp32
+
+// x (N, K) · wᵀ (w: M, K) + b (M) in x's dtype (the autocast dtype under autocast), differentiable in all three.
+// Forward: x and w in e4m3 (3 mantissa bits: the precision forward values need). Backward: the gradient in e5m2
+// (the range gradients need), multiplied with the forward's e4m3 x and w. On CUDA every dimension must be a
+// multiple of 16.
+at::Tensor fp8_linear(const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b);
+
+// What fp8_linear is tested against: x and w quantized and dequantized, then an fp32 matmul; autograd's backward
+// through it passes the gradient on unquantized (the quantization as identity).
+at::Tensor fp8_linear_reference(const at::Tensor& x, const at::Tensor& w, const std::optional<at::Tensor>& b);
+
+}  // namespace gpt2::kernels
