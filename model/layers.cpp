@@ -3,9 +3,12 @@
 #include <torch/autograd.h>
 
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "kernels/autocast.h"
 #include "kernels/bias_gelu.h"
+#include "kernels/fp8_linear.h"
 #include "kernels/gelu_epilogues.h"
 
 namespace gpt2 {
@@ -33,7 +36,17 @@ namespace {
 // nn::Linear::forward (torch::nn::functional::linear) instead runs matmul and then `output += bias` on a
 // 3-D input: one more elementwise pass over every biased Linear's output, forward, that the Python step
 // does not make — found by setting the two steps' ATen ops side by side (the report's eager gap).
-at::Tensor linear(const at::Tensor& x, const torch::nn::Linear& l) { return at::linear(x, l->weight, l->bias); }
+// Under fp8_linears the same in FP8 over the (B·T, C) rows (kernels/fp8_linear.h). `with_bias`: false for the
+// forward_bias_apart forms, which add the bias later.
+at::Tensor linear(const at::Tensor& x, const torch::nn::Linear& l, bool fp8, bool with_bias = true) {
+  const at::Tensor b = with_bias ? l->bias : at::Tensor();
+  if (!fp8) return at::linear(x, l->weight, b);
+  const at::Tensor y = kernels::fp8_linear(x.reshape({-1, x.size(-1)}), l->weight,
+                                           b.defined() ? std::optional<at::Tensor>(b) : std::nullopt);
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = y.size(-1);
+  return y.view(sizes);
+}
 
 // Linear + bias + GELU(tanh) as one GEMM with the activation in its epilogue (cuBLASLt on CUDA).
 // ATen has no derivative for that op, so backward recomputes the pre-activation with one addmm:
@@ -59,40 +72,44 @@ FeedForwardImpl::FeedForwardImpl(const ModelOptions& o)
     : impl(o.layers),
       fused_bias_gelu(o.fused_bias_gelu),
       fused_gelu_backward(o.fused_gelu_backward),
-      gelu_epilogues(o.gelu_epilogues) {
+      gelu_epilogues(o.gelu_epilogues),
+      fp8(o.fp8_linears) {
   fc1 = register_module("fc1", torch::nn::Linear(o.n_embd, 4 * o.n_embd));
   fc2 = register_module("fc2", torch::nn::Linear(4 * o.n_embd, o.n_embd));
 }
 
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
-  if (gelu_epilogues)  // fc1, GELU and fc2 as one function of (B·T, C) rows, GELU in fc1's and fc2's epilogues
+  if (gelu_epilogues && !fp8)  // fc1, GELU and fc2 as one function of (B·T, C) rows, GELU in both epilogues
     return kernels::mlp_gelu_epilogues(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias, fc2->weight, fc2->bias)
         .view(x.sizes());
-  return linear(activations(x), fc2);
+  return linear(activations(x), fc2, fp8);
 }
 
 std::pair<at::Tensor, at::Tensor> FeedForwardImpl::forward_bias_apart(const at::Tensor& x) {
-  if (gelu_epilogues) return {forward(x), at::Tensor()};
-  return {at::linear(activations(x), fc2->weight), fc2->bias};
+  if (gelu_epilogues && !fp8) return {forward(x), at::Tensor()};
+  return {linear(activations(x), fc2, fp8, /*with_bias=*/false), fc2->bias};
 }
 
 at::Tensor FeedForwardImpl::activations(const at::Tensor& x) {
   at::Tensor h;  // (B, T, 4C)
-  if (fused_gelu_backward) {  // the pre-activation kept, our kernel in the backward
+  if (fp8) {
+    h = linear(x, fc1, true);
+    h = impl == LayerImpl::kNative ? at::gelu(h, "tanh") : gelu_tanh_scratch(h);
+  } else if (fused_gelu_backward) {  // the pre-activation kept, our kernel in the backward
     h = kernels::linear_bias_gelu(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias).view({x.size(0), x.size(1), -1});
   } else if (fused_bias_gelu) {
     // One GEMM with bias and GELU(tanh) in its epilogue, on (B·T, C) rows.
     auto rows = x.reshape({-1, x.size(-1)});
     h = LinearGeluFn::apply(rows, fc1->weight, fc1->bias).view({x.size(0), x.size(1), -1});
   } else {
-    h = linear(x, fc1);
+    h = linear(x, fc1, false);
     h = impl == LayerImpl::kNative ? at::gelu(h, "tanh") : gelu_tanh_scratch(h);
   }
   return h;
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelOptions& o)
-    : n_head(o.n_head), head_dim(o.n_embd / o.n_head), impl(o.attention), dropout(o.dropout) {
+    : n_head(o.n_head), head_dim(o.n_embd / o.n_head), impl(o.attention), dropout(o.dropout), fp8(o.fp8_linears) {
   const int64_t C = o.n_embd;
   if (o.fused_qkv) {
     qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(C, 3 * C).bias(o.qkv_bias)));
@@ -107,20 +124,20 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelOptions& o)
     mask = register_buffer("mask", at::triu(at::ones({o.context, o.context}), /*diagonal=*/1));
 }
 
-at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) { return linear(attend(x), out_proj); }
+at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) { return linear(attend(x), out_proj, fp8); }
 
 std::pair<at::Tensor, at::Tensor> CausalSelfAttentionImpl::forward_bias_apart(const at::Tensor& x) {
-  return {at::linear(attend(x), out_proj->weight), out_proj->bias};
+  return {linear(attend(x), out_proj, fp8, /*with_bias=*/false), out_proj->bias};
 }
 
 at::Tensor CausalSelfAttentionImpl::attend(const at::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
   at::Tensor q, k, v;  // (B, T, C) each
   if (qkv) {
-    auto parts = linear(x, qkv).split(C, /*dim=*/2);
+    auto parts = linear(x, qkv, fp8).split(C, /*dim=*/2);
     q = parts[0], k = parts[1], v = parts[2];
   } else {
-    q = linear(x, query), k = linear(x, key), v = linear(x, value);
+    q = linear(x, query, fp8), k = linear(x, key, fp8), v = linear(x, value, fp8);
   }
   // (B, T, C) -> (B, nh, T, hd)
   auto heads = [&](const at::Tensor& t) { return t.view({B, T, n_head, head_dim}).transpose(1, 2); };

@@ -36,6 +36,7 @@ struct FeedForwardImpl : torch::nn::Module {
   bool fused_bias_gelu;
   bool fused_gelu_backward;
   bool gelu_epilogues;
+  bool fp8;  // fp8_linears
 };
 TORCH_MODULE(FeedForward);
 
@@ -54,6 +55,7 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   int64_t n_head, head_dim;
   AttentionImpl impl;
   double dropout;
+  bool fp8;  // fp8_linears
 };
 TORCH_MODULE(CausalSelfAttention);
 

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <tuple>
 
 #include "bench/runtime/device.h"
 #include "bench/ladder/parity.h"
@@ -53,6 +54,7 @@ const std::map<std::string, std::function<bool(const StepSpec&)>>& expected_edit
       {"fused_gelu_backward", [](const StepSpec& s) { return s.model.fused_gelu_backward; }},
       {"gelu_epilogues", [](const StepSpec& s) { return s.model.gelu_epilogues; }},
       {"fused_residual_norm", [](const StepSpec& s) { return s.model.fused_residual_norm; }},
+      {"fp8_linears", [](const StepSpec& s) { return s.model.fp8_linears; }},
   };
   return m;
 }
@@ -96,6 +98,7 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
       {"cuda_graph", {false, true, true}},     {"bf16_cast", {true, false, true}},
       {"bf16_autocast", {true, false, true}},  {"ddp", {false, false, false}},
       {"fp16_autocast", {cpu().fp16, true, true}},  // this CPU's flags (below: both ways)
+      {"fp8_linears", {false, false, false}},       // sm89+ (below)
   };
   const DeviceInfo devs[3] = {cpu(), fake_gpu(7), fake_gpu(8)};  // one process each: ddp is skipped
   for (const auto& v : registry()) {
@@ -109,6 +112,12 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
       }
     }
   }
+  for (const auto& [major, minor, ok] : {std::tuple{8, 6, false}, std::tuple{8, 9, true}, std::tuple{9, 0, true}}) {
+    DeviceInfo g = fake_gpu(major);
+    g.cc_minor = minor;
+    EXPECT_EQ(find_variant("fp8_linears")->supports(g).ok, ok) << major << minor;
+  }
+  EXPECT_EQ(find_variant("fp8_linears")->supports(fake_gpu(8)).why_not, "FP8 tensor cores need sm89+; this GPU is sm80");
   DeviceInfo two = cpu();
   two.world_size = 2;
   EXPECT_TRUE(find_variant("ddp")->supports(two).ok);
@@ -152,6 +161,26 @@ TEST(Variants, ParityOnTheCpu) {
       EXPECT_LE(r.worst_param_dev, kExactGradTol) << v->name << ": " << r.worst_param;
     }
   }
+}
+
+// fp8_linears runs on sm89+ GPUs alone, but at::_scaled_mm runs on the CPU too: the same step here, judged by its
+// own class, passes, and lies further from the baseline than bf16's rung.
+TEST(Variants, Fp8LinearsPassTheirOwnParityOnTheCpu) {
+  ModelOptions m = test::tiny_model();
+  m.vocab_size = 50257;
+  m.context = 32;
+  const StepSpec base = baseline_spec(m, 2, cpu());
+  const auto tokens = to_token_tensor(synthetic_corpus(m.vocab_size, 20000, 2));
+  const Trajectory reference = loss_trajectory(base, cpu(), tokens, 1, 4);
+  StepSpec bf16 = base, fp8 = base;
+  find_variant("bf16_cast")->apply(bf16);
+  find_variant("bf16_cast")->apply(fp8);
+  find_variant("fp8_linears")->apply(fp8);
+  const ParityResult r8 = judge_parity(ParityClass::kFp8, loss_trajectory(fp8, cpu(), tokens, 1, 4), reference);
+  const ParityResult r16 = judge_parity(ParityClass::kPrecision, loss_trajectory(bf16, cpu(), tokens, 1, 4), reference);
+  EXPECT_EQ(r8.verdict, "pass") << r8.rule;
+  EXPECT_NE(r8.rule.find("FP8 matmuls"), std::string::npos) << r8.rule;
+  EXPECT_NE(r8.losses, r16.losses);  // the FP8 layers ran
 }
 
 // A kernel that writes one small parameter's gradient wrong (a LayerNorm's shift doubled, or never written)

@@ -28,6 +28,7 @@ const std::vector<const Variant*>& registry() {
       &gelu_epilogues,
       &fused_residual_norm,
       &sync_every_step,
+      &fp8_linears,
   };
   return list;
 }

@@ -27,6 +27,7 @@ extern const Variant fused_classifier;
 extern const Variant fused_gelu_backward;
 extern const Variant gelu_epilogues;
 extern const Variant fused_residual_norm;
+extern const Variant fp8_linears;
 extern const Variant sync_every_step;
 }  // namespace variants
 

@@ -10,30 +10,30 @@ namespace gpt2 {
 
 NLOHMANN_JSON_SERIALIZE_ENUM(ParityClass, {{ParityClass::kExact, "exact"},
                                            {ParityClass::kPrecision, "precision"},
+                                           {ParityClass::kFp8, "fp8"},
                                            {ParityClass::kProblem, "problem"}})
 
 std::string to_string(ParityClass v) { return enum_name(v); }
 ParityClass parity_class_from(const std::string& name) {
-  for (ParityClass c : {ParityClass::kExact, ParityClass::kPrecision, ParityClass::kProblem})
+  for (ParityClass c : {ParityClass::kExact, ParityClass::kPrecision, ParityClass::kFp8, ParityClass::kProblem})
     if (to_string(c) == name) return c;
   throw std::invalid_argument("unknown parity class '" + name + "'");
 }
 
 std::string variants_markdown() {
-  DeviceInfo cpu, gpu;
-  cpu.world_size = gpu.world_size = 2;
-  gpu.type = DeviceType::kCuda;
-  gpu.cc_major = 8;
-  gpu.bf16 = gpu.tf32 = gpu.flash_attention = true;
+  DeviceInfo cpu, a100, h100;
+  cpu.world_size = a100.world_size = h100.world_size = 2;
+  for (DeviceInfo* g : {&a100, &h100}) g->type = DeviceType::kCuda, g->bf16 = g->tf32 = g->flash_attention = true;
+  a100.cc_major = 8, h100.cc_major = 9;
   auto runs = [](const Variant& v, const DeviceInfo& d) { return v.supports(d).ok ? "yes" : "no"; };
   std::string out =
-      "| variant | what it does | from | parity | CPU | GPU sm80+ |\n| --- | --- | --- | --- | --- | --- |\n"
+      "| variant | what it does | from | parity | CPU | GPU sm80 | GPU sm90 |\n| --- | --- | --- | --- | --- | --- | --- |\n"
       "| (baseline) | fp32, from-scratch LayerNorm/GELU/attention, registered T×T mask, AdamW as PyTorch picks it "
-      "(for-loop on the CPU, foreach on CUDA) | seed 000 rung 0 | reference | yes | yes |\n";
+      "(for-loop on the CPU, foreach on CUDA) | seed 000 rung 0 | reference | yes | yes | yes |\n";
   for (const Variant* v : registry())
     out += "| `" + std::string(v->name) + "`" + (v->extra() ? " (extra)" : "") + " | " + std::string(v->why) + " | " +
-           std::string(v->source) + " | " + to_string(v->parity) + " | " + runs(*v, cpu) + " | " + runs(*v, gpu) +
-           " |\n";
+           std::string(v->source) + " | " + to_string(v->parity) + " | " + runs(*v, cpu) + " | " + runs(*v, a100) +
+           " | " + runs(*v, h100) + " |\n";
   return out;
 }
 

@@ -20,6 +20,7 @@ struct Support {
 enum class ParityClass {
   kExact,      // semantics-preserving: fp32 losses match tightly
   kPrecision,  // changes arithmetic precision: losses within a band
+  kFp8,        // FP8 matmuls: a wider band of its own (bench/ladder/parity.h)
   kProblem,    // changes the problem (e.g. the batch): losses finite and falling
 };
 

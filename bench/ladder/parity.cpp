@@ -45,6 +45,18 @@ void compare_by_parameter(const Trajectory& t, const Trajectory& baseline, doubl
     }
   }
 }
+// A class's tolerances: on the losses, the first gradient's norm, each parameter's, and that comparison's floor.
+struct Band {
+  double loss, grad, param, param_floor;
+  const char* words;
+};
+Band band(ParityClass cls) {
+  switch (cls) {
+    case ParityClass::kExact: return {kExactTol, kExactGradTol, kExactGradTol, kExactParamFloor, "fp32, same math"};
+    case ParityClass::kFp8: return {kFp8Tol, kFp8GradTol, kFp8ParamGradTol, kPrecisionParamFloor, "FP8 matmuls"};
+    default: return {kPrecisionTol, kPrecisionGradTol, kPrecisionParamGradTol, kPrecisionParamFloor, "reduced precision"};
+  }
+}
 }  // namespace
 
 ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory& baseline, const std::string& against) {
@@ -79,24 +91,21 @@ ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory
     r.verdict = t.first_batch_after < losses.front() ? "pass" : "fail";
     return r;
   }
-  const bool exact = cls == ParityClass::kExact;
-  compare_by_parameter(t, baseline, (exact ? kExactParamFloor : kPrecisionParamFloor) * baseline.first_grad_norm, r);
-  const double tol = exact ? kExactTol : kPrecisionTol, grad_tol = exact ? kExactGradTol : kPrecisionGradTol;
-  r.rule = "|loss - " + (against.empty() ? std::string("baseline") : against) + "'s| <= " + std::to_string(tol) +
-           " at every step (" + (exact ? "fp32, same math" : "reduced precision") + ")";
-  bool pass = r.max_abs_dev <= tol;
+  const Band b = band(cls);
+  compare_by_parameter(t, baseline, b.param_floor * baseline.first_grad_norm, r);
+  r.rule = "|loss - " + (against.empty() ? std::string("baseline") : against) + "'s| <= " + std::to_string(b.loss) +
+           " at every step (" + b.words + ")";
+  bool pass = r.max_abs_dev <= b.loss;
   if (r.grad_norm > 0 && r.baseline_grad_norm > 0) {
     r.grad_norm_ratio = r.grad_norm / r.baseline_grad_norm;
-    r.rule += "; first step's gradient norm within " + percent(grad_tol) + " of " + them + "'s (" +
+    r.rule += "; first step's gradient norm within " + percent(b.grad) + " of " + them + "'s (" +
               std::to_string(r.grad_norm) + " vs " + std::to_string(r.baseline_grad_norm) + ")";
-    pass = pass && std::abs(r.grad_norm_ratio - 1) <= grad_tol;
+    pass = pass && std::abs(r.grad_norm_ratio - 1) <= b.grad;
     if (r.params_compared > 0) {  // and parameter by parameter: a kernel that writes one gradient wrong
-      const double param_tol = exact ? kExactGradTol : kPrecisionParamGradTol;
-      const bool within = r.worst_param_dev <= param_tol;
-      r.rule += "; each of its " + std::to_string(r.params_compared) + " parameters' within " + percent(param_tol) +
-                " of the larger of its norm and " + percent(exact ? kExactParamFloor : kPrecisionParamFloor) +
-                " of the whole's (furthest: " + r.worst_param + ", " + ratio_text(r.worst_param_ratio) +
-                (within ? ")" : ": OUTSIDE)");
+      const bool within = r.worst_param_dev <= b.param;
+      r.rule += "; each of its " + std::to_string(r.params_compared) + " parameters' within " + percent(b.param) +
+                " of the larger of its norm and " + percent(b.param_floor) + " of the whole's (furthest: " +
+                r.worst_param + ", " + ratio_text(r.worst_param_ratio) + (within ? ")" : ": OUTSIDE)");
       pass = pass && within;
     }
   } else {

@@ -55,6 +55,12 @@ constexpr double kPrecisionParamGradTol = 0.25;
 // whole, 9% apart, in one test; bf16 rounds 2^-8 where fp32 rounds 2^-24).
 constexpr double kExactParamFloor = 1e-6;
 constexpr double kPrecisionParamFloor = 1e-3;
+// FP8 (fp8_linears), from GPT-2 124M's 5 parity steps on the CPU (at::_scaled_mm, bf16 top + FP8 vs fp32): losses
+// 0.041 apart (the bf16 top's 0.068), the whole gradient 0.23%, the furthest parameter 22% (a LayerNorm shift's,
+// as the bf16 top's). Kept apart from the bf16 band so that a GPU run can move it (docs/measurement.md: Parity).
+constexpr double kFp8Tol = 0.25;
+constexpr double kFp8GradTol = 0.05;
+constexpr double kFp8ParamGradTol = 0.3;
 
 // exact/precision: the losses within the tolerance at every step, and the first step's gradient norm
 // within its tolerance where both are known; problem (e.g. another batch, so another gradient):

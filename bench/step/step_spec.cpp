@@ -60,7 +60,7 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
          {"attention", to_string(m.attention)}, {"layers", to_string(m.layers)}, {"fused_qkv", m.fused_qkv},
          {"fused_bias_gelu", m.fused_bias_gelu}, {"classifier_chunk", m.classifier_chunk},
          {"fused_gelu_backward", m.fused_gelu_backward}, {"fused_residual_norm", m.fused_residual_norm},
-         {"gelu_epilogues", m.gelu_epilogues},
+         {"gelu_epilogues", m.gelu_epilogues}, {"fp8_linears", m.fp8_linears},
          {"parameters", parameter_count(m)}}},
        {"precision", to_string(s.precision)},
        {"tf32", s.tf32},
