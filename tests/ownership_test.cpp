@@ -100,9 +100,11 @@ TEST(Ownership, APeakMeasuredBelowARateAchievedIsRaisedAndFlaggedAndNoMfuPassesO
     EXPECT_LE(rung["median"]["mfu_vs_measured_peak"].get<double>(), 1.0) << rung["name"];
   }
   const auto results = load(d / "run/results.json");
-  for (const auto& b : results["benchmarks"])  // not the cv aggregate: a spread over the mean, not an MFU
-    if (b.contains("mfu") && b.value("aggregate_name", "") != "cv")
+  for (const auto& b : results["benchmarks"]) {  // not the cv aggregate: a spread over the mean, not an MFU
+    if (b.contains("mfu") && b.value("aggregate_name", "") != "cv") {
       EXPECT_LE(b["mfu"].get<double>(), 1.0 + 1e-9) << b.dump();
+    }
+  }
 }
 
 // Peaks as the ladder holds them, with a fake measurement: measured once; a rate above is measured once more,
