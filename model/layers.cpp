@@ -92,17 +92,14 @@ std::pair<at::Tensor, at::Tensor> FeedForwardImpl::forward_bias_apart(const at::
 
 at::Tensor FeedForwardImpl::activations(const at::Tensor& x) {
   at::Tensor h;  // (B, T, 4C)
-  if (fp8) {
-    h = linear(x, fc1, true);
-    h = impl == LayerImpl::kNative ? at::gelu(h, "tanh") : gelu_tanh_scratch(h);
-  } else if (fused_gelu_backward) {  // the pre-activation kept, our kernel in the backward
+  if (fused_gelu_backward && !fp8) {  // the pre-activation kept, our kernel in the backward
     h = kernels::linear_bias_gelu(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias).view({x.size(0), x.size(1), -1});
-  } else if (fused_bias_gelu) {
+  } else if (fused_bias_gelu && !fp8) {
     // One GEMM with bias and GELU(tanh) in its epilogue, on (B·T, C) rows.
     auto rows = x.reshape({-1, x.size(-1)});
     h = LinearGeluFn::apply(rows, fc1->weight, fc1->bias).view({x.size(0), x.size(1), -1});
   } else {
-    h = linear(x, fc1, false);
+    h = linear(x, fc1, fp8);
     h = impl == LayerImpl::kNative ? at::gelu(h, "tanh") : gelu_tanh_scratch(h);
   }
   return h;

@@ -45,14 +45,12 @@ void ChoiceTimings::settle(RungRecord& r, const DeviceInfo& dev, bool after_batc
   for (const Chooser& chooser : choosers()) {
     const StepSpec s = r.spec();
     if (chooser.after_batch_search != after_batch_search || !chooser.wanted(s) || r.choice(chooser.setting)) continue;
-    const auto it = timed_.find(id(chooser.setting, chooser.key(s)));
+    const std::string key = chooser.key(s);
+    const auto it = timed_.find(id(chooser.setting, key));
     const bool reused = it != timed_.end();
     Choice c = reused ? it->second : chooser.choose(s, dev);
-    c.setting = chooser.setting, c.key = chooser.key(s);
-    if (!reused) {
-      timed_[id(c.setting, c.key)] = c;
-      timed_[id(c.setting, c.key)].timed_for = r.name();
-    }
+    c.setting = chooser.setting, c.key = key;  // the chooser's, whatever its timing filled in
+    if (!reused) (timed_[id(c.setting, key)] = c).timed_for = r.name();
     say(c, reused);
     r.out.choices.push_back(c);
   }

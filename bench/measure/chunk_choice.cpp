@@ -5,11 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
-#include "bench/measure/stats.h"
 #include "bench/runtime/device.h"
 #include "bench/step/train_step.h"
 #include "common/errors.h"

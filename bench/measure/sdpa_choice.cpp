@@ -7,10 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <sstream>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "bench/measure/stats.h"
 #include "bench/runtime/device.h"
 #include "bench/step/train_step.h"
 #include "common/errors.h"
