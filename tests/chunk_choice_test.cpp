@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bench/ladder/results.h"
-#include "bench/measure/chunk_choice.h"
+#include "bench/measure/choosers.h"
 #include "bench/runtime/device.h"
 #include "config/profile.h"
 #include "config/yaml_reader.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench/ladder/results.h"
-#include "bench/measure/sdpa_choice.h"
+#include "bench/measure/choosers.h"
 #include "bench/step/train_step.h"
 #include "tests/helpers.h"
 

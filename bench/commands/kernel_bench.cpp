@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "bench/ladder/run_dir.h"
-#include "bench/measure/chunk_choice.h"
+#include "bench/measure/choosers.h"
 #include "bench/runtime/device.h"
 #include "common/errors.h"
 #include "common/files.h"

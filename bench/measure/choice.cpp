@@ -4,8 +4,6 @@
 
 #include <stdexcept>
 
-#include "bench/measure/chunk_choice.h"
-#include "bench/measure/sdpa_choice.h"
 #include "bench/measure/stats.h"
 #include "common/errors.h"
 
@@ -73,11 +71,6 @@ Choice choice_from(const nlohmann::json& j) {
     c.tries.push_back(t);
   }
   return c;
-}
-
-std::vector<Chooser>& choosers() {
-  static std::vector<Chooser> all = {sdpa_chooser(), classifier_chunk_chooser()};
-  return all;
 }
 
 const Chooser* find_chooser(const std::string& setting) {

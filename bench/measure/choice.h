@@ -41,7 +41,7 @@ Choice choice_from(const nlohmann::json& j);
 Choice time_candidates(Choice c, const std::vector<std::string>& candidates, int rounds,
                        const std::function<double(const std::string&)>& trial);
 
-// A setting settled by timing, declared beside the code it times (bench/measure/sdpa_choice.cpp, chunk_choice.cpp).
+// A setting settled by timing; its instances are in bench/measure/choosers.cpp.
 struct Chooser {
   std::string setting;
   bool after_batch_search = false;  // timed at the batch the rung runs, else at the planned one (before any search)
@@ -50,7 +50,7 @@ struct Chooser {
   std::function<Choice(const StepSpec&, const DeviceInfo&)> choose;   // time_candidates on the step's shapes
   std::function<void(StepSpec&, const std::string&)> apply;           // the chosen candidate into the step
 };
-// Every chooser, in the order a rung runs them (tests add theirs while they run).
+// Every chooser, in the order a rung runs them (choosers.cpp; tests add theirs while they run).
 std::vector<Chooser>& choosers();
 const Chooser* find_chooser(const std::string& setting);
 

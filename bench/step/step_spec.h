@@ -20,7 +20,7 @@ enum class Precision {
 };
 enum class OptimizerKind { kAdamwLoop, kAdamwForeach, kAdamwFused };
 // kAuto: PyTorch's own choice; kFastest: each kernel timed on the rung's attention, the fastest kept
-// (bench/measure/sdpa_choice.h); the others force that kernel.
+// (bench/measure/choosers.h); the others force that kernel.
 enum class SdpaBackend { kAuto, kFlash, kEfficient, kCudnn, kMath, kFastest };
 
 struct LoaderOptions {
@@ -47,7 +47,7 @@ struct Settings {
   int64_t max_batch = 512;                        // batch_scaling: never try more
   int64_t cpu_memory_budget = int64_t(8) << 30;   // batch_scaling on the CPU: peak tensor bytes allowed
   int64_t classifier_chunk = 1024;                // fused_classifier: tokens a chunk (with fastest: the first tried)
-  bool classifier_chunk_fastest = false;          // fused_classifier: chunk timed per head (bench/measure/chunk_choice.h)
+  bool classifier_chunk_fastest = false;          // fused_classifier: chunk timed per head (bench/measure/choosers.h)
   bool operator==(const Settings&) const = default;
 };
 

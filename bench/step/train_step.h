@@ -20,7 +20,7 @@ namespace gpt2 {
 
 // Allows SDPA only the given kernel for a scope (kAuto: PyTorch's own choice among all), restoring
 // ATen's process-wide flags after. kFastest is not a kernel: the ladder settles it by measurement
-// (bench/measure/sdpa_choice.h) before a step is built, and a step given it is refused.
+// (bench/measure/choosers.h) before a step is built, and a step given it is refused.
 class SdpaBackendGuard {
  public:
   explicit SdpaBackendGuard(SdpaBackend b);

@@ -1,0 +1,165 @@
+#include "bench/measure/choosers.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+#include <stdexcept>
+
+#include "bench/runtime/device.h"
+#include "bench/step/train_step.h"
+#include "common/errors.h"
+#include "kernels/classifier.h"
+
+namespace gpt2 {
+namespace {
+
+// ATen says why a kernel cannot run in warnings (TORCH_WARN) before it throws "No available kernel":
+// keep them as the reason instead of printing them.
+class WarningCollector : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning& w) override { texts.push_back(first_line(w.msg())); }
+  std::vector<std::string> texts;
+};
+
+// Seconds of one `pass`, the mean of `iters`, the device synchronized around them; what an out-of-memory pass
+// had cached goes back before the next candidate.
+double seconds_per_pass(const DeviceInfo& dev, int iters, const std::function<void()>& pass) {
+  try {
+    synchronize(dev);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) pass();
+    synchronize(dev);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / iters;
+  } catch (...) {
+    empty_cache(dev);
+    throw;
+  }
+}
+
+}  // namespace
+
+const std::vector<SdpaBackend>& sdpa_candidates() {
+  static const std::vector<SdpaBackend> all = {SdpaBackend::kFlash, SdpaBackend::kEfficient, SdpaBackend::kCudnn,
+                                               SdpaBackend::kMath};
+  return all;
+}
+
+Choice pick_sdpa_backend(const std::string& pytorch_choice, double margin, int rounds,
+                         const std::function<double(SdpaBackend)>& trial) {
+  Choice c{"sdpa_backend", "", "each kernel's median forward + backward on the rung's attention; PyTorch's own "
+           "choice kept unless another is faster by more than the margin", "", pytorch_choice, margin, {}, ""};
+  std::vector<std::string> names;
+  for (SdpaBackend b : sdpa_candidates()) names.push_back(to_string(b));
+  return time_candidates(c, names, rounds, [&](const std::string& name) {
+    WarningCollector warnings;
+    c10::WarningUtils::WarningHandlerGuard guard(&warnings);
+    try {
+      return trial(sdpa_backend_from(name));
+    } catch (const std::exception& e) {
+      std::string why = first_line(error_text(e));
+      for (const auto& w : warnings.texts) why += "; " + w;
+      throw std::runtime_error(why);
+    }
+  });
+}
+
+Choice choose_sdpa_backend(const StepSpec& spec, const DeviceInfo& dev, int rounds, int iters) {
+  const auto& m = spec.model;
+  const int64_t B = spec.batch, H = m.n_head, T = m.context, D = m.n_embd / m.n_head;
+  const auto opts = at::device(torch_device(dev)).dtype(attention_dtype(spec));
+  // (B, T, H, D) as the model's projections make them, seen as (B, H, T, D)
+  std::vector<at::Tensor> qkv;
+  for (int i = 0; i < 3; ++i) qkv.push_back(at::randn({B, T, H, D}, opts).requires_grad_());
+  const at::Tensor grad_out = at::randn({B, H, T, D}, opts);
+  auto pass = [&] {
+    auto y = at::scaled_dot_product_attention(qkv[0].transpose(1, 2), qkv[1].transpose(1, 2),
+                                              qkv[2].transpose(1, 2), {}, m.dropout, /*is_causal=*/true);
+    (void)torch::autograd::grad({y}, qkv, {grad_out});
+  };
+  std::string own;
+  {
+    SdpaBackendGuard all(SdpaBackend::kAuto);
+    own = sdpa_kernel_for(qkv[0].transpose(1, 2), m.dropout);
+  }
+  Choice c = pick_sdpa_backend(own, 0.01, rounds, [&](SdpaBackend b) {
+    SdpaBackendGuard only(b);
+    return seconds_per_pass(dev, iters, pass);
+  });
+  c.key = sdpa_attention_key(spec);
+  qkv.clear();
+  empty_cache(dev);
+  return c;
+}
+
+std::string sdpa_attention_key(const StepSpec& spec) {
+  const auto& m = spec.model;
+  std::ostringstream o;
+  o << "B=" << spec.batch << " H=" << m.n_head << " T=" << m.context << " D=" << m.n_embd / m.n_head << " "
+    << c10::toString(attention_dtype(spec)) << " dropout=" << m.dropout;
+  return o.str();
+}
+
+std::vector<int64_t> classifier_chunk_candidates(int64_t first, int64_t tokens) {
+  std::vector<int64_t> out = {std::max<int64_t>(1, std::min(first, tokens))};
+  while (out.back() < tokens) out.push_back(std::min(2 * out.back(), tokens));
+  return out;
+}
+
+Choice pick_classifier_chunk(const std::vector<int64_t>& candidates, int rounds,
+                             const std::function<double(int64_t)>& trial) {
+  Choice c{"classifier_chunk", "", "each chunk's median forward + backward of the LM head and loss "
+           "(kernels::linear_cross_entropy) on the rung's tokens, timed in turns; the fastest", "", "", 0, {}, ""};
+  std::vector<std::string> names;
+  for (int64_t chunk : candidates) names.push_back(std::to_string(chunk));
+  return time_candidates(c, names, rounds, [&](const std::string& name) { return trial(std::stoll(name)); });
+}
+
+Choice choose_classifier_chunk(const StepSpec& spec, const DeviceInfo& dev, int rounds, int iters) {
+  const auto& m = spec.model;
+  const int64_t N = spec.batch * m.context, C = m.n_embd, V = m.padded_vocab();
+  const auto opts = at::device(torch_device(dev)).dtype(attention_dtype(spec));
+  at::Tensor h = at::randn({N, C}, opts).requires_grad_(), w = at::randn({V, C}, opts).requires_grad_();
+  const at::Tensor t = at::randint(m.vocab_size, {N}, at::device(torch_device(dev)).dtype(at::kLong));
+  Choice c = pick_classifier_chunk(classifier_chunk_candidates(spec.settings.classifier_chunk, N), rounds,
+                                   [&](int64_t chunk) {
+                                     return seconds_per_pass(dev, iters, [&] {
+                                       (void)torch::autograd::grad({kernels::linear_cross_entropy(h, w, t, chunk)},
+                                                                   {h, w}, {});
+                                     });
+                                   });
+  c.key = classifier_chunk_key(spec);
+  h.reset(), w.reset();
+  empty_cache(dev);
+  return c;
+}
+
+std::string classifier_chunk_key(const StepSpec& spec) {
+  const auto& m = spec.model;
+  std::ostringstream o;
+  o << "N=" << spec.batch * m.context << " C=" << m.n_embd << " V=" << m.padded_vocab() << " "
+    << c10::toString(attention_dtype(spec)) << " from " << spec.settings.classifier_chunk;
+  return o.str();
+}
+
+// In the order a rung runs them: the SDPA kernel at the planned batch (a batch search then runs with it), the
+// chunk at the batch the rung runs.
+std::vector<Chooser>& choosers() {
+  static std::vector<Chooser> all = {
+      {"sdpa_backend", false,
+       [](const StepSpec& s) { return s.model.attention == AttentionImpl::kSdpa && s.sdpa_backend == SdpaBackend::kFastest; },
+       sdpa_attention_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_sdpa_backend(s, d); },
+       [](StepSpec& s, const std::string& chosen) { s.sdpa_backend = sdpa_backend_from(chosen); }},
+      {"classifier_chunk", true,
+       [](const StepSpec& s) { return s.model.classifier_chunk > 0 && s.settings.classifier_chunk_fastest; },
+       classifier_chunk_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_classifier_chunk(s, d); },
+       [](StepSpec& s, const std::string& chosen) {
+         if (s.model.classifier_chunk > 0) s.model.classifier_chunk = std::stoll(chosen);
+       }}};
+  return all;
+}
+
+}  // namespace gpt2

@@ -1,0 +1,38 @@
+// defines: the settings settled by timing (bench/measure/choice.h): settings.sdpa_backend: fastest, the SDPA kernel
+//          timed on the rung's attention, and settings.classifier_chunk: fastest, the fused classifier's chunk timed
+//          on its LM head. pick_*: the rule on a trial's times; choose_*: the same on the device; *_key: what is timed.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/measure/choice.h"
+
+namespace gpt2 {
+
+// The kernels tried, in this order: flash, efficient (memory-efficient), cudnn, math.
+const std::vector<SdpaBackend>& sdpa_candidates();
+// `trial(b)` runs with only kernel b allowed; where b cannot run, ATen's warnings (which say why) are kept with the
+// error. PyTorch's own choice is kept unless another is faster by more than `margin` (the measurement's noise).
+Choice pick_sdpa_backend(const std::string& pytorch_choice, double margin, int rounds,
+                         const std::function<double(SdpaBackend)>& trial);
+// On the step's attention (batch, heads, context, head size, dtype, dropout; q/k/v laid out as the model makes
+// them), each round the mean of `iters` forward + backward passes.
+Choice choose_sdpa_backend(const StepSpec& spec, const DeviceInfo& dev, int rounds = 9, int iters = 10);
+// "B=4 H=12 T=256 D=64 BFloat16 dropout=0": rungs with the same attention share one timing, so that the kernel
+// does not change from rung to rung with the timing's noise (on a 2-core CPU math won three rungs of one run).
+std::string sdpa_attention_key(const StepSpec& spec);
+
+// `first`, twice, four times ... that many tokens, the last all `tokens` in one chunk: each chunk past the first
+// reads and writes the head's fp32 gradient once more, a larger one holds more logits at once.
+std::vector<int64_t> classifier_chunk_candidates(int64_t first, int64_t tokens);
+// `trial(chunk)`: one forward + backward at that chunk; the fastest median wins.
+Choice pick_classifier_chunk(const std::vector<int64_t>& candidates, int rounds,
+                             const std::function<double(int64_t)>& trial);
+// On the step's LM head and loss (kernels::linear_cross_entropy): its tokens, width, padded vocabulary and dtype.
+Choice choose_classifier_chunk(const StepSpec& spec, const DeviceInfo& dev, int rounds = 7, int iters = 2);
+// "N=8192 C=768 V=50304 BFloat16 from 1024": rungs with the same head share one timing.
+std::string classifier_chunk_key(const StepSpec& spec);
+
+}  // namespace gpt2
