@@ -51,7 +51,7 @@ commands:
   list-variants  print every variant: what it does, its published rung, support on this device
   doctor         print what this build and this device support
   report         tables and charts (Markdown, HTML, PNG/SVG) from one or more run directories
-  breakdown      the breakdown pass alone: where each rung's time, FLOPs and memory go ("profile": old name)
+  breakdown      the breakdown pass alone: where each rung's time, FLOPs and memory go
   kernels        our fused kernels against the ops they replace, forward + backward, timed in turns
   reference-config  the JSON configuration a Python reference rung runs with (--warm fills torch.compile's caches from it)
   ddp-check      train K data-parallel steps; each rank writes its losses and a parameter checksum
@@ -64,43 +64,26 @@ under torchrun --no-python they join the group torchrun set up instead.
 constexpr const char* kLadderHelp = R"(usage: gpt2bench ladder --profile FILE --out DIR [--device D] [--rung REGEX] [--nproc N] [--verbose]
        gpt2bench ladder --resume DIR [--profile FILE]
 
-Runs the rungs of FILE's plan (rung 0 = baseline) on the device, each timed by Google Benchmark with
-the device timer (CUDA events / steady clock), warm-up steps excluded, and checks each rung's losses and
-first-step gradient norm against the baseline's (parity). The default plan (plan: ladder) ends with two kept
-rungs: the top, and its rung at the profile's batch, with every fusion extra whose top+<extra> rung beat the
-top in this run beyond noise (rungs.json's "kept" says which and why).
+Runs the rungs of FILE's plan (rung 0 = baseline) under Google Benchmark, timed by the device's timer (CUDA events
+or the steady clock) without the warm-up steps, and checks each rung's losses and first gradient against the
+baseline's (parity). The default plan ends with the kept rungs: the top with every extra that beat it in this run.
 
   --profile FILE   YAML run profile (see profiles/)
-  --out DIR        output directory; must not already hold results.json. Writes:
-                     DIR/results.json  Google Benchmark's JSON: per repetition and aggregate counters
-                                       tokens_per_sec, step_ms, peak_alloc_bytes, peak_reserved_bytes,
-                                       loss, flops_per_token, mfu; context: device, torch, git sha, profile
-                     DIR/rungs.json    per rung: variants applied/skipped (with reasons), resolved
-                                       settings, peaks used for MFU, parity verdict, medians; the
-                                       reference rungs with their ratio to a C++ rung and its interval
+  --out DIR        a directory not holding results.json yet. Writes DIR/results.json (Google Benchmark's JSON:
+                   tokens_per_sec, step_ms, memory, loss, mfu per repetition) and DIR/rungs.json (per rung: the
+                   variants, settings, peaks, parity, medians, choices; the reference rungs and their ratios)
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
-  --rung REGEX     run only the rungs whose name (05_bf16_cast) or benchmark name (gpt2-scaled/05_bf16_cast)
-                   it finds (a POSIX extended regex of at most 1,000 characters; a leading '-' negates it); one
-                   that matches no rung is refused before anything runs; --resume keeps the run's
-  --verbose        also print Google Benchmark's own console table (by default: one line per rung as it
-                   ends, then the summary table)
-  --resume DIR     finish an interrupted run in DIR: rungs already complete there (ok, skipped, diverged,
-                   oom, and an error that lost the device) are kept, the rest run; a rung an earlier process
-                   ended in (a crash, a kill) runs once more, and after a second such end is kept as an error;
-                   refused if the profile resolves differently, the build differs or the device does (its
-                   model, SMs or threads, driver); a complete run is left as it is. The peaks measured when
-                   the run started are kept. Ctrl-C (SIGINT) or SIGTERM stops a ladder cleanly, keeping
-                   the finished rungs. One process a DIR: a second (a ladder or a --resume) is refused at once,
-                   naming the one that holds it (DIR/.lock).
-  --nproc N        N local processes: rungs with the ddp variant run data-parallel on all of them
-                   (c10d: Gloo on the CPU, NCCL on GPUs); the others on rank 0 alone. Rank 0 writes.
+  --rung REGEX     only the rungs whose name (05_bf16_cast) or benchmark name it finds (POSIX extended, at most
+                   1,000 characters; a leading '-' negates it); one that matches no rung is refused
+  --verbose        also print Google Benchmark's console table (by default one line a rung, then a summary)
+  --resume DIR     finish an interrupted run: its finished rungs are kept, the rest run; refused if the profile
+                   resolves differently or the build or device differs. One process a DIR (DIR/.lock).
+  --nproc N        N local processes: the ddp rungs run data-parallel on all of them, the rest on rank 0
 
-Exit status: 0 no rung ended in an error (parity failures, divergence, oom are in the table); 1 a rung's
-error or a lost rank; 3 a rung left the device unusable (CUDA: a kernel's illegal address or device-side
-assert loses the process's context; or the rung hung: no step began a phase for GPT2BENCH_HANG_S seconds,
-120 on CUDA by default, 0 no watch): the process ends at once, that rung recorded with its error
-("device_fault"), the rest left pending, and --resume DIR runs them in a new one; 130 stopped by a
-signal. GPT2BENCH_FAULT_DEVICE=<rung>[:free|:device|:hang] (tests) makes that rung fail so.
+Ctrl-C or SIGTERM stops cleanly, keeping the finished rungs. Exit status: 0 no rung ended in an error; 1 a rung's
+error or a lost rank; 3 a rung left the device unusable or hung (GPT2BENCH_HANG_S, 120 s on CUDA; 0 no watch):
+--resume DIR runs the rest in a new process; 130 stopped by a signal (docs/reliability.md).
+GPT2BENCH_FAULT_DEVICE=<rung>[:free|:device|:hang] (tests) makes that rung fail so.
 )";
 
 constexpr const char* kDdpCheckHelp = R"(usage: gpt2bench ddp-check --profile FILE --out DIR [--steps K] [--batch B] [--nproc N]
@@ -115,71 +98,49 @@ GPT2BENCH_FAULT_STEP=S make rank R kill itself (SIGKILL) before step S.
 
 constexpr const char* kKernelsHelp = R"(usage: gpt2bench kernels --profile FILE [--out FILE.json] [--device D] [--rounds N]
 
-Times each of our fused ops (kernels/: fused_residual_norm, fused_gelu_backward, gelu_epilogues,
-fused_classifier) against what the step runs in its place, one forward + backward each on the same inputs,
-at the profile model's shapes (batch x context tokens, its width, its vocabulary padded as vocab_padding
-does) in the dtype of the ladder's top rung (bf16_cast where the device has bf16). The sides take turns for N rounds (default 15), each
-round as many passes as make about 5 ms, timed by the device's timer (CUDA events / steady clock), after two
-warm-up passes each. Prints each side's median and "ours Nx": the other side's median over ours (> 1: ours is
-faster), with the distribution-free (Hodges-Lehmann) interval of that ratio. The kernel-level answer to
-"does our kernel beat what it replaces"; the ladder's top+<variant> rungs answer it for the whole step.
-The classifier runs at the profile's settings.classifier_chunk and at 2x, 4x ... up to all tokens in one
-chunk, and the fastest chunk is named (settings.classifier_chunk: fastest makes the ladder time them itself).
-On a CPU our ops run their ATen references (no CUDA kernels there): the figures say nothing of a GPU.
-A case that fails (out of memory, a kernel's error) is printed and recorded, the others still run, and the
-command exits 1. GPT2BENCH_FAULT_KERNEL=<variant> (tests) makes that case fail so.
+Times each of our fused ops (kernels/) against what the step runs in its place, forward + backward on the same
+inputs, at the profile model's shapes in the dtype of the ladder's top rung. The sides take turns for N rounds,
+each about 5 ms of passes after two warm-up passes; prints each side's median and "ours Nx" (the other side's
+median over ours, > 1: ours is faster) with its Hodges-Lehmann interval. The classifier also runs at 2x, 4x ...
+the profile's classifier_chunk, and the fastest is named. On a CPU our ops run their ATen references: the figures
+say nothing of a GPU. A failing case is recorded, the others run, and the exit status is 1
+(GPT2BENCH_FAULT_KERNEL=<variant> fails one in tests).
 
   --profile FILE   YAML run profile (model, batch, seed, device)
-  --out FILE       also write the timings as JSON (every round's time, the medians, the intervals, the
-                   device and build); as RUN/kernels.json in a ladder's run directory, from the same
-                   device, `gpt2bench report` shows them beside that run's ladder (make ladder does so)
+  --out FILE       also write the timings as JSON; as RUN/kernels.json the report shows them beside that run
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
   --rounds N       rounds of turns (default 15)
 )";
 
 constexpr const char* kReferenceConfigHelp = R"(usage: gpt2bench reference-config --profile FILE [--name NAME] [--batch N] [--device D]
 
-Prints the JSON configuration a reference rung runs with (see ladder's reference rungs): the model, batch,
-precision, layers, attention, optimizer, torch.compile's scopes, parity and timed steps. The ladder writes the
-same as DIR/reference/<name>_b<batch>.config.json, with the tokens file and its time budget added, and runs
-`python reference/gpt2bench_ref.py CONFIG OUT`. With this one, `python reference/gpt2bench_ref.py --warm CONFIG
-FORM...` (FORM: parity, model, model_and_loss) compiles those forms into torch.compile's on-disk caches ahead
-of a ladder, so that the reference's own compilations are cache hits (scripts/gpu_session.sh first does so
-beside our kernels' tests, one process a form).
+Prints the JSON configuration a reference rung runs with (the model, batch, precision, layers, attention,
+optimizer, torch.compile's scopes, steps); the ladder writes it as DIR/reference/<name>_b<batch>.config.json.
+`python reference/gpt2bench_ref.py --warm CONFIG FORM...` (FORM: parity, model, model_and_loss) fills
+torch.compile's on-disk caches from it ahead of a ladder (scripts/gpu_session.sh does so).
 
   --profile FILE   YAML run profile
   --name NAME      ref_torch_compile (default) or ref_torch_eager
-  --batch N        the batch (default: the profile's; ref_torch_compile also runs at batch_scaling's)
+  --batch N        the batch (default: the profile's)
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
 )";
 
 constexpr const char* kBreakdownHelp = R"(usage: gpt2bench breakdown --profile FILE --out DIR [--rung NAME] [--device D]
 
 For each rung (or the one named, e.g. 07_sdpa or sdpa): builds its step, takes the warm-up steps, times
-breakdown_steps steps unprofiled and then breakdown_steps profiled (and one more with op shapes, for
-its FLOPs), and writes
-  DIR/breakdown/<rung>.json        per step: ops (CPU, ATen RecordFunction) or kernel launches (CUDA, CUPTI),
-                                 time per phase (data, forward, loss, backward, optimizer) and per category,
-                                 top ops/kernels, bytes copied, busy fraction, the profiler's overhead,
-                                 and the memory breakdown (parameters, gradients, optimizer state, buffers,
-                                 activations and other at the peak)
-  DIR/breakdown/<rung>.trace.json  Chrome trace format (open in https://ui.perfetto.dev)
-`gpt2bench ladder` runs the same pass after each rung's timed repetitions (breakdown_steps: 0 turns it off).
+breakdown_steps steps unprofiled, then as many profiled (ATen ops on the CPU, CUPTI kernels on CUDA) and one
+more with op shapes for its FLOPs. Writes DIR/breakdown/<rung>.json (time a phase and category, top ops,
+memory at the peak) and DIR/breakdown/<rung>.trace.json (Chrome trace, for https://ui.perfetto.dev).
+The ladder runs the same pass after each rung (breakdown_steps: 0 turns it off).
 )";
 
 constexpr const char* kReportHelp = R"(usage: gpt2bench report RUN_DIR... --out DIR [--price NAME=USD ...]
 
-Reads each run directory (results.json, rungs.json, breakdown/, kernels.json where `gpt2bench kernels` wrote one
-there) and writes DIR/report.md, a self-contained DIR/report.html (charts embedded) and each chart as PNG and
-SVG: the ladder (tok/s, speedups over the previous rung and the baseline, parity marks, noise and drift marks
-against the drift the run measured, the published seed-000 speedups labelled "published"), memory, MFU,
-per-phase time, add-one/leave-one-out ablations, the Python reference rungs beside their C++ rungs, our kernels
-op by op against what they replace, and with several runs (e.g. GPU generations) the same rungs side by side,
-absolute and normalised to each run's baseline, and a Generations section: per-rung tok/s and the ratio to the
-first run's device, set against the devices' datasheet compute and bandwidth ratios, the devices' facts, and
-with --price (a run directory's or a device's name = $ per device-hour; no prices are built in) the cost per
-million tokens at each run's fastest rung.
-Runs the Python package in reports/ with the project's venv (GPT2BENCH_PYTHON overrides the interpreter).
+Reads each run directory (results.json, rungs.json, breakdown/, kernels.json) and writes DIR/report.md, a
+self-contained DIR/report.html and each chart as PNG and SVG: the answer first, then the ladder, memory, MFU,
+phases, ablations, the reference rungs, our kernels; with several runs (GPU generations) the same rungs side by
+side. --price (a run directory's or device's name = $ a device-hour; none built in) adds the cost of a million
+tokens. Runs reports/ with the project's venv (GPT2BENCH_PYTHON overrides the interpreter); docs/reports.md.
 )";
 
 constexpr const char* kPrepareHelp = R"(usage: gpt2bench prepare --input TEXT --out DIR [--encoder encoder.json --bpe vocab.bpe]
@@ -471,10 +432,6 @@ int cli_main(int argc, char** argv) {
     if (cmd == "ddp-check") return cmd_ddp_check(argc, argv);
     if (cmd == "prepare") return cmd_prepare(argc, argv);
     if (cmd == "breakdown") return cmd_breakdown(argc, argv);
-    if (cmd == "profile") {  // the command's name until 2026-11-23, kept for one release
-      std::cerr << "gpt2bench: `profile` is now `breakdown` (a profile is the YAML run file); running breakdown\n";
-      return cmd_breakdown(argc, argv);
-    }
     if (cmd == "report") return cmd_report(argc, argv);
     if (cmd == "kernels") return cmd_kernels(argc, argv);
     if (cmd == "reference-config") return cmd_reference_config(argc, argv);

@@ -564,10 +564,9 @@ TEST(Cli, ProfileWritesASummaryAndATracePerRung) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(files::exists(d / "p2/breakdown/02_sdpa.json"));
   EXPECT_FALSE(files::exists(d / "p2/breakdown/00_baseline.json"));
-  r = test::run_gpt2bench("profile --profile " + profile + " --out " + (d / "p3") + " --rung nonesuch");
+  r = test::run_gpt2bench("breakdown --profile " + profile + " --out " + (d / "p3") + " --rung nonesuch");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("no rung named 'nonesuch'"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("`profile` is now `breakdown`"), std::string::npos) << r.output;  // the old name still runs
 }
 
 // The small CPU preset, as `make ladder` runs it: SDPA replaces the attention's ops (mask, softmax,

@@ -55,11 +55,8 @@ at::Tensor input(at::IntArrayRef shape, const at::TensorOptions& opts) {
   return at::randn(shape, opts).requires_grad_();
 }
 
-// The residual add and the LayerNorm after it (a block has two), rows of the stream; with the profile's dropout
-// on the residual branch (training), which ours draws in the same pass and ATen in a dropout kernel before the add.
-// The branch's bias too: ours adds it in that pass and sums its gradient in the backward's; the step it replaces
-// adds it in the linear's GEMM epilogue (free here: r stands for that biased output) and sums its gradient in the
-// linear's backward, a reduce of r's gradient over the rows, timed on ATen's side.
+// The residual add and the LayerNorm after it, with the profile's dropout on the branch and the branch's bias,
+// which ours adds and reduces in its own passes and ATen's side in the linear's epilogue and backward (timed here).
 KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
   const StepSpec s = spec_with(base, dev, {});
   const int64_t N = s.batch * s.model.context, C = s.model.n_embd;
@@ -134,10 +131,8 @@ KernelCase gelu_epilogues_case(const StepSpec& base, const DeviceInfo& dev, int 
                   base, dev, rounds, timer);
 }
 
-// The LM head and the loss: logits, cross-entropy, their gradients. Ours at the profile's chunk
-// (settings.classifier_chunk), then at twice, four times ... that many tokens up to all of them in one chunk:
-// fewer chunks write and read the head's fp32 gradient fewer times, and hold more logits (the note names the
-// fastest, for settings.classifier_chunk).
+// The LM head and the loss, ours at the profile's chunk and at 2x, 4x ... up to all tokens in one chunk (fewer
+// chunks pass over the head's fp32 gradient fewer times, and hold more logits): the note names the fastest.
 KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
   const StepSpec s = spec_with(base, dev, {}), fused = spec_with(base, dev, {"fused_classifier"});
   const int64_t N = s.batch * s.model.context, C = s.model.n_embd, V = s.model.padded_vocab();

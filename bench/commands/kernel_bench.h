@@ -1,8 +1,6 @@
 // defines: KernelCase, time_in_turns, KernelBenchOptions, run_kernel_bench — `gpt2bench kernels`: each of our
-//          fused ops (kernels/) against what the step runs in its place, forward + backward on the profile
-//          model's shapes in the top rung's dtype, timed in turns on the device. A kernel is kept only if it
-//          beats what it replaces (issue 15): the ladder's top+<variant> rungs say it for the whole step,
-//          this says it for the op alone, where a step's noise cannot hide a difference of a few percent.
+//          fused ops against what the step runs in its place, timed in turns on the device, where a step's noise
+//          cannot hide a difference of a few percent (the ladder's top+<variant> rungs say it for the whole step).
 #pragma once
 #include <functional>
 #include <string>

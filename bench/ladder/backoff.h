@@ -1,7 +1,6 @@
-// defines: backoff_on_oom — batch_scaling's answer checked by the rung itself: the rung's step is
-//          built and warmed up at the searched batch; on out of memory the batch is halved and the
-//          rung tried again, every try recorded. (On the H100 the search's probe fitted 64 and the
-//          rung then ran out of memory at 64: a probe is not the rung.)
+// defines: backoff_on_oom — batch_scaling's answer checked by the rung itself: out of memory in its build or
+//          warm-up halves the batch and tries again, every try recorded (a probe is not the rung: on the H100 the
+//          search fitted 64 and the rung ran out of memory there).
 #pragma once
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>

@@ -12,11 +12,9 @@
 
 namespace gpt2 {
 
-// The largest power-of-two batch that fits, trying upwards from the profile's (as a power of two) to
-// settings.max_batch. "Fits" means no out-of-memory error over two steps of the rung's own step (a CUDA-graph step
-// captures and replays): on the CPU, within settings.cpu_memory_budget. Each try goes into `trace`; the rung then
-// checks the answer (backoff.h). Under a time budget (`seconds` finite) the search also stops before a batch whose
-// rung would take more than `seconds` at the floor of `floor_steps` steps, judged from the last probe's step time.
+// The largest power-of-two batch from the profile's up to settings.max_batch whose step runs two steps without
+// running out of memory (a CPU: within cpu_memory_budget), each try in `trace`. Under a time budget it also stops
+// before a batch whose rung would take over `seconds` at `floor_steps` steps, judged from the last probe.
 int64_t find_batch(const StepSpec& spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed,
                    MemoryMeter& meter, nlohmann::json& trace, double seconds = INFINITY, int64_t floor_steps = 0);
 

@@ -68,10 +68,8 @@ std::string TimeBudget::progress(int64_t done, int64_t total) {
   if (done <= 0 || done >= total) return out;
   const double left = pace * static_cast<double>(total - done);
   if (!limited()) return out + ", about " + format_duration(left) + " left";
-  // While the rungs fit their shares the budget bounds what is left. Rungs at their floor (one timed step a
-  // repetition, the shortest parity run) do not shrink with it: once the last ones took over twice their share,
-  // or the budget is spent, the rest is told at their pace (an emulated-bf16 CPU ran 27 minutes of a 15-minute
-  // budget, its progress saying "about 0s left" for the last 11).
+  // Rungs at their floor do not shrink with the budget: once the last took over twice their share, or the budget is
+  // spent, the rest is told at their pace (an emulated-bf16 CPU ran 27 minutes of a 15-minute budget).
   if (e < total_s_ && !(last > kOverShare * last_share))
     return out + ", about " + format_duration(std::min(left, total_s_ - e)) + " left (budget " +
            format_duration(total_s_) + ")";

@@ -1,7 +1,6 @@
-// defines: TimeBudget, RungFit/fit_rung — the ladder's time budget, in the way of Google Benchmark's
-//          min-time: each rung gets an equal share of the time left; after its warm-up it knows its
-//          step time and takes as many timed steps per repetition as fit that share (never fewer
-//          than one, never more than the profile's), and its breakdown pass only if that fits too.
+// defines: TimeBudget, RungFit/fit_rung — the ladder's time budget, as Google Benchmark's min-time: each rung an
+//          equal share of the time left, as many timed steps per repetition as fit it after its warm-up (1 at
+//          least, the profile's at most), and its breakdown pass only if that fits too.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -32,9 +31,8 @@ struct RungFit {
   int64_t parity_steps = 0;  // its parity run's steps
 };
 
-// The most timed steps per repetition (1..cost.max_steps) such that the rung's timed steps, parity
-// run and breakdown pass take no more than `seconds` at `step_s` a step; the breakdown pass is
-// dropped first, then timed steps down to 1 a repetition, then parity steps down to
+// The most timed steps per repetition (1..cost.max_steps) that fit `seconds` at `step_s` a step with the parity run
+// and breakdown pass: the breakdown is dropped first, then timed steps down to 1, then parity steps down to
 // kParityFloorSteps; at that floor the rung runs even over its share.
 RungFit fit_rung(double seconds, double step_s, const RungCost& cost);
 
@@ -48,11 +46,8 @@ class TimeBudget {
   double elapsed_s() const;
   // The share of the time left for the next rung, with `rungs_left` rungs (it included) to run.
   double share_s(int64_t rungs_left) const;
-  // "4m10s elapsed, about 6m left" for `done` of `total` rungs, said as each rung is done: the
-  // rungs left at the pace of the rungs so far or of the last one, whichever is slower (a ladder's
-  // later rungs run the larger batch), and never past the budget while the rungs fit their shares;
-  // once the last took over kOverShare times theirs (at their floor) or the budget is spent, past it,
-  // and said so.
+  // "4m10s elapsed, about 6m left" after `done` of `total` rungs: the rest at the slower of the pace so far and the
+  // last rung's, within the budget while the rungs fit their shares, past it (and said so) once they do not.
   std::string progress(int64_t done, int64_t total);
   static constexpr double kOverShare = 2.0;
 

@@ -13,10 +13,8 @@ struct LadderOptions {
   bool verbose = false;      // also Google Benchmark's own console table
 };
 
-// Returns the process exit code. Everything that can be checked (profile, recipes, device, data)
-// is checked before DIR is touched; results are rewritten atomically after every rung. SIGINT or
-// SIGTERM stops the rung in flight at its next step and leaves valid results (exit code 130);
-// `resume` then runs what is not complete (ok, skipped, diverged and oom rungs are).
+// Returns the process exit code. Bad input is refused before DIR is touched; results are rewritten atomically
+// after every rung; SIGINT/SIGTERM stops at the next step (exit 130), and `resume` runs what is not complete.
 int run_ladder(const LadderOptions& o);
 
 }  // namespace gpt2

@@ -50,11 +50,9 @@ class LostDeviceExit {
   // Returns where the device can still be used (or nothing is armed); else records `error` as the rung in flight's,
   // writes the run and exits 3.
   void check(const std::string& error);
-  // GPT2BENCH_FAULT_DEVICE=<rung>[:free|:device|:hang] (tests): that rung, once built, fails as a kernel's fault
-  // does. No suffix: the error reaches the rung's handler (torch's AcceleratorError 700 in libc10_cuda's words);
-  // ":free": it is thrown from a destructor, as insert_events throws (std::terminate); ":device" (CUDA): a real one,
-  // an index past a table (a device-side assert), the rung going on to meet it wherever the device says so;
-  // ":hang": the rung waits for good, as on a kernel that never ends.
+  // GPT2BENCH_FAULT_DEVICE=<rung>[:free|:device|:hang] (tests): that rung, once built, fails as a kernel's fault:
+  // its handler sees torch's AcceleratorError; ":free" from a destructor (std::terminate); ":device" a real
+  // device-side assert (CUDA); ":hang" a kernel that never ends (docs/reliability.md).
   void inject(const RungRecord& r, const DeviceInfo& dev);
 
  private:

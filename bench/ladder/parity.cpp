@@ -26,10 +26,9 @@ std::string percent(double x) {
   return buf;
 }
 
-// The parameter whose first-step gradient norm is furthest from the baseline's, into r: by |norm - baseline's| over
-// the larger of the baseline's norm and `floor` (a share of the whole gradient's norm), so that a gradient that is
-// zero in exact arithmetic (a key bias's: softmax ignores a shift of all of a row's scores), rounding noise on both
-// sides, does not count as a large ratio of two noises.
+// The parameter whose first gradient norm is furthest from the baseline's, over the larger of that norm and
+// `floor` (a share of the whole norm): a gradient zero in exact arithmetic (a key bias's) is rounding noise on
+// both sides, not a large ratio.
 void compare_by_parameter(const Trajectory& t, const Trajectory& baseline, double floor, ParityResult& r) {
   std::map<std::string, double> base(baseline.first_grad_norms.begin(), baseline.first_grad_norms.end());
   double worst = -1;

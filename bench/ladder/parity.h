@@ -45,10 +45,9 @@ constexpr double kPrecisionTol = 0.25;  // TF32/bf16/fp16 arithmetic, or a padde
 // scale left in; this sees a factor of 2 in any class.
 constexpr double kExactGradTol = 1e-3;
 constexpr double kPrecisionGradTol = 0.1;
-// The same parameter by parameter: exact, as the whole; reduced precision, looser, since a small parameter's
-// gradient (a LayerNorm's shift: a sum that mostly cancels) moves more than the whole. On cpu-mini one parameter's
-// moved 8.8% between bf16_cast and bf16_autocast (every other under 1%); a kernel that zeroes, doubles or halves a
-// gradient, or writes another parameter's, is outside it.
+// The same parameter by parameter: exact, as the whole; reduced precision looser, since a small parameter's
+// gradient (a LayerNorm's shift) moves more than the whole (8.8% on cpu-mini between bf16_cast and autocast);
+// a kernel that zeroes, doubles or halves a gradient is outside it.
 constexpr double kPrecisionParamGradTol = 0.25;
 // ... of the larger of the parameter's gradient norm and this share of the whole gradient's: a gradient that is zero
 // in exact arithmetic (a key bias's) is rounding noise on both sides, whose ratio means nothing (fp32: 5e-10 of the
@@ -62,13 +61,9 @@ constexpr double kFp8Tol = 0.25;
 constexpr double kFp8GradTol = 0.05;
 constexpr double kFp8ParamGradTol = 0.3;
 
-// exact/precision: the losses within the tolerance at every step, and the first step's gradient norm
-// within its tolerance where both are known; problem (e.g. another batch, so another gradient):
-// finite, and the first batch's loss lower after the K steps than at step 1 (it is trained on, so it
-// falls unless training is broken). Non-finite losses always fail; no losses is "n/a".
-// `against`: the rung whose trajectory `baseline` is, where not the baseline's (said in the rule and the JSON).
-// Exact and precision classes also compare the first gradient parameter by parameter (Trajectory::first_grad_norms,
-// where both sides have them): each within the class's gradient tolerance.
+// exact/precision: every step's loss, the first gradient's norm and each parameter's within the class's
+// tolerances; problem (another batch): finite, and the first batch's loss lower after K steps. Non-finite losses
+// fail; no losses is "n/a". `against`: the rung whose trajectory `baseline` is, where not the baseline's.
 ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory& baseline,
                           const std::string& against = "");
 
@@ -77,10 +72,8 @@ Trajectory trajectory_of(const ParityResult& p);
 // The class of a rung's `applied` variants at an equal batch: their loosest, batch_scaling's left out. An extra on
 // batch_scaling's top changes no problem against that top, only what its own variants change.
 ParityClass class_at_equal_batch(const std::vector<std::string>& applied);
-// Whether a rung whose `applied` variants differ from `on`'s only by exact ones (added or left out: a fusion, one
-// fusion in another's place, none) computes `on`'s step in another order, so that `on`'s trajectory is the one to
-// judge it against. A precision or problem of its own (bf16_autocast for bf16_cast, weight_tying) is not: fp16's
-// scaler skips steps, and tying trains another model.
+// Whether `applied` differs from `on`'s only by exact variants (a fusion added, left out or swapped), so that it
+// computes `on`'s step in another order and `on`'s trajectory is the one to judge it against.
 bool differs_only_exactly(const std::vector<std::string>& applied, const std::vector<std::string>& on);
 
 // `class` is the class the rung declares (a reference's: the one it was judged as); `judged_as` the one

@@ -208,10 +208,8 @@ const RungRecord* compared_rung(nlohmann::json& ref, const std::vector<RungRecor
     for (const auto& r : rungs)
       if (r.plan.kind == RungKind::kBaseline && r.ok()) with = &r;
   } else {
-    // The fastest one-process C++ rung at the same batch, of the same model (weight_tying's shares the head
-    // with the embedding; the reference's does not), and not slowed on purpose (an anti-variant); not the top's
-    // second timing (the faster of two timings of one step would favour it more than the fastest rung does);
-    // and one whose parity did not fail: a step that computes something else beats torch.compile at nothing.
+    // The fastest one-process rung at its batch and of its model (untied head), not an anti-variant nor the top's
+    // second timing (the faster of two timings would favour it), whose parity did not fail.
     const bool tied = ref["config"]["model"]["tie_weights"];
     std::vector<const RungRecord*> failed_parity;
     for (const auto& r : rungs) {

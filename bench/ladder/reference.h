@@ -30,12 +30,9 @@ const std::vector<std::string>& reference_names();
 // where its parity run goes uncompiled (ref_torch_compile at another batch than the profile's).
 nlohmann::json reference_config(const std::string& name, const Profile& prof, const DeviceInfo& dev, int64_t batch);
 
-// Runs one reference: writes DIR/reference/<name>_b<batch>.config.json and the tokens it needs (int64, from
-// the start of `train_tokens`), runs the script with `budget_s` (< 0: none; 0: spent, the floor) for its compilation,
-// warm-up and timed steps, its output in DIR/reference/<name>_b<batch>.log (one set of files a run: ref_torch_compile
-// runs at two batches). Returns the entry rungs.json
-// keeps: name, status (ok | error; the ladder marks one its own stop ended `interrupted`), error, config,
-// and the script's result. Never throws for a failing script: its last line of output is the error.
+// Runs one reference with `budget_s` (< 0 none, 0 spent): DIR/reference/<name>_b<batch>.{config.json,tokens,log}.
+// Returns rungs.json's entry: name, status (ok | error), error, config, the script's result. Never throws for a
+// failing script: its last line of output is the error.
 nlohmann::json run_reference(const std::string& name, nlohmann::json config, const at::Tensor& train_tokens,
                              const std::string& dir, double budget_s);
 
@@ -45,19 +42,15 @@ void check_python_runs(const std::string& python);
 // Whether any reference in rungs.json's `references` ended in error: the run is then partial, its exit code 1.
 bool references_failed(const nlohmann::json& refs);
 
-// The reference runs a ladder makes after its rungs, as (name, batch), in order: each of `selected` at the
-// profile's `batch`, then ref_torch_compile again at batch_scaling's batch where that rung runs on one process
-// at another batch (`searched_batch`: none without such a rung; 0 while it is still to run, then counted as one
-// more run) — less those `kept` (rungs.json entries) from an earlier run of the same plan, which --resume keeps.
+// The (name, batch) runs after the rungs: each of `selected` at `batch`, then ref_torch_compile at batch_scaling's
+// `searched_batch` (0: still to run), less those `kept` from an earlier run of the same plan (--resume).
 std::vector<std::pair<std::string, int64_t>> references_to_run(const std::vector<std::string>& selected, int64_t batch,
                                                                std::optional<int64_t> searched_batch,
                                                                const nlohmann::json& kept);
 
-// The device's clocks over the reference's timed repetitions, out of `samples` this process took while it ran (the
-// script stamps its repetitions' window with time.monotonic(), the samples' clock): ref["clocks"] over the window of
-// the form it reports, and ref["compile_scope_clocks"][scope] over each compiled form's own, as a C++ rung's `clocks`
-// are over its repetitions. Unavailable with the reason where there are no samples (the CPU; no NVML) or no window.
-// Nothing for a reference without a result.
+// The clocks over the reference's timed window (time.monotonic(), the samples' clock) out of `samples`: ref["clocks"]
+// for the form it reports, ref["compile_scope_clocks"][scope] for each compiled form; unavailable, with the reason,
+// without samples (a CPU, no NVML) or a window.
 void attach_reference_clocks(nlohmann::json& ref, const ClockSamples& samples);
 
 // Sets `compared_with`, `ratio` (the C++ rung's tok/s over the reference's) and the parity of the

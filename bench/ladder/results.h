@@ -91,10 +91,8 @@ struct RungOutcome {
   nlohmann::json clocks;   // NVML's clocks, power, temperature over the timed repetitions (measure/clocks.h)
   nlohmann::json kept;     // a kept rung: which extras joined and why (bench/ladder/kept.h); null otherwise
   bool device_fault = false;  // an error that left the device unusable (lost_context): kept by --resume, not rerun
-  // Written ahead of the rung's work (rungs.json's "in_flight" while it is pending), so that a process that ends in
-  // it recording nothing (a crash; a kill: the out-of-memory killer's, a deadline's where the rung could not stop in
-  // time) leaves the rung said; --resume counts such ends (`ended_processes`): after one it runs the rung again, after
-  // kProcessEndsARungMayCause it records the rung as an error and goes on past it (bench/ladder/run_dir.h).
+  // Said ahead of the rung's work, so that a process that ends in it recording nothing (a crash, a kill) leaves it
+  // said: --resume counts such ends, runs the rung again after one, records an error after kProcessEndsARungMayCause.
   bool in_flight = false;
   int64_t ended_processes = 0;
 };

@@ -1,7 +1,6 @@
-// defines: the run directory's files and what --resume reads back — build_id, git_sha, torch_version (what
-//          made a run), fingerprint and device_identity (what must match to resume it), RunLock (one process a
-//          directory), Kept and resume_or_start (an earlier run's finished rungs, references and peaks),
-//          RunWriter (the one writer of rungs.json and results.json).
+// defines: the run directory and what --resume reads back: build_id, git_sha, torch_version, fingerprint and
+//          device_identity (what must match), RunLock (one process a directory), Kept and resume_or_start (an
+//          earlier run's finished work), RunWriter (the one writer of rungs.json and results.json).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -32,10 +31,9 @@ nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std:
 // What must match for --resume: the resolved rungs and the measurement settings (not the time budget).
 std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& records);
 
-// The device a run was made on, as rungs.json's `device` records it, in words: what --resume must find again,
-// since a run's ratios compare its rungs and references as timed on one device (a lease may be an H100 and the
-// next an H200). Name, type, CPU model, compute capability, SMs (a CPU's ATen threads), processes, driver and
-// CUDA runtime; not the memory total (a CPU's moves by a few KB between boots).
+// The device rungs.json's `device` records, in words: what --resume must find again (a run's ratios are of one
+// device's timings). Name, type, CPU model, compute capability, SMs or threads, processes, driver and runtime; not
+// the memory total (a CPU's moves by a few KB between boots).
 std::string device_identity(const nlohmann::json& device);
 
 // One process owns a run directory while it writes there: an advisory lock (flock) on DIR/.lock, which names
@@ -72,12 +70,9 @@ nlohmann::json read_rungs_json(const std::string& dir);
 // machine), whose references may be compared with rungs timed on another card than theirs.
 nlohmann::json cards_with(const nlohmann::json& earlier, const std::string& uuid);
 
-// --resume: the earlier run's finished rungs are kept (their rungs.json entries, restored into `records`,
-// and Google Benchmark results) and its finished references, provided the profile resolves to the same
-// rungs, the build is the same and so is the device (`dev`, device_identity). A rung the earlier process ended in
-// ("in_flight": a crash, a kill) counts that end in `ended_processes` and runs again, or after
-// kProcessEndsARungMayCause such ends is recorded as an error and kept. Without --resume, DIR must not hold a run
-// already.
+// --resume: the earlier run's finished rungs (restored into `records`) and references are kept, where the profile
+// resolves alike and the build and device are the same; a rung it ended in counts `ended_processes` (results.h).
+// Without --resume, DIR must not hold a run already.
 Kept resume_or_start(bool resume, const std::string& out_dir, const Profile& prof, std::vector<RungRecord>& records,
                      const std::string& build_id, const DeviceInfo& dev);
 

@@ -52,11 +52,9 @@ struct RungRunner {
   // A kept rung, as it starts: the extras that beat the top in this run join it (bench/ladder/kept.h); none
   // did: skipped, it would be the top again.
   bool settle(RungRecord& r, const std::vector<RungRecord>& records);
-  // An extra, kept or control rung on top of batch_scaling's runs at the batch the top's search chose, not a search
-  // of its own: its ratio to the top is its variants' alone (a fusion that frees memory would otherwise count the bigger
-  // batch it fits as its gain, and the kept rule would keep it for that), the extras and the kept rungs are
-  // compared at one batch, ref_torch_compile's second run's, and no search's time is spent. Out of memory there:
-  // halved, as any batch_scaling rung.
+  // A rung on the top of batch_scaling's runs at the batch the top's search chose: its ratio to the top is its
+  // variants' alone (a fusion that frees memory would count the bigger batch it fits as its gain), no search's
+  // time is spent. Out of memory there: halved, as any batch_scaling rung.
   void take_top_batch(RungRecord& r, const std::vector<RungRecord>& records);
 
   // Warm-up steps a rung takes: the profile's, and under a time budget at least one, whose time the
@@ -92,10 +90,8 @@ struct RungRunner {
   // memory included) is recorded in the profile and leaves the rung's measurements standing.
   void breakdown_pass(RungRecord& r, const std::string& out_dir);
 
-  // Where a one-process rung at another batch than the baseline's (batch_scaling's) is judged: against the rung it
-  // is built on at that batch (a fusion's extra, top+kept and top_again on the top), whose trajectory is the same
-  // problem's, where it differs from it only by exact variants, by its variants' class at an equal batch; else
-  // nowhere (nullptr: the baseline, by the rung's own class).
+  // A one-process rung at another batch than the baseline's is judged against the rung it is built on at that
+  // batch where it differs from it only by exact variants; nullptr: against the baseline, by its own class.
   const RungRecord* parity_anchor(const RungRecord& r, const std::vector<RungRecord>* records) const;
 
   // After the last repetition: free the step, then the parity run (every rank, for DDP). A parity
@@ -107,16 +103,12 @@ struct RungRunner {
   // ends the process, before anything is freed (bench/ladder/lost_device.h).
   void fail(RungRecord& r, const std::exception& e);
 
-  // The rung a reference was compared with, timed again right after the reference: its step, batch and
-  // choices, warm-up and repetitions as the ladder times a rung, no parity run or breakdown pass (both are the
-  // rung's own). A copy: the rung's record, its repetitions and results.json stay as the ladder timed them.
-  // The C++ side timed before and after the Python one shows what the drift between them makes of the ratio.
+  // The rung a reference was compared with, timed again after it as the ladder times it (no parity, no breakdown),
+  // into a copy: before and after the Python side, it shows what drift makes of the ratio.
   RungRecord retime(const RungRecord& with, double share);
 
-  // Ranks other than 0: run the data-parallel rungs rank 0 announces, until it says "done"; then
-  // meet rank 0 at a barrier, since rank 0 hosts the store the messages come through and must not
-  // end (taking the store with it) before every rank has read "done". GPT2BENCH_TEST_FOLLOWER_DELAY_MS
-  // (tests) makes a follower slow to read each message, as a loaded machine can.
+  // Ranks other than 0: the data-parallel rungs rank 0 announces until "done", then a barrier (rank 0 hosts the
+  // store and must outlive every rank's read). GPT2BENCH_TEST_FOLLOWER_DELAY_MS (tests): a slow follower.
   int follow(std::vector<RungRecord>& records);};
 
 }  // namespace gpt2

@@ -34,10 +34,9 @@ struct Choice {
 void to_json(nlohmann::json& j, const Choice& c);
 Choice choice_from(const nlohmann::json& j);
 
-// Times `candidates` for `c` (its setting, key, rule, incumbent and margin set). `trial(candidate)`: seconds of one
-// pass; it throws where the candidate cannot run. Each is tried once (warm-up, and whether it runs), then timed
-// `rounds` times in turns, so that drift hits all alike; the fastest median wins unless the incumbent is within the
-// margin of it. A single candidate is chosen untimed. Throws std::runtime_error, every reason listed, if none runs.
+// Times `candidates` for `c`: `trial` returns seconds of one pass, or throws where one cannot run. Each is tried
+// once, then timed `rounds` times in turns; the fastest median wins unless the incumbent is within the margin.
+// A single candidate is chosen untimed; none that runs: std::runtime_error with every reason.
 Choice time_candidates(Choice c, const std::vector<std::string>& candidates, int rounds,
                        const std::function<double(const std::string&)>& trial);
 

@@ -43,12 +43,9 @@ struct ClockSummary {
   bool throttled = false;
   std::string throttled_why;
 };
-// Throttled: a thermal or hardware-slowdown reason was set in any sample, or the samples the power cap
-// did not hold have a median SM clock below 90% of `max_sm_mhz` (clocks locked low, a slow power state).
-// The software power cap is recorded (its share of the samples), not flagged: dense matmuls can hold an
-// H100 at its 700 W limit, the SM clock under the boost maximum, in a healthy run (a 3090 under its cap
-// ran 3-11% below its rated boost: ashalliants/ninfer-3090#72); that is the device's sustained speed, not a
-// fault that makes a variant read slower than it is.
+// Throttled: a thermal or hardware-slowdown reason in any sample, or a median SM clock under 90% of `max_sm_mhz`
+// in the samples the power cap did not hold. The power cap is recorded, not flagged: it is a device's sustained
+// speed under dense matmuls (docs/development.md: Choices made deliberately).
 ClockSummary summarize_clocks(const std::vector<ClockSample>& samples, double max_sm_mhz);
 ClockSummary unavailable_clocks(const std::string& why);
 // The summary of the samples stamped within [t0, t1], steady-clock seconds: another process's window (a reference

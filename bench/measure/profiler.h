@@ -44,11 +44,9 @@ class Collector {
 };
 std::unique_ptr<Collector> make_collector(const DeviceInfo& d);
 
-// The CUPTI activity kinds the CUDA collector enables: kernels, copies and sets, and both API
-// layers that launch them. ATen launches its kernels through the runtime API; cuBLAS and cuDNN launch
-// theirs through the driver API (cuLaunchKernel), so without "driver" their kernels have no launch
-// record and no phase (on the H100, 25.6 of 39.0 ms of 07_sdpa's step landed in "other").
-// "external_correlation" ties each launch to the top-level ATen op open on its thread (see attribute_ops).
+// The CUPTI activity kinds enabled: cuBLAS and cuDNN launch through the driver API, so without "driver" their
+// kernels have no launch and no phase (on the H100 25.6 of 39.0 ms of 07_sdpa's step was "other");
+// "external_correlation" ties each launch to its top-level ATen op (attribute_ops).
 inline constexpr const char* kCuptiActivityKinds[] = {"concurrent_kernel", "memcpy",  "memset",
                                                       "runtime",           "driver", "external_correlation"};
 
@@ -64,10 +62,8 @@ void attribute_phases(std::vector<TraceEvent>& device, const std::unordered_map<
 void attribute_ops(std::vector<TraceEvent>& device, const std::unordered_map<int64_t, uint64_t>& op_of,
                    const std::vector<std::string>& op_names);
 
-// FLOPs of one matmul-like ATen op from its input shapes (`shapes`: one per tensor input, in order;
-// `causal`: an SDPA kernel's is_causal): mm/addmm/_addmm_activation 2·M·N·K, bmm/baddbmm 2·B·M·N·K,
-// SDPA kernels 4·B·H·T·S·D forward (halved when causal) and twice that backward (model FLOPs: the
-// recomputation flash attention does is not counted). 0 for any other op.
+// FLOPs of one matmul-like ATen op from its tensor inputs' shapes: mm/addmm 2·M·N·K, bmm/baddbmm 2·B·M·N·K, SDPA
+// 4·B·H·T·S·D forward (halved when `causal`), twice that backward (model FLOPs: no recomputation); else 0.
 double op_flops(const std::string& name, const std::vector<std::vector<int64_t>>& shapes, bool causal);
 
 // Counts op_flops over every ATen op run between start() and stop(), on any device (RecordFunction
@@ -89,11 +85,9 @@ class FlopCounter {
   std::unique_ptr<State> state_;
 };
 
-// matmul | attention | normalization | elementwise | embedding | loss | optimizer | memcpy | other, from the name
-// of an op or kernel. An autograd node's evaluate_function ("...: NllLossBackward0") is its forward op's
-// category. ATen's generic CUDA kernels (TensorIterator's elementwise and reduction templates) are named by
-// their arithmetic alone: given `op`, the top-level op that launched one, such a kernel takes that op's category
-// (a bias gradient's sum is its Linear's matmul, a manual LayerNorm's mean its normalization).
+// matmul | attention | normalization | elementwise | embedding | loss | optimizer | memcpy | other, from an op's
+// or kernel's name (an autograd node's is its forward op's); a generic CUDA kernel (elementwise, reduce), named by
+// its arithmetic alone, takes the category of `op`, the top-level op that launched it.
 std::string category(const std::string& name, const std::string& kind = "op", const std::string& op = "");
 
 struct NameStat {
@@ -129,10 +123,9 @@ struct ProfileSummary {
   std::map<std::string, double> counted_flops_by_op;
 };
 
-// `wall_s`: the wall time of the `steps` profiled steps. CPU times count top-level ops only, so
-// nested ops are not counted twice; counts include every op. From CUPTI (`source` "cupti"), steps that ran with no
-// kernel recorded throw instead: its activity collection was off in this process (an earlier session can leave it
-// so: lightseekorg/tokenspeed#1348, CUDA 13.0), and a table of zeros would read as a step that did no work.
+// `wall_s`: the wall time of the `steps` profiled steps; CPU times count top-level ops only. From CUPTI, steps with
+// no kernel recorded throw: its collection was off in this process (CUDA 13.0 can leave it so), and a table of
+// zeros would read as a step that did no work.
 ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, double wall_s, const std::string& source);
 nlohmann::json to_json(const ProfileSummary& s);
 // Chrome trace format (opens in Perfetto): one complete ("X") event per op or kernel, and the phases.

@@ -1,9 +1,6 @@
-// defines: Backend — everything a kind of device does its own way, behind one interface: finding and
-//          describing devices, step timers, memory meters, batch movers, the graph executor, the
-//          collective backend, synchronize/empty_cache, the libraries report.
-// The CPU backend is cpu_backend.cpp. The CUDA one is cuda/cuda_backend.cpp in the CUDA build and
-// absent (cuda_backend() == nullptr, from no_cuda.cpp) otherwise: CMake picks the file, so no code
-// outside those two files asks which build it is in.
+// defines: Backend — what a kind of device does its own way: devices, timers, memory meters, batch movers, graphs,
+//          collectives, synchronize/empty_cache. cpu_backend.cpp, and cuda/cuda_backend.cpp in the CUDA build
+//          (else no_cuda.cpp: cuda_backend() == nullptr): CMake picks the file, no code asks which build it is.
 #pragma once
 #include <c10/util/intrusive_ptr.h>
 

@@ -19,19 +19,15 @@
 
 namespace gpt2 {
 
-// `want`: "auto" (CUDA if this build has it and a device is present, else CPU), "cpu", "cuda", "cuda:N".
-// Throws std::runtime_error when the device asked for is not there, saying why. A CUDA device found
-// is made current and its CUDA state (context, caching allocator) initialised before this returns,
-// so nothing later (allocator statistics, events, streams) meets a device that is not set up.
+// `want`: "auto" (CUDA if built and present, else CPU), "cpu", "cuda", "cuda:N"; throws saying why when it is not
+// there. A CUDA device is made current and its context and allocator set up before this returns.
 DeviceInfo detect_device(const std::string& want = "auto");
 c10::Device torch_device(const DeviceInfo& d);
 // Whether this CPU computes bf16 natively, from /proc/cpuinfo's flags line: "native (AMX-BF16)",
 // "native (AVX512-BF16)" or "emulated (...)". On an AVX2-only AMD EPYC a bf16 step was 20x an fp32 one.
 std::string cpu_bf16_support(const std::string& cpuinfo_flags);
-// Whether this CPU has fp16 arithmetic that ATen uses (oneDNN's fp16 matmul needs AVX512-FP16 or AMX-FP16,
-// mkldnn_fp16_device_check): "native (...)" or "none (...)". Without it an fp16 matmul takes ATen's
-// reference GEMM: 512² matmuls ran at 1.3 GFLOP/s in fp16, 57 in bf16, 190 in fp32 on a 2-core AVX-512
-// Xeon, and a gpt2-mini fp16-autocast step took 22 s.
+// Whether ATen has fp16 arithmetic on this CPU (oneDNN needs AVX512-FP16 or AMX-FP16): "native (...)" or
+// "none (...)". Without it fp16 matmuls take the reference GEMM (1.3 GFLOP/s against 190 in fp32 on a Xeon).
 std::string cpu_fp16_support(const std::string& cpuinfo_flags);
 // The first processor's "family F model M stepping S" in /proc/cpuinfo's text (x86), or "" where it says none.
 // Hypervisors hide the model name: a Zen 3 and a Zen 5 EPYC were both "AMD EPYC", and a report merging their runs
@@ -39,10 +35,8 @@ std::string cpu_fp16_support(const std::string& cpuinfo_flags);
 std::string cpu_model_id(const std::string& cpuinfo);
 bool build_has_cuda();
 
-// Times work queued on the device without waiting for it: mark() at each step boundary queues a
-// CUDA event on the device's current stream (on the CPU, where ATen ops run synchronously, it reads
-// a steady clock); intervals() waits once, for the last mark, and returns the seconds between
-// consecutive marks, then starts over. So a timed repetition synchronizes the host once, at its end.
+// Times queued work without waiting for it: mark() at each step boundary queues a CUDA event (on the CPU reads a
+// steady clock); intervals() waits once, for the last mark, and returns the seconds between marks.
 class StepTimer {
  public:
   virtual ~StepTimer() = default;
@@ -82,10 +76,8 @@ std::string lost_context(const DeviceInfo& d);
 // Dense peak FLOP/s from the datasheet (bench/datasheet.h) for known GPUs at the precision the rung
 // computes in; nullopt for any other device, the CPU included, and for a precision without tensor cores.
 std::optional<double> datasheet_peak_flops(const DeviceInfo& d, MathMode m);
-// The best rate (`work` units a second) of `op` on the device: run once to warm up (library init, kernel
-// selection, pages touched), then timed until `min_total_s` have passed, at least 3 times and at most 20 —
-// once, where one run alone takes `min_total_s` (an emulated-bf16 CPU's 1024^3 GEMM took 2.4 s: timing it three
-// times had cost every ladder's start about 5 s more there).
+// The best rate (`work` units a second) of `op`: once to warm up, then timed until `min_total_s` have passed, 3 to
+// 20 times, once where one run takes `min_total_s` (an emulated-bf16 CPU's 1024^3 GEMM took 2.4 s).
 double best_rate(const DeviceInfo& d, double work, double min_total_s, const std::function<void()>& op);
 // The best FLOP/s of a large square GEMM in that math mode, measured here and now.
 double measure_matmul_peak(const DeviceInfo& d, MathMode m);

@@ -1,7 +1,5 @@
-// defines: DistEnv (torchrun's environment), Dist (a c10d process group: Gloo on the CPU, NCCL on
-//          CUDA, over a TCPStore rendezvous, with heartbeats to name a lost rank), GradSync (c10d's
-//          Reducer: bucketed all-reduce overlapped with backward, as PyTorch's DDP)
-// No c10d headers here: dist.cpp holds them.
+// defines: DistEnv (torchrun's environment), Dist (a c10d process group, Gloo or NCCL, over a TCPStore, with
+//          heartbeats to name a lost rank), GradSync (c10d's Reducer, as PyTorch's DDP). No c10d headers here.
 #pragma once
 #include <ATen/core/Tensor.h>
 

@@ -1,11 +1,6 @@
-// defines: CaptureSteps, capture_with — the protocol of one CUDA-graph capture, apart
-//          from CUDA so that it is tested on the CPU with a fake (tests/graph_capture_test.cpp).
-//
-// What the H100 showed: a capture that starts with cached allocator blocks can fail with "CUDA
-// error: operation not permitted when stream is capturing" (the allocator frees cached blocks, a
-// cudaFree, mid-capture), and a capture that fails and is left open poisons every later rung.
-// torch.cuda.graph synchronizes and empties the cache before capture_begin; so do we, and a failed
-// capture is ended and dropped, with its private pool, before the error goes up.
+// defines: CaptureSteps, capture_with — one CUDA-graph capture, apart from CUDA so that a fake tests it on the CPU.
+//          As torch.cuda.graph: synchronize and empty the cache first (a cached block freed mid-capture fails it),
+//          and a failed capture ended and dropped before the error goes up (docs/development.md: Choices made deliberately).
 #pragma once
 #include <c10/util/Exception.h>
 

@@ -19,12 +19,9 @@ namespace {
 
 std::atomic<int64_t> g_live{0}, g_peak{0}, g_limit{0};
 
-// Forwards to ATen's default CPU allocator and counts the bytes of every live allocation. Each one
-// carries its size in a header of one alignment unit (64 bytes) before the data, so the data stays as
-// aligned as ATen's and data == context holds (some ATen paths, oneDNN's among them, require it). An
-// earlier version kept the sizes in a locked hash table keyed by address: a harness cost Python eager
-// does not pay, about 2-3% of the CPU baseline's step (2-core AMD EPYC, 2026-11-24, cpu-scaled, runs
-// interleaved: 7,499-7,776 tok/s with the table, 7,767-7,994 with the header, 7,857-7,950 unwrapped).
+// Forwards to ATen's CPU allocator, each allocation's size in a 64-byte header before its data, so that the data
+// is as aligned as ATen's and data == context (oneDNN needs it); cheaper than a table of sizes
+// (docs/development.md: Choices made deliberately).
 class CountingCpuAllocator final : public c10::Allocator {
  public:
   static constexpr size_t kHeader = c10::gAlignment;

@@ -1,7 +1,6 @@
-// defines: PhaseRange — marks a phase of the training step (data, forward, loss, backward,
-//          optimizer): an NVTX range for nsys, and the process-wide "current phase" that the
-//          profilers attribute ops and kernel launches to (process-wide, not thread-local: autograd
-//          runs backward on its own threads, and steps never overlap).
+// defines: PhaseRange — a phase of the step (data, forward, loss, backward, optimizer): an NVTX range, and the
+//          process-wide current phase the profilers attribute work to (not thread-local: autograd runs backward
+//          on its own threads).
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -40,12 +40,9 @@ std::string sdpa_kernel_for(const at::Tensor& q, double dropout);
 
 class TrainStep {
  public:
-  // `tokens`: the training stream (int32, CPU). Weights come from init_weights(seed); dropout's
-  // RNG (ATen's global generator) is seeded from `seed` too, so two TrainSteps of one spec, run
-  // one after the other, take identical steps.
-  // With spec.dist.backend != "none", `dist` is the process group: the parameters are broadcast
-  // from rank 0, this rank reads its slice of each global batch, and c10d's Reducer averages the
-  // gradients during backward.
+  // `tokens`: the training stream (int32, CPU). Weights and dropout's RNG come from `seed`: two TrainSteps of one
+  // spec take identical steps. With spec.dist, `dist` is the group: weights broadcast from rank 0, each rank its
+  // slice of the batch, c10d's Reducer averaging gradients in backward.
   TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tokens, uint64_t seed, Dist* dist = nullptr);
   ~TrainStep();
   TrainStep(const TrainStep&) = delete;
@@ -84,10 +81,8 @@ class TrainStep {
   at::Tensor scale_, growth_tracker_, found_inf_;  // fp16 gradient scaler state (device)
 };
 
-// One repetition: `steps` calls of `step`, the timer marked before the first and after each, losses
-// kept on the device; `stop()` is asked before each step (a signal). The host waits for the device
-// once, after the last step (timer.intervals()), so nothing between steps synchronizes unless the
-// step itself does (sync_every_step).
+// One repetition: `steps` calls of `step`, the timer marked around each, losses kept on the device, `stop()` asked
+// before each. The host waits once, after the last step, unless the step itself synchronizes.
 struct TimedSteps {
   std::vector<double> seconds;     // one per step taken
   std::vector<at::Tensor> losses;  // device scalars, one per step taken
@@ -103,10 +98,8 @@ struct Trajectory {
   std::vector<double> losses;
   double first_batch_after = 0;
   double first_grad_norm = 0;
-  // The same gradient parameter by parameter, in canonical_parameters' names and shapes (model/gpt2.h: q, k and v
-  // apart however stored, the padded rows left out): what a kernel that writes one parameter's gradient wrong (a
-  // LayerNorm's gamma, a bias) changes, where the whole norm, which the large matrices fill, moves by a hair.
-  // Empty where the first step's gradient is not known.
+  // The same gradient parameter by parameter (canonical_parameters' names and shapes): what a kernel writing one
+  // parameter's gradient wrong changes, where the whole norm moves by a hair. Empty where not known.
   std::vector<std::pair<std::string, double>> first_grad_norms;
 };
 Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps,

@@ -1,8 +1,6 @@
-// The CUDA profiler: CUPTI's Activity API (kernels, memcpy, memset, and the runtime calls that
-// launched them). A kernel's phase is the phase during which the runtime call with its correlation
-// id started: phases are timestamped on CUPTI's clock as they open and close, on whatever thread.
-// A kernel's op is the top-level ATen op open on the launching thread: a RecordFunction callback pushes
-// the op name's id as CUPTI's external correlation id while the op runs (as Kineto does for torch.profiler).
+// The CUDA profiler: CUPTI's Activity API. A kernel's phase is the one open when its launch (by correlation id)
+// started; its op is the top-level ATen op open on the launching thread, pushed as CUPTI's external correlation
+// id while it runs (as Kineto does).
 #include <ATen/record_function.h>
 #include <cupti.h>
 
