@@ -10,7 +10,6 @@
 
 #include <csignal>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>

@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
-#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>

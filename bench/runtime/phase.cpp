@@ -1,5 +1,6 @@
 #include "bench/runtime/phase.h"
 
+#include <atomic>
 #include <chrono>
 
 namespace gpt2 {

@@ -2,7 +2,6 @@
 //          process-wide current phase the profilers attribute work to (not thread-local: autograd runs backward
 //          on its own threads).
 #pragma once
-#include <atomic>
 #include <cstdint>
 
 #include "bench/runtime/nvtx.h"
