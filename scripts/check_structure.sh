@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The structure the README's Layout states, checked: each library includes only those listed above it; no function
-# over 60 lines, class over 150 or file over 600 (bench/ladder/ladder.cpp 500) in the C++ and Python sources; no
-# rung-name parsing ("_top+") in C++ or Python; no build-kind #ifdef: the device Backend (bench/runtime/backend.h)
-# is the one seam, chosen by CMake.
+# over 60 lines, class over 150 or file over 600 (ladder.cpp 500) in the C++ and Python sources, the Layout's figures
+# as they are; no rung-name parsing ("_top+"); no build-kind #ifdef (bench/runtime/backend.h is the one seam).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bad=0
@@ -20,8 +19,20 @@ done
 sources=$(git ls-files bench config model variants kernels common reports/gpt2bench_report reference 2>/dev/null \
           | grep -E '\.(cpp|h|cu|py)$' || find bench config model variants kernels common reports/gpt2bench_report \
           reference -name '*.cpp' -o -name '*.h' -o -name '*.cu' -o -name '*.py')
-python3 scripts/long_functions.py 60 150 600 $sources ||
-  { echo "structure: functions over 60 lines, classes over 150 or files over 600 (above)"; bad=1; }
+sizes=$(python3 scripts/long_functions.py 60 150 600 $sources) ||
+  { echo "$sizes"; echo "structure: functions over 60 lines, classes over 150 or files over 600 (above)"; bad=1; }
+# The figures the README's Layout gives, as they are now.
+last=$(echo "$sizes" | tail -1)
+bench_sources=$(git ls-files bench 2>/dev/null | grep -E '\.(cpp|h|cu)$' || find bench -name '*.cpp' -o -name '*.h' -o -name '*.cu')
+figures=$(python3 - "$last" "$(cat $bench_sources | wc -l)" "$(echo "$bench_sources" | wc -l)" <<'PY'
+import re, sys
+m = re.match(r"(\d+) files; the longest function (\d+) lines .*; the largest class (\d+) lines \((?:struct|class) (\w+)", sys.argv[1])
+print(f"{m[1]} C++ and Python sources, the longest function {m[2]} lines, the largest class {m[3]} (`{m[4]}`); "
+      f"`bench/` {int(sys.argv[2]):,} lines in {sys.argv[3]} files")
+PY
+)
+tr '\n' ' ' < README.md | tr -s ' ' | grep -qF "$figures" ||
+  { echo "structure: the README's Layout should say: $figures"; bad=1; }
 n=$(wc -l < bench/ladder/ladder.cpp)
 [ "$n" -le 500 ] || { echo "structure: bench/ladder/ladder.cpp is $n lines (at most 500)"; bad=1; }
 hits=$(grep -rn --include='*.cpp' --include='*.h' --include='*.py' '_top+' bench model variants config reports/gpt2bench_report)
@@ -29,5 +40,5 @@ hits=$(grep -rn --include='*.cpp' --include='*.h' --include='*.py' '_top+' bench
 hits=$(grep -rn --include='*.cpp' --include='*.h' 'GPT2BENCH_WITH_CUDA' bench model variants config common tests fuzz)
 [ -n "$hits" ] && { echo "structure: #ifdef on the build kind (ask cuda_backend() instead):"; echo "$hits"; bad=1; }
 [ $bad -eq 0 ] && echo "structure: includes in the Layout's order, no function over 60 lines, no class over 150," \
-                       "no file over 600, no name parsing, no build-kind #ifdef"
+                       "no file over 600, no name parsing, no build-kind #ifdef; $figures"
 exit $bad

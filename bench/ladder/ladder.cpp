@@ -67,11 +67,11 @@ void set_counters(benchmark::State& st, RungRecord& rec, double step_s, std::vec
 // said, for --resume), a kept rung settled, its share of the time budget, then built, warmed up and fitted to that
 // share. A kept rung with nothing to keep ends skipped.
 void start_rung(RungRecord& rec, size_t i, size_t n_rungs, RungRunner& ladder, std::vector<RungRecord>& records) {
-  rec.out.in_flight = true;
+  rec.out.ends.in_flight = true;
   if (ladder.save_running) ladder.save_running();
   if (rec.plan.kind == RungKind::kKept && !ladder.settle(rec, records)) return;
   if (rec.plan.kind == RungKind::kControl)
-    rec.out.breakdown = {{"skipped", "the top's step again: its breakdown is the top's"}};
+    rec.out.breakdown.summary = {{"skipped", "the top's step again: its breakdown is the top's"}};
   const double started = ladder.budget.elapsed_s();
   const int64_t shares = rec.budget_shares();  // before its search sets its batch
   const double share = ladder.budget.share_s(ladder.rungs_to_run - ladder.rungs_started) * static_cast<double>(shares);
@@ -91,12 +91,13 @@ void end_rung(benchmark::State& st, RungRecord& rec, bool is_baseline, RungRunne
     rec.out.clocks = to_json(ladder.clocks->take());
     if (rec.throttled()) std::cerr << "    THROTTLED: " << rec.out.clocks["throttled_why"].get<std::string>() << "\n";
   }
-  if (ladder.prof.breakdown_steps > 0 && ranks(rec.spec()) == 1 && !rec.out.breakdown.contains("skipped")) {
+  const nlohmann::json& summary = rec.out.breakdown.summary;
+  if (ladder.prof.breakdown_steps > 0 && ranks(rec.spec()) == 1 && !summary.contains("skipped")) {
     ladder.breakdown_pass(rec, out_dir);
-    if (!rec.out.breakdown.contains("error")) {
-      st.counters["events_per_step"] = rec.out.breakdown["events_per_step"].get<double>();
-      st.counters["busy_fraction"] = rec.out.breakdown["busy_fraction"].get<double>();
-      st.counters["profile_overhead"] = rec.out.breakdown["overhead"].get<double>();
+    if (!summary.contains("error")) {
+      st.counters["events_per_step"] = summary.at("events_per_step").get<double>();
+      st.counters["busy_fraction"] = summary.at("busy_fraction").get<double>();
+      st.counters["profile_overhead"] = summary.at("overhead").get<double>();
     }
   }
   ladder.finish(rec, is_baseline, &records);

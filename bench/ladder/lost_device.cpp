@@ -115,7 +115,7 @@ void LostDeviceExit::end_process(const std::string& error, const std::string& wh
   if (RungRecord* r = in_flight_) {
     r->out.status = RungStatus::kError;
     r->out.error = error;
-    r->out.device_fault = true;
+    r->out.ends.device_fault = true;
     who = r->name();
   }
   int code = 3;

@@ -276,7 +276,7 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
     ref["ratio"] = with->median_tokens_per_sec() / res["tokens_per_sec"].get<double>();  // C++ over Python
     if (auto ri = ratio_interval_json(with->out.timing.rep_tokens_per_sec, ref); !ri.is_null())
       ref["ratio_interval"] = ri;  // how far the repetitions' noise alone could move it
-    const auto& b = with->out.breakdown;
+    const auto& b = with->out.breakdown.summary;
     if (res.contains("breakdown") && res["breakdown"].contains("events_per_step") && b.is_object() &&
         b.contains("events_per_step"))  // the eager gap in one figure; name by name in the report
       ref["events_per_step"] = {{"what", res["breakdown"]["events"]}, {"cpp", b["events_per_step"]},

@@ -74,12 +74,12 @@ nlohmann::json flops_json(const RungRecord& r) {
                       {"per_token_noncausal", f.per_token_full_attention()},
                       {"shares", {{"blocks", f.shares().blocks}, {"lm_head", f.shares().lm_head},
                                   {"attention", f.shares().attention}}}};
-  if (r.out.counted_flops_per_token) {
+  if (const auto counted = r.out.breakdown.counted_flops_per_token) {
     const double expect = manual ? f.per_token_full_attention() : f.per_token();
-    j["counted_per_token"] = *r.out.counted_flops_per_token;
+    j["counted_per_token"] = *counted;
     j["counted_compared_with"] = manual ? "per_token_noncausal (this attention computes the full T x T matrix)"
                                         : "per_token (causal SDPA kernel)";
-    j["counted_vs_formula"] = *r.out.counted_flops_per_token / expect;
+    j["counted_vs_formula"] = *counted / expect;
   }
   return j;
 }
@@ -138,12 +138,10 @@ nlohmann::json to_json(const RungRecord& r) {
       {"parity", to_json(r.out.parity, r.plan.rung.parity)},
   };
   if (!r.out.error.empty()) j["error"] = r.out.error;
-  if (r.out.device_fault) j["device_fault"] = true;
-  if (r.out.status == RungStatus::kPending && r.out.in_flight) j["in_flight"] = true;
-  if (r.out.ended_processes > 0) j["ended_processes"] = r.out.ended_processes;
+  r.out.ends.write(j, r.out.status == RungStatus::kPending);
   j["sdpa_backend_used"] = r.out.sdpa_backend_used;
   if (!r.out.choices.empty()) j["choices"] = r.out.choices;
-  if (!r.out.breakdown.is_null()) j["breakdown"] = r.out.breakdown;
+  r.out.breakdown.write(j);
   if (ranks(r.plan.rung.spec) > 1) {
     j["world_size"] = ranks(r.plan.rung.spec);
     r.out.per_rank.write(j);
@@ -160,20 +158,39 @@ nlohmann::json to_json(const RungRecord& r) {
 void restore(RungRecord& r, const nlohmann::json& j) {
   r.out.status = rung_status_from(j.at("status").get<std::string>());
   r.out.error = j.value("error", "");
-  r.out.device_fault = j.value("device_fault", false);
-  r.out.ended_processes = j.value("ended_processes", int64_t{0});
+  r.out.ends.read(j);
   r.out.batch = j.at("spec").at("batch").get<int64_t>();
-  if (j.contains("flops") && j["flops"].contains("counted_per_token")) r.out.counted_flops_per_token = j["flops"]["counted_per_token"].get<double>();
   r.out.parity = parity_result_from(j.at("parity"));
   r.out.sdpa_backend_used = j.value("sdpa_backend_used", "n/a");
   for (const auto& c : j.value("choices", nlohmann::json::array())) r.out.choices.push_back(choice_from(c));
   if (j.contains("batch_search")) r.out.batch_search = j["batch_search"];
   if (j.contains("clocks")) r.out.clocks = j["clocks"];
   if (j.contains("kept")) r.out.kept = j["kept"];
-  if (j.contains("breakdown")) r.out.breakdown = j["breakdown"];
+  r.out.breakdown.read(j);
   r.out.timing.read(j);
   r.out.memory.read(j);
   r.out.per_rank.read(j);
+}
+
+void RungBreakdown::write(nlohmann::json& rung) const {
+  if (!summary.is_null()) rung["breakdown"] = summary;
+}
+
+void RungBreakdown::read(const nlohmann::json& rung) {
+  if (rung.contains("breakdown")) summary = rung["breakdown"];
+  if (rung.contains("flops") && rung["flops"].contains("counted_per_token"))
+    counted_flops_per_token = rung["flops"]["counted_per_token"].get<double>();
+}
+
+void ProcessEnds::write(nlohmann::json& rung, bool pending) const {
+  if (device_fault) rung["device_fault"] = true;
+  if (pending && in_flight) rung["in_flight"] = true;
+  if (ended > 0) rung["ended_processes"] = ended;
+}
+
+void ProcessEnds::read(const nlohmann::json& rung) {
+  device_fault = rung.value("device_fault", false);
+  ended = rung.value("ended_processes", int64_t{0});
 }
 
 void RungTiming::write(nlohmann::json& rung) const {

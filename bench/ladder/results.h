@@ -72,6 +72,25 @@ struct RankFigures {
   void read(const nlohmann::json& rung);
 };
 
+// The breakdown pass: its summary and memory (rungs.json's "breakdown"), or {"skipped"|"error": why}; null before
+// it ran. The FLOPs a token counted from its op shapes go into "flops" (flops_json).
+struct RungBreakdown {
+  nlohmann::json summary;
+  std::optional<double> counted_flops_per_token;
+  void write(nlohmann::json& rung) const;
+  void read(const nlohmann::json& rung);
+};
+// Ends that are not the rung's verdict: a device it left unusable (kept by --resume, not rerun), and the processes
+// that ended in it recording nothing (a crash, a kill): it is said ahead ("in_flight") so --resume can count them,
+// running it again after one and recording an error after kProcessEndsARungMayCause (run_dir.h).
+struct ProcessEnds {
+  bool device_fault = false;
+  bool in_flight = false;
+  int64_t ended = 0;
+  void write(nlohmann::json& rung, bool pending) const;  // "device_fault", "in_flight", "ended_processes"
+  void read(const nlohmann::json& rung);
+};
+
 // What happened when it ran.
 struct RungOutcome {
   RungStatus status = RungStatus::kPending;  // skipped: an earlier rung's step here
@@ -84,16 +103,11 @@ struct RungOutcome {
   // Settings settled by timing (bench/measure/choice.h): the candidate each ran with; other ranks are told it alone.
   std::vector<Choice> choices;
   std::string sdpa_backend_used = "n/a";
-  nlohmann::json breakdown;  // the breakdown pass's summary and memory breakdown, when it ran
-  std::optional<double> counted_flops_per_token;  // from the breakdown pass's op shapes
+  RungBreakdown breakdown;
   nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
   nlohmann::json clocks;   // NVML's clocks, power, temperature over the timed repetitions (measure/clocks.h)
   nlohmann::json kept;     // a kept rung: which extras joined and why (bench/ladder/kept.h); null otherwise
-  bool device_fault = false;  // an error that left the device unusable (lost_context): kept by --resume, not rerun
-  // Said ahead of the rung's work, so that a process that ends in it recording nothing (a crash, a kill) leaves it
-  // said: --resume counts such ends, runs the rung again after one, records an error after kProcessEndsARungMayCause.
-  bool in_flight = false;
-  int64_t ended_processes = 0;
+  ProcessEnds ends;
 };
 
 // One rung: the plan and, once it has run, the outcome; rungs.json holds both.

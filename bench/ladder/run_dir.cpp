@@ -50,11 +50,11 @@ bool complete(const nlohmann::json& rung) {
 // where it was in flight (a crash, a kill) — run again after one, an error after kProcessEndsARungMayCause, said.
 void carry_ended(RungRecord& r, const nlohmann::json& j) {
   const bool ended_in_it = j.value("in_flight", false);
-  r.out.ended_processes = j.value("ended_processes", int64_t{0}) + (ended_in_it ? 1 : 0);
+  r.out.ends.ended = j.value("ended_processes", int64_t{0}) + (ended_in_it ? 1 : 0);
   if (!ended_in_it) return;
-  if (r.out.ended_processes >= kProcessEndsARungMayCause) {
+  if (r.out.ends.ended >= kProcessEndsARungMayCause) {
     r.out.status = RungStatus::kError;
-    r.out.error = "its process ended during this rung " + std::to_string(r.out.ended_processes) +
+    r.out.error = "its process ended during this rung " + std::to_string(r.out.ends.ended) +
                   " times, recording nothing (a crash, or a kill it could not stop for: the ladder's log says which);"
                   " --resume does not run it again";
     std::cerr << "gpt2bench: " << r.name() << ": " << r.out.error << "\n";

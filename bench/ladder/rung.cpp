@@ -114,7 +114,7 @@ void RungRunner::fit(RungRecord& r, double share_s, double started_s) {
   if (note.empty()) return;
   r.out.timing.budget_note = note + " (time budget: " + format_duration(left) + " left for this rung at " +
                       format_duration(r.out.timing.warmup_step_s) + " a step)";
-  if (!f.breakdown) r.out.breakdown = {{"skipped", "over the time budget"}};
+  if (!f.breakdown) r.out.breakdown.summary = {{"skipped", "over the time budget"}};
   std::cerr << "    " << r.out.timing.budget_note << "\n";
 }
 
@@ -176,15 +176,15 @@ void RungRunner::breakdown_pass(RungRecord& r, const std::string& out_dir) {
     const Breakdown p = breakdown_rung(r.spec(), dev, data.train, prof.seed, static_cast<int>(prof.warmup_steps),
                                        static_cast<int>(prof.breakdown_steps), meter);
     write_breakdown(out_dir, r.plan.rung.name, p);
-    r.out.breakdown = to_json(p.summary);
-    r.out.breakdown.erase("by_name");  // every op or kernel name: in breakdown/<rung>.json, not in rungs.json
-    r.out.breakdown["memory"] = to_json(p.memory);
+    nlohmann::json& summary = r.out.breakdown.summary = to_json(p.summary);
+    summary.erase("by_name");  // every op or kernel name: in breakdown/<rung>.json, not in rungs.json
+    summary["memory"] = to_json(p.memory);
     if (p.summary.counted_flops_per_step > 0)
-      r.out.counted_flops_per_token = p.summary.counted_flops_per_step / static_cast<double>(r.tokens_per_step());
+      r.out.breakdown.counted_flops_per_token = p.summary.counted_flops_per_step / static_cast<double>(r.tokens_per_step());
   } catch (const std::exception& e) {
     const bool oom = dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr;
-    r.out.breakdown = {{"error", (oom ? "out of memory in the breakdown pass: " : "the breakdown pass failed: ") + error_text(e)}};
-    std::cerr << "    " << first_line(r.out.breakdown["error"].get<std::string>()) << "\n";
+    r.out.breakdown.summary = {{"error", (oom ? "out of memory in the breakdown pass: " : "the breakdown pass failed: ") + error_text(e)}};
+    std::cerr << "    " << first_line(r.out.breakdown.summary["error"].get<std::string>()) << "\n";
   }
   release();
 }

@@ -33,3 +33,21 @@ def test_python_defs_classes_and_long_files_are_measured(tmp_path):
     assert "m.py:6: 8 lines: def long" in out and "m.py:5: 9 lines: class C" in out and "def short" not in out
     assert "m.py: 13 lines (at most 10 a file)" in out
     assert check(tmp_path, "ok.py", "def f():\n    return 1\n")[0] == 0
+
+
+def test_the_readme_figures_are_checked(tmp_path):
+    """check_structure.sh fails, saying the true figures, where the README's Layout gives others."""
+    root = SCRIPT.parents[1]
+    for part in ["bench", "config", "model", "variants", "kernels", "common", "reference", "scripts",
+                 "reports/gpt2bench_report"]:
+        (tmp_path / part).parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["cp", "-r", str(root / part), str(tmp_path / part)], check=True)
+    readme = (root / "README.md").read_text()
+    script = tmp_path / "scripts" / "check_structure.sh"
+    (tmp_path / "README.md").write_text(readme)
+    ok = subprocess.run(["bash", str(script)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout
+    (tmp_path / "README.md").write_text(readme.replace("the longest function 60 lines", "the longest function 59 lines"))
+    stale = subprocess.run(["bash", str(script)], capture_output=True, text=True)
+    assert stale.returncode == 1
+    assert "the README's Layout should say: " in stale.stdout and "the longest function 60 lines" in stale.stdout
