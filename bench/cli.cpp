@@ -1,41 +1,30 @@
 #include "bench/cli.h"
 
-#include <torch/version.h>
-
-#include <ATen/ATen.h>
-
+#include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
-
 #include <unistd.h>
 
-#include <csignal>
+#include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "bench/measure/clocks.h"
-#include "bench/runtime/datasheet.h"
-#include "bench/runtime/device.h"
-#include "bench/runtime/dist.h"
-#include "bench/commands/ddp_check.h"
-#include "bench/commands/kernel_bench.h"
 #include "bench/commands/breakdown.h"
+#include "bench/commands/ddp_check.h"
+#include "bench/commands/doctor.h"
+#include "bench/commands/kernel_bench.h"
 #include "bench/ladder/ladder.h"
 #include "bench/ladder/reference.h"
 #include "bench/ladder/run_dir.h"
+#include "bench/runtime/device.h"
 #include "bench/runtime/launcher.h"
 #include "bench/runtime/memory.h"
-#include "config/profile.h"
-#include "bench/step/train_step.h"
-#include "config/yaml_reader.h"
-#include "common/files.h"
 #include "common/python.h"
+#include "config/profile.h"
 #include "model/data.h"
 #include "variants/registry.h"
-
-#include "bench/runtime/backend.h"
 
 namespace gpt2 {
 namespace {
@@ -357,44 +346,7 @@ int cmd_list_variants(int argc, char** argv) {
 
 int cmd_doctor(int argc, char** argv) {
   auto f = parse_flags(argc, argv, 2, {"device"}, kDoctorHelp);
-  std::cout << "gpt2bench " << GPT2BENCH_GIT_SHA << ", torch " << TORCH_VERSION << "\n";
-#ifdef GPT2BENCH_WITH_NVTX
-  constexpr bool nvtx = true;
-#else
-  constexpr bool nvtx = false;
-#endif
-  std::cout << "build: " << (build_has_cuda() ? "CUDA" : "CPU only") << ", NVTX 3 ranges compiled in: "
-            << (nvtx ? "yes" : "no (headers not found at configure time)") << "\n";
-  std::cout << "ATen: " << at::get_num_threads() << " threads, MKL " << (at::hasMKL() ? "yes" : "no") << ", MKL-DNN "
-            << (at::hasMKLDNN() ? "yes" : "no") << "\n";
-  if (const Backend* cuda = cuda_backend()) {
-    std::cout << "CUDA caching allocator: " << settle_device_allocator() << "\n";
-    std::cout << cuda->library_report();
-    if (cuda->device_count() == 0) std::cout << "no CUDA device found: GPU rungs would run on the CPU instead\n";
-  }
-  const DeviceInfo dev = detect_device(get(f, "device", "auto"));
-  std::cout << "device: " << dev.name << " (" << (dev.cuda() ? "cuda" : "cpu")
-            << (dev.cpu_model_id.empty() ? "" : ", " + dev.cpu_model_id) << ")\n";
-  if (dev.cuda())
-    std::cout << "  compute capability " << dev.cc_major << "." << dev.cc_minor << ", " << dev.sm_count << " SMs, "
-              << dev.total_memory / (1 << 20) << " MiB, driver " << dev.driver_version << ", runtime "
-              << dev.runtime_version << "\n";
-  std::cout << "  bf16: " << (dev.bf16 ? "yes" : "no") << (dev.bf16_support.empty() ? "" : ", " + dev.bf16_support)
-            << "\n  fp16: " << (dev.fp16 ? "yes" : "no") << (dev.fp16_support.empty() ? "" : ", " + dev.fp16_support)
-            << "\n  TF32: " << (dev.tf32 ? "yes" : "no") << ", flash attention: " << (dev.flash_attention ? "yes" : "no")
-            << "\n";
-  if (dev.cuda()) {
-    if (const auto row = find_datasheet(dev.name))
-      std::cout << "  datasheet (" << row->model << ", dense): bf16 " << row->bf16_tflops << " TFLOP/s, TF32 "
-                << row->tf32_tflops << ", fp32 " << row->fp32_tflops << ", memory " << row->memory_bandwidth_gbs
-                << " GB/s (" << row->source << ")\n";
-    else
-      std::cout << "  datasheet: none for this GPU: MFU is given against the measured matmul peak only\n";
-  }
-  const auto clocks = make_clock_sampler(dev)->take();
-  std::cout << "  clocks (NVML): " << (clocks.available ? "sampled during timed repetitions" : clocks.unavailable_why)
-            << "\n";
-  return 0;
+  return run_doctor(get(f, "device", "auto"));
 }
 
 // `--nproc N` (ladder, ddp-check): start N local ranks running the same command without it.
