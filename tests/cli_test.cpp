@@ -10,6 +10,7 @@
 #include "bench/runtime/device.h"
 #include "bench/runtime/memory.h"
 #include "helpers.h"
+#include "variants/registry.h"
 
 namespace gpt2 {
 namespace {
@@ -55,6 +56,10 @@ TEST(Cli, LadderWritesResultsWithTheCounters) {
 
   auto rungs = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
   EXPECT_EQ(rungs["status"], "complete");
+  // every variant's traits, for the report to read in place of names
+  EXPECT_EQ(rungs["variants"].size(), registry().size());
+  EXPECT_EQ(rungs["variants"]["fp8_linears"], (nlohmann::json{{"parity", "fp8"}, {"extra", true}, {"anti", false}}));
+  EXPECT_EQ(rungs["variants"]["sync_every_step"]["anti"], true);
   ASSERT_EQ(rungs["rungs"].size(), 1u);
   const auto& rung = rungs["rungs"][0];
   EXPECT_EQ(rung["name"], "00_baseline");

@@ -22,6 +22,7 @@
 #include "bench/runtime/device.h"  // build_has_cuda
 #include "bench/runtime/memory.h"  // settle_*_allocator
 #include "common/files.h"
+#include "variants/registry.h"
 
 namespace gpt2 {
 namespace {
@@ -176,6 +177,9 @@ nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std:
                 {"basis", records.empty() ? "" : records[0].plan.mfu_basis},
                 {"also", "median.mfu_vs_precision_peak: over the datasheet peak of the rung's own precision; "
                          "median.mfu_vs_measured_peak: over the matmul rate measured here in that precision"}};
+  // What each variant is, so that the report reads a rung's traits (its variant's parity class) and not its name.
+  for (const Variant* v : registry())
+    doc["variants"][std::string(v->name)] = {{"parity", to_string(v->parity)}, {"extra", v->extra()}, {"anti", v->anti}};
   doc["host_allocator"] = settle_host_allocator();  // set at start-up (cli_main); "" where not glibc
   if (dev.cuda()) doc["device_allocator"] = settle_device_allocator();  // likewise
   doc["rung_filter"] = rung_filter;  // --resume keeps it

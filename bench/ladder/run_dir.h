@@ -24,7 +24,8 @@ std::string build_id();
 // on any 2-core machine) and none on a GPU.
 double run_budget_s(const Profile& prof, const DeviceInfo& dev);
 
-// rungs.json without its rungs: the profile, device (with its datasheet row), build, MFU basis, --rung, fingerprint.
+// rungs.json without its rungs: the profile, device (with its datasheet row), build, MFU basis, every variant's
+// traits, --rung, fingerprint.
 nlohmann::json run_header(const Profile& prof, const DeviceInfo& dev, const std::vector<RungRecord>& records,
                           const std::string& build_id, const std::string& rung_filter);
 

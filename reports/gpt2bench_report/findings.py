@@ -1,4 +1,4 @@
-"""A run's answer in five to eight lines, read first: how fast, what paid, against torch.compile and eager, what
+"""A run's answer in five to nine lines, read first: how fast, what paid, against torch.compile and eager, what
 was kept, what failed, was skipped or throttled."""
 
 from __future__ import annotations
@@ -46,8 +46,37 @@ def _against_references(run: Run) -> list[str]:
     return out
 
 
+def _fp8(run: Run) -> str:
+    """A GPU run's FP8 rung against the rung it is built on (the bf16 top): its ratio, parity and memory, and where
+    its step's time moved by the two breakdowns (matmuls against the rest: FP8's scaling and casts)."""
+    r = next((r for r in run.rungs if run.variant_parity(r) == "fp8"), None)
+    if r is None or run.device.get("type") != "cuda":
+        return ""
+    if not r.ok:
+        why = r.error or next((s.get("reason", "") for s in r.skipped if s.get("variant") == r.variant), "")
+        return f"**FP8**: {r.name} {r.status}: {why.splitlines()[0] if why else '(rungs.json says nothing more)'}."
+    top = run.previous(r)
+    if top is None:
+        return f"**FP8**: {r.name} {fmt(r.tokens_per_sec)} tok/s; the rung it is built on did not run."
+    verdict = against_previous(run, r)
+    line = (f"**FP8**: {r.name} {r.tokens_per_sec / top.tokens_per_sec:.2f}x {top.name} at B={r.batch} "
+            f"({verdict[0] if verdict else '?'}), parity {r.parity_verdict}")
+    if r.peak_alloc_bytes and top.peak_alloc_bytes:
+        line += f", peak memory {r.peak_alloc_bytes / top.peak_alloc_bytes:.2f}x"
+    mine, theirs = ((x.profile or {}).get("category_ms") or {} for x in (r, top))
+    if mine and theirs:
+        moved = {c: mine.get(c, 0.0) - theirs.get(c, 0.0) for c in set(mine) | set(theirs)}
+        rest = max((c for c in moved if c != "matmul"), key=lambda c: abs(moved[c]), default=None)
+        line += f"; a step's matmuls {theirs.get('matmul', 0.0):.1f} -> {mine.get('matmul', 0.0):.1f} ms"
+        if rest:
+            line += f", its {rest} {moved[rest]:+.1f} ms (the largest other change)"
+    else:
+        line += f"; no breakdown of {(top if mine else r).name} to say where the time went"
+    return line + "."
+
+
 def findings(run: Run) -> list[str]:
-    """Five to eight lines: each a finding with its figure."""
+    """Five to nine lines: each a finding with its figure."""
     base, best = (run.rungs[0] if run.rungs and run.rungs[0].ok else None), fastest(run)
     lines = []
     if best and base:
@@ -70,6 +99,8 @@ def findings(run: Run) -> list[str]:
     kept = sorted({e.get("variant", "?") for r in run.rungs if r.ok and r.kept for e in r.kept if e.get("kept")})
     if any(r.kind == "kept" for r in run.rungs):
         lines.append("**Kept**: " + (", ".join(kept) if kept else "no extra beat the top") + ".")
+    if fp8 := _fp8(run):
+        lines.append(fp8)
     for status in ("error", "oom", "diverged", "interrupted"):
         if named := [r.name for r in run.rungs if r.status == status]:
             lines.append(f"**{status.capitalize()}**: {', '.join(named)} (the table says why).")
@@ -79,7 +110,7 @@ def findings(run: Run) -> list[str]:
     if throttled := [r.name for r in run.rungs if r.throttled]:
         lines.append(f"**Throttled**: {', '.join(throttled)}.")
     ok = sum(r.ok for r in run.rungs)
-    return lines[:7] + [f"**Run**: {run.status}; {ok} of {len(run.rungs)} rungs ran to the end."]
+    return lines[:8] + [f"**Run**: {run.status}; {ok} of {len(run.rungs)} rungs ran to the end."]
 
 
 HEADLINE = ["device", "run", "baseline tok/s", "fastest rung (batch)", "tok/s", "x baseline", "MFU",

@@ -77,6 +77,7 @@ class Run:
     measured: dict = field(default_factory=dict)  # rungs.json "measured": matmul_tflops, copy_bandwidth_gbs
     kernels: dict | None = None  # kernels.json (gpt2bench kernels --out RUN/kernels.json): our ops against ATen's
     cards: list = field(default_factory=list)  # rungs.json's GPUs (UUIDs) the run was timed on: 2+ = resumed on another
+    variant_traits: dict = field(default_factory=dict)  # rungs.json "variants": each one's parity class, extra, anti
     # Precisions whose measured peak was below a rate a rung achieved (a busy machine), with why: the ladder raises
     # such a peak and says so (measured.unreliable); a run older than that is found out here.
     unreliable_peaks: dict = field(default_factory=dict)
@@ -109,6 +110,10 @@ class Run:
     @property
     def label(self) -> str:
         return f"{self.device_name} [{self.path.name}]" + (" (SYNTHETIC)" if self.synthetic else "")
+
+    def variant_parity(self, rung: Rung) -> str:
+        """The parity class of the variant a rung adds, as the run's rungs.json lists it ("" in runs without it)."""
+        return self.variant_traits.get(rung.variant, {}).get("parity", "")
 
     def rung(self, name: str) -> Rung | None:
         return next((r for r in self.rungs if r.name == name), None)
@@ -338,6 +343,7 @@ def load_run(path: str | Path) -> Run:
             flop_shares=(rungs_doc["rungs"][0].get("flops", {}).get("shares") if rungs_doc["rungs"] else None),
             kernels=_load_kernels(d, rungs_doc["device"]),
             cards=list(rungs_doc.get("cards", [])),
+            variant_traits=rungs_doc.get("variants") or {},
             unreliable_peaks=_unreliable_peaks(rungs_doc, rungs),
         )
     except (KeyError, TypeError, AttributeError, ValueError) as e:

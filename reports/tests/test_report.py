@@ -1110,3 +1110,45 @@ def test_mfu_over_a_peak_measured_low_is_flagged_not_shown(tmp_path):
     run = load_run(run_dir)
     assert run.unreliable_peaks == {"fp32": "measured below a rate 05_sdpa achieved (a busy machine?)"}
     assert "the peak was measured below a rate the run achieved" in run.mfu_unreliable
+
+
+def _with_fp8_rung(tmp_path, status="ok", device_type=None):
+    """The committed H100 run with an FP8 rung added (SYNTHETIC: built on 20_top+fused_residual_norm, as its entry
+    with tok/s 0.9x, matmuls 3 ms shorter and elementwise 5 ms longer), and the variants' traits rungs.json keeps."""
+    d = tmp_path / "run"
+    shutil.copytree(ROOT / "reports/reference/gpu-nvidia-h100-80gb-hbm3/20261126-210951-gpu-124m", d)
+    doc = json.loads((d / "rungs.json").read_text())
+    fp8 = json.loads(json.dumps(next(r for r in doc["rungs"] if r["name"] == "20_top+fused_residual_norm")))
+    fp8.update(name="25_top+fp8_linears", variant="fp8_linears", compare_to="20_top+fused_residual_norm",
+               variants=fp8["variants"] + ["fp8_linears"])
+    fp8["median"]["tokens_per_sec"] *= 0.9
+    fp8["repetitions"]["tokens_per_sec"] = [x * 0.9 for x in fp8["repetitions"]["tokens_per_sec"]]
+    fp8["breakdown"]["category_ms"]["matmul"] -= 3.0
+    fp8["breakdown"]["category_ms"]["elementwise"] += 5.0
+    if status == "skipped":
+        fp8.update(status="skipped", error="")
+        fp8["skipped"] = [{"variant": "fp8_linears", "reason": "FP8 matmuls need a CUDA GPU of sm89+"}]
+    doc["rungs"].append(fp8)
+    doc["variants"] = {"fp8_linears": {"parity": "fp8", "extra": True, "anti": False}}
+    if device_type:  # (its kernels.json, timed on the GPU, would not belong)
+        doc["device"]["type"] = device_type
+        (d / "kernels.json").unlink(missing_ok=True)
+    (d / "rungs.json").write_text(json.dumps(doc))
+    return d
+
+
+def test_a_gpu_run_s_findings_say_what_fp8_gained_and_where_its_time_went(tmp_path):
+    from gpt2bench_report.findings import findings
+    run = load_run(_with_fp8_rung(tmp_path))
+    top = run.previous(run.rung("25_top+fp8_linears"))
+    [line] = [ln for ln in findings(run) if ln.startswith("**FP8**")]
+    assert "25_top+fp8_linears 0.90x 20_top+fused_residual_norm at B=32 (real)" in line, line
+    matmul = top.profile["category_ms"]["matmul"]
+    assert f"matmuls {matmul:.1f} -> {matmul - 3:.1f} ms, its elementwise +5.0 ms" in line, line
+    assert "parity pass" in line and "peak memory" in line
+    # skipped on this GPU: said with the variant's own reason; a CPU run or a run older than the traits: no line
+    run = load_run(_with_fp8_rung(tmp_path / "s", status="skipped"))
+    assert "**FP8**: 25_top+fp8_linears skipped: FP8 matmuls need a CUDA GPU of sm89+." in findings(run)
+    assert not [ln for ln in findings(load_run(_with_fp8_rung(tmp_path / "c", device_type="cpu"))) if "FP8" in ln]
+    run.variant_traits = {}
+    assert not [ln for ln in findings(run) if "FP8" in ln]
