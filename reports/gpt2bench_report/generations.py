@@ -23,7 +23,7 @@ _PRECISION = {"bf16_tflops": "bf16", "fp16_tflops": "fp16", "tf32_tflops": "tf32
 
 
 def _precision(run: Run, r) -> str:
-    """The datasheet key of the precision a rung's matmuls run in (rungs.json's, or guessed for an older run)."""
+    """The datasheet key of the precision a rung's matmuls run in (rungs.json's, or its spec's for an older run)."""
     return r.precision + "_tflops"
 
 

@@ -203,13 +203,11 @@ def _choices(rung: dict) -> list[dict]:
     return out
 
 
-def _guess_precision(variants: list[str], device_type: str) -> str:
-    """The precision of a rung from a run older than rungs.json's "precision", from its variants."""
-    if "bf16_cast" in variants or "bf16_autocast" in variants:
-        return "bf16"
-    if "fp16_autocast" in variants:
-        return "fp16"
-    return "tf32" if "tf32" in variants and device_type == "cuda" else "fp32"
+def _spec_precision(spec: dict) -> str:
+    """What a step's matmuls compute in, from its spec as the ladder's math_mode reads it: for runs older than
+    rungs.json's "precision"."""
+    p = spec.get("precision", "fp32")
+    return "bf16" if p.startswith("bf16") else "fp16" if p.startswith("fp16") else "tf32" if spec.get("tf32") else "fp32"
 
 
 def _unreliable_peaks(doc: dict, rungs: list[Rung]) -> dict:
@@ -271,7 +269,7 @@ def _load_kernels(d: Path, device: dict) -> dict | None:
     return doc
 
 
-def _load_rung(r: dict, where: Path, device_type: str) -> Rung:
+def _load_rung(r: dict, where: Path) -> Rung:
     """One rung of rungs.json, its figures checked to be numbers."""
     med = r.get("median", {})
     for key in ("tokens_per_sec", "step_ms", "mfu", "mfu_vs_measured_peak", "peak_alloc_bytes",
@@ -314,7 +312,7 @@ def _load_rung(r: dict, where: Path, device_type: str) -> Rung:
         measured_matmul=(r.get("peak_flops") or {}).get("measured_matmul") or None,
         device_fault=bool(r.get("device_fault", False)),
         ended_processes=int(r.get("ended_processes", 0)),
-        precision=r.get("precision") or _guess_precision(list(r.get("variants", [])), device_type),
+        precision=r.get("precision") or _spec_precision(r.get("spec", {})),
         mfu_vs_measured_peak=med.get("mfu_vs_measured_peak"),
     )
 
@@ -326,7 +324,7 @@ def load_run(path: str | Path) -> Run:
     rungs_doc = _read_json(d / "rungs.json")
     results = _read_json(d / "results.json")
     try:
-        rungs = [_load_rung(r, d / "rungs.json", rungs_doc["device"].get("type", "")) for r in rungs_doc["rungs"]]
+        rungs = [_load_rung(r, d / "rungs.json") for r in rungs_doc["rungs"]]
         return Run(
             path=d,
             profile=rungs_doc["profile"]["name"],
