@@ -8,8 +8,9 @@
 #include <map>
 #include <tuple>
 
-#include "bench/runtime/device.h"
 #include "bench/ladder/parity.h"
+#include "bench/ladder/plan.h"
+#include "bench/runtime/device.h"
 #include "config/profile.h"
 #include "bench/step/train_step.h"
 #include "config/presets.h"
@@ -404,6 +405,35 @@ TEST(Plan, TheDefaultLadderIsEveryRungThenTheExtrasOnTop) {
   listed.variants = std::vector<std::string>{"fused_adamw", "batch_scaling"};
   const auto plain = expand_plan(listed);
   EXPECT_EQ(plain.back().kind, RungKind::kLadder);
+}
+
+// gpu-124m on an H100 (sm90): the FP8 rung is an extra on the top, FP8 applied and nothing else skipped, so that it
+// runs at the batch the top's search chose and is judged against it; on an A100 (sm80) it is skipped, saying why.
+TEST(Plan, TheFp8RungIsAnExtraOnTheTopWhereTheGpuHasFp8) {
+  const Profile prof = load_profile(std::string(GPT2BENCH_SOURCE_DIR) + "/profiles/gpu-124m.yaml");
+  DeviceInfo h100 = fake_gpu(9);
+  h100.world_size = 2;  // so that the top keeps ddp, as a run on several GPUs does
+  const auto records = plan_rungs(prof, h100);
+  const auto fp8 = std::find_if(records.begin(), records.end(), [](const RungRecord& r) { return r.plan.variant == "fp8_linears"; });
+  ASSERT_NE(fp8, records.end());
+  EXPECT_EQ(fp8->plan.kind, RungKind::kExtra);
+  EXPECT_TRUE(on_the_top(fp8->plan.kind));  // RungRunner::take_top_batch: the top's searched batch
+  EXPECT_TRUE(fp8->plan.rung.spec.model.fp8_linears);
+  EXPECT_TRUE(fp8->plan.rung.skipped.empty()) << fp8->plan.rung.skipped[0].variant;
+  EXPECT_EQ(fp8->out.status, RungStatus::kPending);
+  EXPECT_EQ(fp8->plan.rung.parity, ParityClass::kProblem);  // batch_scaling's batch: another problem than B=8's
+  const auto on = std::find_if(records.begin(), records.end(), [&](const RungRecord& r) { return r.name() == fp8->plan.compare_to; });
+  ASSERT_NE(on, records.end());
+  std::vector<std::string> added = fp8->plan.rung.applied, top = on->plan.rung.applied;
+  std::erase(added, "fp8_linears");
+  std::erase(top, "gelu_epilogues"), std::erase(top, "fuse_bias_gelu");  // what FP8 conflicts with
+  std::erase(added, "gelu_epilogues"), std::erase(added, "fuse_bias_gelu");
+  EXPECT_EQ(added, top);
+  const auto a100 = plan_rungs(prof, fake_gpu(8));
+  const auto skipped = std::find_if(a100.begin(), a100.end(), [](const RungRecord& r) { return r.plan.variant == "fp8_linears"; });
+  ASSERT_NE(skipped, a100.end());
+  EXPECT_EQ(skipped->out.status, RungStatus::kSkipped);
+  EXPECT_NE(skipped->out.error.find("FP8 tensor cores need sm89+"), std::string::npos) << skipped->out.error;
 }
 
 TEST(Plan, AddOneAndLeaveOneOutCoverEveryVariant) {
