@@ -2,9 +2,9 @@
 
 #include "common/enum_names.h"
 #include "common/files.h"
+#include "common/format.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "config/presets.h"
 #include "config/yaml_reader.h"
@@ -152,11 +152,7 @@ std::string rung_label(const std::string& name) {
 
 namespace {
 
-std::string number(size_t i, const std::string& label) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "%02zu_", i);
-  return buf + label;
-}
+std::string number(size_t i, const std::string& label) { return strf("%02zu_", i) + label; }
 
 // leave_one_out's rung for `v`: every variant but it and but what requires it.
 std::vector<std::string> all_but(const std::vector<std::string>& vs, const std::string& v) {

@@ -1,8 +1,7 @@
 #include "model/config.h"
 
-#include <cstdio>
-
 #include "common/enum_names.h"
+#include "common/format.h"
 
 namespace gpt2 {
 
@@ -29,11 +28,7 @@ FlopModel flop_model(const ModelOptions& m) {
   f.matmul_weights = f.blocks + f.head;
   f.attention_causal = 6 * L * C * T;
   f.attention_full = 12 * L * C * T;
-  auto n = [](double x) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%.0f", x);
-    return std::string(buf);
-  };
+  auto n = [](double x) { return strf("%.0f", x); };
   f.formula = "6*(L*12*C^2 + V*C) + 6*L*C*T = 6*(" + n(L) + "*12*" + n(C) + "^2 + " + n(V) + "*" + n(C) + ") + 6*" +
               n(L) + "*" + n(C) + "*" + n(T) + " = " + n(f.per_token()) +
               " (matmuls only: LM head once, embedding lookups excluded; causal attention; non-causal " +

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/files.h"
+#include "common/format.h"
 #include "model/bpe.h"
 
 namespace gpt2 {
@@ -139,9 +140,7 @@ std::vector<std::string> prepare_text(const PrepareOptions& o) {
   auto emit = [&](const char* split, auto begin, auto end) {
     int shard = 0;
     for (auto it = begin; it < end; it += std::min<int64_t>(o.shard_tokens, end - it)) {
-      char name[64];
-      std::snprintf(name, sizeof(name), "%s_%06d.bin", split, shard++);
-      const auto path = files::join(o.out_dir, name);
+      const auto path = files::join(o.out_dir, strf("%s_%06d.bin", split, shard++));
       write_shard(path, std::vector<uint16_t>(it, it + std::min<int64_t>(o.shard_tokens, end - it)));
       written.push_back(path);
     }

@@ -1,9 +1,9 @@
 #include "bench/ladder/budget.h"
+#include "common/format.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 
 namespace gpt2 {
 
@@ -43,16 +43,14 @@ double TimeBudget::share_s(int64_t rungs_left) const {
 }
 
 std::string format_duration(double s) {
-  char buf[32];
   s = std::max(0.0, s);
   const long t = std::lround(s);
   // Under 10 s the digits stay: "0s a step" said nothing of a 258 ms step.
-  if (s > 0 && s < 1) std::snprintf(buf, sizeof buf, "%ldms", std::max(1L, std::lround(s * 1000)));
-  else if (s > 0 && s < 9.95) std::snprintf(buf, sizeof buf, "%.1fs", s);
-  else if (t < 60) std::snprintf(buf, sizeof buf, "%lds", t);
-  else if (t < 3600) std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t % 3600) / 60);
-  return buf;
+  if (s > 0 && s < 1) return strf("%ldms", std::max(1L, std::lround(s * 1000)));
+  if (s > 0 && s < 9.95) return strf("%.1fs", s);
+  if (t < 60) return strf("%lds", t);
+  if (t < 3600) return strf("%ldm%02lds", t / 60, t % 60);
+  return strf("%ldh%02ldm", t / 3600, (t % 3600) / 60);
 }
 
 std::string TimeBudget::progress(int64_t done, int64_t total) {

@@ -1,18 +1,16 @@
 #include "bench/ladder/kept.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "bench/measure/stats.h"
+#include "common/format.h"
 
 namespace gpt2 {
 namespace {
 
 // "1.026x; 1.01-1.04x at 97%": the medians' ratio, then the interval noise alone leaves it.
 std::string ratio_text(double r, const RatioInterval& ri) {
-  char buf[80];
-  std::snprintf(buf, sizeof(buf), "%.3fx; %.3f-%.3fx at %.0f%%", r, ri.low, ri.high, 100 * ri.level);
-  return buf;
+  return strf("%.3fx; %.3f-%.3fx at %.0f%%", r, ri.low, ri.high, 100 * ri.level);
 }
 
 // An extra's rung against one timing of the top: its ratio and interval into `e`; whether it is beyond noise.
@@ -49,10 +47,8 @@ double anti_variant_drift(const std::vector<RungRecord>& records, const RungReco
     }
     if (faster && ratio > drift) {
       drift = ratio;
-      char buf[200];
-      std::snprintf(buf, sizeof(buf), "%s, slowed on purpose and yet %.3fx the top%s: the machine's drift",
-                    r.name().c_str(), ratio, later ? " timed before and after it" : "");
-      text = buf;
+      text = strf("%s, slowed on purpose and yet %.3fx the top%s: the machine's drift", r.name().c_str(), ratio,
+                  later ? " timed before and after it" : "");
     }
   }
   return drift;

@@ -15,6 +15,7 @@
 #include "bench/runtime/phase.h"
 #include "bench/step/step_spec.h"
 #include "common/errors.h"
+#include "common/format.h"
 
 namespace gpt2 {
 namespace {
@@ -94,10 +95,8 @@ void LostDeviceExit::watch(double limit_s) {
     // The record read only once the rung has stood still that long (its thread writes it as it goes).
     const double after_s = hang_after_s(limit_s, r->out.timing.warmup_step_s, r->out.timing.steps);
     if (steady_now_ns() - since < static_cast<int64_t>(after_s * 1e9) || ranks(r->plan.rung.spec) > 1) continue;
-    char secs[32];
-    std::snprintf(secs, sizeof(secs), "%g", limit_s);
-    const std::string what = std::string("hung: no step began a phase for ") + secs + " s (a kernel that does not end, "
-                             "or a call that does not return; GPT2BENCH_HANG_S sets the limit)";
+    const std::string what = strf("hung: no step began a phase for %g s (a kernel that does not end, or a call that "
+                                  "does not return; GPT2BENCH_HANG_S sets the limit)", limit_s);
     end_process(what, "hung");  // from this thread: the rung's own waits for good
   }
 }

@@ -4,27 +4,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <string>
 
+#include "common/format.h"
 #include "variants/registry.h"
 
 namespace gpt2 {
 
 namespace {
-std::string ratio_text(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.4gx", x);
-  return buf;
-}
+std::string ratio_text(double x) { return strf("%.4gx", x); }
 
-std::string percent(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g%%", 100 * x);
-  return buf;
-}
+std::string percent(double x) { return strf("%g%%", 100 * x); }
 
 // The parameter whose first gradient norm is furthest from the baseline's, over the larger of that norm and
 // `floor` (a share of the whole norm): a gradient zero in exact arithmetic (a key bias's) is rounding noise on

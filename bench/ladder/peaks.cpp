@@ -1,6 +1,5 @@
 #include "bench/ladder/peaks.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -8,6 +7,7 @@
 #include "bench/runtime/device.h"
 #include "bench/step/step_spec.h"
 #include "common/errors.h"
+#include "common/format.h"
 
 namespace gpt2 {
 namespace {
@@ -25,11 +25,7 @@ Peaks::Measure device_measure(const DeviceInfo& dev) {
   };
 }
 
-std::string gflops(double rate) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f GFLOP/s", rate / 1e9);
-  return buf;
-}
+std::string gflops(double rate) { return strf("%.1f GFLOP/s", rate / 1e9); }
 
 }  // namespace
 

@@ -20,6 +20,7 @@
 #include "bench/measure/stats.h"
 #include "common/errors.h"
 #include "common/files.h"
+#include "common/format.h"
 #include "common/python.h"
 #include "config/profile.h"
 #include "bench/runtime/device_info.h"
@@ -304,21 +305,22 @@ void compare_again(nlohmann::json& ref, const RungRecord& again) {
   ref["again"] = a;
 }
 
+namespace {
+// " (1.02-1.07x, 97%)": the ratio's interval where `j` has one.
+std::string interval_words(const nlohmann::json& j) {
+  if (!j.contains("ratio_interval")) return "";
+  const auto& ri = j["ratio_interval"];
+  return strf(" (%.2f-%.2fx, %.0f%%)", ri["low"].get<double>(), ri["high"].get<double>(), 100 * ri["level"].get<double>());
+}
+}  // namespace
+
 std::string again_line(const nlohmann::json& ref) {
   if (!ref.contains("again")) return "";
   const auto& a = ref["again"];
   std::string s = "    " + a["rung"].get<std::string>() + " timed again after " + ref["name"].get<std::string>() + ": ";
   if (a.contains("error")) return s + first_line(a["error"].get<std::string>());
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "%.0f tok/s, %.2fx it", a["cpp_tokens_per_sec"].get<double>(), a["ratio"].get<double>());
-  s += buf;
-  if (a.contains("ratio_interval")) {
-    const auto& ri = a["ratio_interval"];
-    std::snprintf(buf, sizeof(buf), " (%.2f-%.2fx, %.0f%%)", ri["low"].get<double>(), ri["high"].get<double>(),
-                  100 * ri["level"].get<double>());
-    s += buf;
-  }
-  return s;
+  return s + strf("%.0f tok/s, %.2fx it", a["cpp_tokens_per_sec"].get<double>(), a["ratio"].get<double>()) +
+         interval_words(a);
 }
 
 void attach_reference_clocks(nlohmann::json& ref, const ClockSamples& samples) {
@@ -342,13 +344,8 @@ namespace {
 // "1980 MHz", with the power cap's share of the samples and a throttle's reason where there are; "" unavailable.
 std::string clock_words(const nlohmann::json& c) {
   if (!c.value("available", false)) return "";
-  char buf[200];
-  std::snprintf(buf, sizeof(buf), "%.0f MHz", c.value("sm_mhz_median", 0.0));
-  std::string s = buf;
-  if (c.value("power_capped_share", 0.0) > 0) {
-    std::snprintf(buf, sizeof(buf), " (power-capped %.0f%%)", 100 * c.value("power_capped_share", 0.0));
-    s += buf;
-  }
+  std::string s = strf("%.0f MHz", c.value("sm_mhz_median", 0.0));
+  if (c.value("power_capped_share", 0.0) > 0) s += strf(" (power-capped %.0f%%)", 100 * c.value("power_capped_share", 0.0));
   if (c.value("throttled", false)) s += " THROTTLED: " + c.value("throttled_why", std::string());
   return s;
 }
@@ -357,17 +354,13 @@ std::string clock_words(const nlohmann::json& c) {
 // it was not compared with.
 std::string detail_lines(const nlohmann::json& ref) {
   std::string s;
-  char buf[200];
   if (ref.contains("parity") && ref["parity"].contains("error")) {  // why it has no verdict, on a line of its own
-    std::string why = ref["parity"]["error"].get<std::string>();
-    if (why.size() > 150) why = why.substr(0, 147) + "...";
-    s += "\n      parity: " + why;
+    s += "\n      parity: " + clip(ref["parity"]["error"].get<std::string>(), 150);
   }
   if (ref.contains("events_per_step")) {  // a line of its own: beside the ratio it took the line past 160 characters
     const auto& e = ref["events_per_step"];
-    std::snprintf(buf, sizeof(buf), "\n      %s a step: C++ %.0f, Python %.0f", e["what"].get<std::string>().c_str(),
-                  e["cpp"].get<double>(), e["python"].get<double>());
-    s += buf;
+    s += strf("\n      %s a step: C++ %.0f, Python %.0f", e["what"].get<std::string>().c_str(), e["cpp"].get<double>(),
+              e["python"].get<double>());
   }
   // The SM clock over its timed steps (each compiled form's), a line of its own where NVML sampled it.
   std::string clocks;
@@ -378,11 +371,9 @@ std::string detail_lines(const nlohmann::json& ref) {
     clocks = clock_words(ref["clocks"]);
   }
   if (!clocks.empty()) s += "\n      SM clock over its timed steps (median): " + clocks;
-  for (const auto& p : ref.value("passed_over", nlohmann::json::array())) {
-    std::snprintf(buf, sizeof(buf), "\n      not compared with %s (%.0f tok/s): %s", p["rung"].get<std::string>().c_str(),
-                  p["cpp_tokens_per_sec"].get<double>(), p["why"].get<std::string>().c_str());
-    s += buf;
-  }
+  for (const auto& p : ref.value("passed_over", nlohmann::json::array()))
+    s += strf("\n      not compared with %s (%.0f tok/s): %s", p["rung"].get<std::string>().c_str(),
+              p["cpp_tokens_per_sec"].get<double>(), p["why"].get<std::string>().c_str());
   return s;
 }
 
@@ -401,31 +392,18 @@ std::string reference_line(const nlohmann::json& ref) {
       const std::string said = f.value("said", "");
       e = f.value("exit", "") + (said.empty() ? "" : ": " + said);
     }
-    if (e.size() > 140) e = e.substr(0, 137) + "...";
-    o << (ref["status"] == "error" ? "error: " : "") << e;
+    o << (ref["status"] == "error" ? "error: " : "") << clip(e, 140);
     return o.str();
   }
   const auto& res = ref["result"];
-  char buf[200];
-  std::snprintf(buf, sizeof(buf), "ok: %.0f tok/s (Python, torch %s%s%s)", res["tokens_per_sec"].get<double>(),
-                res.value("torch_version", "?").c_str(), res.contains("compile_scope") ? ", compiled: " : "",
-                res.value("compile_scope", "").c_str());
-  o << buf;
-  if (ref.contains("ratio")) {
-    std::snprintf(buf, sizeof(buf), "; %s is %.2fx it", ref["compared_with"].get<std::string>().c_str(),
-                  ref["ratio"].get<double>());
-    o << buf;
-    if (ref.contains("ratio_interval")) {
-      const auto& ri = ref["ratio_interval"];
-      std::snprintf(buf, sizeof(buf), " (%.2f-%.2fx, %.0f%%)", ri["low"].get<double>(), ri["high"].get<double>(),
-                    100 * ri["level"].get<double>());
-      o << buf;
-    }
-  }
+  o << strf("ok: %.0f tok/s (Python, torch %s%s%s)", res["tokens_per_sec"].get<double>(),
+            res.value("torch_version", "?").c_str(), res.contains("compile_scope") ? ", compiled: " : "",
+            res.value("compile_scope", "").c_str());
+  if (ref.contains("ratio"))
+    o << strf("; %s is %.2fx it", ref["compared_with"].get<std::string>().c_str(), ref["ratio"].get<double>())
+      << interval_words(ref);
   if (ref.contains("parity")) o << ", parity " << ref["parity"]["verdict"].get<std::string>();
-  std::string s = o.str();
-  if (s.size() > 160) s = s.substr(0, 157) + "...";
-  return s + detail_lines(ref);
+  return clip(o.str(), 160) + detail_lines(ref);
 }
 
 }  // namespace gpt2

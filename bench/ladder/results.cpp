@@ -3,12 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <iomanip>
 
 #include "bench/measure/stats.h"
 #include "common/enum_names.h"
+#include "common/errors.h"
 #include "common/files.h"
+#include "common/format.h"
 
 namespace gpt2 {
 
@@ -280,25 +281,18 @@ const RungRecord* compared_with(const std::vector<RungRecord>& rungs, const Rung
 }
 
 std::string rung_line(const RungRecord& r, const RungRecord* against) {
-  char buf[256];
   if (r.out.status != RungStatus::kOk) {
-    std::string why = r.out.error.substr(0, r.out.error.find('\n'));
-    if (why.size() > 110) why = why.substr(0, 107) + "...";
-    std::snprintf(buf, sizeof(buf), "    %s %s: %s", r.plan.rung.name.c_str(), to_string(r.out.status).c_str(), why.c_str());
-    return buf;
+    return strf("    %s %s: %s", r.plan.rung.name.c_str(), to_string(r.out.status).c_str(),
+                clip(first_line(r.out.error), 110).c_str());
   }
   const double t = r.median_tokens_per_sec();
-  std::string vs = "-";
-  if (against) {
-    char v[96];
-    std::snprintf(v, sizeof(v), "%.2fx vs %s", t / against->median_tokens_per_sec(), against->plan.rung.name.c_str());
-    vs = v;
-  }
-  std::snprintf(buf, sizeof(buf), "    %s ok: %.0f tok/s, %s, parity %s, cv %.1f%%%s", r.plan.rung.name.c_str(), t,
-                vs.c_str(), r.out.parity.verdict.c_str(), 100 * coefficient_of_variation(r.out.timing.rep_tokens_per_sec),
-                r.throttled() ? ", THROTTLED" : "");
-  std::string line = buf;
-  return line.size() > 160 ? line.substr(0, 157) + "..." : line;
+  const std::string vs =
+      against ? strf("%.2fx vs %s", t / against->median_tokens_per_sec(), against->plan.rung.name.c_str()) : "-";
+  const std::string line = strf("    %s ok: %.0f tok/s, %s, parity %s, cv %.1f%%%s", r.plan.rung.name.c_str(), t,
+                                vs.c_str(), r.out.parity.verdict.c_str(),
+                                100 * coefficient_of_variation(r.out.timing.rep_tokens_per_sec),
+                                r.throttled() ? ", THROTTLED" : "");
+  return clip(line, 160);
 }
 
 std::string TeeReporter::json_so_far() const { return json_out_.str() + "\n  ]\n}\n"; }
@@ -316,14 +310,10 @@ std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, boo
 // ratio), or a rung of another problem's first-batch loss before and after.
 std::string parity_figures(const ParityResult& p) {
   if (p.verdict == "n/a") return "";
-  char dev[64];
   if (p.judged_as == ParityClass::kProblem && !p.losses.empty())  // losses of another problem
-    std::snprintf(dev, sizeof(dev), " (first batch's loss %.3f -> %.3f)", p.losses.front(), p.first_batch_after);
-  else if (p.grad_norm_ratio > 0)
-    std::snprintf(dev, sizeof(dev), " (max dev %.2e, |grad| %.3fx)", p.max_abs_dev, p.grad_norm_ratio);
-  else
-    std::snprintf(dev, sizeof(dev), " (max dev %.2e)", p.max_abs_dev);
-  return dev;
+    return strf(" (first batch's loss %.3f -> %.3f)", p.losses.front(), p.first_batch_after);
+  if (p.grad_norm_ratio > 0) return strf(" (max dev %.2e, |grad| %.3fx)", p.max_abs_dev, p.grad_norm_ratio);
+  return strf(" (max dev %.2e)", p.max_abs_dev);
 }
 
 // Under the closing table: the rungs parity was judged against instead of the baseline, units, MFU's basis.
@@ -338,11 +328,7 @@ std::string table_footer(const std::vector<std::string>& anchors, bool cuda, con
 
 std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
   std::ostringstream s;
-  auto gb = [](int64_t b) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%.3f", b / 1e9);
-    return std::string(buf);
-  };
+  auto gb = [](int64_t b) { return strf("%.3f", b / 1e9); };
   s << std::left << std::setw(28) << "rung" << std::right << std::setw(12) << "tok/s" << std::setw(9) << "vs prev"
     << std::setw(9) << "vs base" << std::setw(11) << "step ms" << std::setw(12) << "peak alloc" << std::setw(12)
     << (cuda ? "reserved" : "peak RSS") << std::setw(9) << "MFU" << "  parity\n";
@@ -358,20 +344,12 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     }
     const double t = r.median_tokens_per_sec();
     const RungRecord* prev = compared_with(rungs, r);
-    auto ratio = [&](const RungRecord* o) {
-      char buf[32];
-      if (!o) return std::string("-");
-      std::snprintf(buf, sizeof(buf), "%.2fx", t / o->median_tokens_per_sec());
-      return std::string(buf);
-    };
-    char tok[32], ms[32], mfu[32];
-    std::snprintf(tok, sizeof(tok), "%.0f", t);
-    std::snprintf(ms, sizeof(ms), "%.2f", r.median_step_ms());
+    auto ratio = [&](const RungRecord* o) { return o ? strf("%.2fx", t / o->median_tokens_per_sec()) : "-"; };
     const auto m = r.mfu();
-    if (m) std::snprintf(mfu, sizeof(mfu), "%.2f%%", 100.0 * *m);
-    else std::snprintf(mfu, sizeof(mfu), "-");
-    s << std::setw(12) << tok << std::setw(9) << ratio(prev) << std::setw(9) << ratio(base) << std::setw(11) << ms
-      << std::setw(12) << gb(r.out.memory.peak_alloc_bytes) << std::setw(12) << gb(r.out.memory.peak_reserved_bytes) << std::setw(9) << mfu
+    const std::string mfu = m ? strf("%.2f%%", 100.0 * *m) : "-";
+    s << std::setw(12) << strf("%.0f", t) << std::setw(9) << ratio(prev) << std::setw(9) << ratio(base) << std::setw(11)
+      << strf("%.2f", r.median_step_ms()) << std::setw(12) << gb(r.out.memory.peak_alloc_bytes) << std::setw(12)
+      << gb(r.out.memory.peak_reserved_bytes) << std::setw(9) << mfu
       << "  " << (r.out.parity.verdict == "fail" ? "FAIL" : r.out.parity.verdict);
     // judged against the rung it is built on at its batch (the top): marked, and named under the table
     const bool against = !r.out.parity.against.empty() && r.out.parity.judged_as != ParityClass::kProblem;

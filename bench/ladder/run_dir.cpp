@@ -22,6 +22,7 @@
 #include "bench/runtime/device.h"  // build_has_cuda
 #include "bench/runtime/memory.h"  // settle_*_allocator
 #include "common/files.h"
+#include "common/format.h"
 #include "variants/registry.h"
 
 namespace gpt2 {
@@ -196,9 +197,7 @@ std::string fingerprint(const Profile& prof, const std::vector<RungRecord>& reco
   for (const auto& r : records) j["rungs"].push_back({r.plan.rung.name, r.plan.rung.spec});
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (char c : j.dump()) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return strf("%016llx", static_cast<unsigned long long>(h));
 }
 
 std::string device_identity(const nlohmann::json& d) {

@@ -1,6 +1,7 @@
 #include "bench/measure/clocks.h"
 
 #include "bench/measure/stats.h"
+#include "common/format.h"
 
 #include <dlfcn.h>
 #include <nlohmann/json.hpp>
@@ -8,7 +9,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <iterator>
 #include <mutex>
 #include <thread>
@@ -42,17 +42,16 @@ ClockSummary summarize_clocks(const std::vector<ClockSample>& samples, double ma
                                                     {kReasonHwPowerBrake, "hw_power_brake_slowdown"}};
   for (const auto& [bit, name] : names)
     if (seen & bit) s.reasons.push_back(name);
-  char buf[200];
   if (const uint64_t bad = seen & (kReasonHwSlowdown | kReasonSwThermal | kReasonHwThermal | kReasonHwPowerBrake)) {
     s.throttled = true;
     for (const auto& [bit, name] : names)
       if (bad & bit) s.throttled_why += (s.throttled_why.empty() ? "" : ", ") + std::string(name);
   }
   if (max_sm_mhz > 0 && !uncapped.empty() && s.uncapped_sm_mhz_median < 0.9 * max_sm_mhz) {
-    std::snprintf(buf, sizeof(buf), "median SM clock %.0f MHz%s is %.0f%% of the %.0f MHz maximum",
-                  s.uncapped_sm_mhz_median, uncapped.size() < samples.size() ? " (the samples not power-capped)" : "",
-                  100 * s.uncapped_sm_mhz_median / max_sm_mhz, max_sm_mhz);
-    s.throttled_why = s.throttled ? std::string(buf) + "; " + s.throttled_why : std::string(buf);
+    const std::string why = strf("median SM clock %.0f MHz%s is %.0f%% of the %.0f MHz maximum", s.uncapped_sm_mhz_median,
+                                 uncapped.size() < samples.size() ? " (the samples not power-capped)" : "",
+                                 100 * s.uncapped_sm_mhz_median / max_sm_mhz, max_sm_mhz);
+    s.throttled_why = s.throttled ? why + "; " + s.throttled_why : why;
     s.throttled = true;
   }
   return s;
@@ -63,12 +62,9 @@ ClockSummary clocks_within(const ClockSamples& s, double t0, double t1) {
   std::vector<ClockSample> in;
   std::copy_if(s.samples.begin(), s.samples.end(), std::back_inserter(in),
                [&](const ClockSample& x) { return x.t >= t0 && x.t <= t1; });
-  if (in.empty()) {
-    char buf[160];
-    std::snprintf(buf, sizeof(buf), "no sample within the timed window (%.0f ms; %zu samples in all)",
-                  1000 * (t1 - t0), s.samples.size());
-    return unavailable_clocks(buf);
-  }
+  if (in.empty())
+    return unavailable_clocks(strf("no sample within the timed window (%.0f ms; %zu samples in all)", 1000 * (t1 - t0),
+                                   s.samples.size()));
   return summarize_clocks(in, s.max_sm_mhz);
 }
 

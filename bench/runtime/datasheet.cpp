@@ -1,6 +1,6 @@
 #include "bench/runtime/datasheet.h"
+#include "common/format.h"
 
-#include <cstdio>
 #include <regex>
 
 namespace gpt2 {
@@ -42,25 +42,20 @@ std::optional<Datasheet> find_datasheet(const std::string& device_name) {
 // bf16 tensor-core peak (PaLM, nanoGPT and llm.c take MFU so, whatever the rung's precision); an
 // unknown GPU has none (never a guess). A CPU has no datasheet: the best matmul rate measured on it.
 std::pair<std::optional<double>, std::string> mfu_peak_for(const DeviceInfo& dev, const std::map<MathMode, double>& measured) {
-  char buf[256];
   if (dev.cuda()) {
     const auto row = find_datasheet(dev.name);
-    if (!row || row->bf16_tflops <= 0) {
-      std::snprintf(buf, sizeof(buf), "no datasheet MFU: '%s' has no dense bf16 datasheet row (see mfu_vs_measured_peak)",
-                    dev.name.c_str());
-      return {std::nullopt, buf};
-    }
-    std::snprintf(buf, sizeof(buf), "the %s's dense bf16 tensor-core peak, %.0f TFLOP/s (%s)", row->model.c_str(),
-                  row->bf16_tflops, row->source.c_str());
-    return {row->bf16_tflops * 1e12, buf};
+    if (!row || row->bf16_tflops <= 0)
+      return {std::nullopt, strf("no datasheet MFU: '%s' has no dense bf16 datasheet row (see mfu_vs_measured_peak)",
+                                 dev.name.c_str())};
+    return {row->bf16_tflops * 1e12, strf("the %s's dense bf16 tensor-core peak, %.0f TFLOP/s (%s)",
+                                          row->model.c_str(), row->bf16_tflops, row->source.c_str())};
   }
   MathMode best = MathMode::kFp32;
   double rate = 0;
   for (const auto& [m, r] : measured)
     if (r > rate) best = m, rate = r;
-  std::snprintf(buf, sizeof(buf), "the highest matmul rate measured on this CPU in any precision, %.1f GFLOP/s (%s)",
-                rate / 1e9, to_string(best).c_str());
-  return {rate, buf};
+  return {rate, strf("the highest matmul rate measured on this CPU in any precision, %.1f GFLOP/s (%s)", rate / 1e9,
+                     to_string(best).c_str())};
 }
 
 }  // namespace gpt2
