@@ -107,6 +107,20 @@ TEST(Clocks, WithinAWindowOnlyItsSamplesAreSummarized) {
   EXPECT_EQ(cpu.unavailable_why, "no NVML on a CPU");
 }
 
+// A rung's clocks as rungs.json keeps them read back for --resume: the same summary, written the same.
+TEST(Clocks, ASummaryReadBackFromItsJsonIsTheSame) {
+  std::vector<ClockSample> samples = steady(1500, kReasonSwPowerCap | kReasonHwThermal);
+  for (auto& x : steady(1700)) samples.push_back(x);
+  for (const ClockSummary& s : {summarize_clocks(samples, 1980), unavailable_clocks("no NVML on a CPU")}) {
+    const nlohmann::json j = to_json(s);
+    EXPECT_EQ(to_json(clock_summary_from(j)), j);
+  }
+  const ClockSummary back = clock_summary_from(to_json(summarize_clocks(samples, 1980)));
+  EXPECT_TRUE(back.throttled);
+  EXPECT_NE(back.throttled_why.find("hw_thermal_slowdown"), std::string::npos) << back.throttled_why;
+  EXPECT_EQ(back.reasons.size(), 2u);
+}
+
 TEST(Clocks, UnavailableOnTheCpu) {
   const ClockSummary s = make_clock_sampler(detect_device("cpu"))->take();
   EXPECT_FALSE(s.available);

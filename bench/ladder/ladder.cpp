@@ -88,8 +88,8 @@ void start_rung(RungRecord& rec, size_t i, size_t n_rungs, RungRunner& ladder, s
 void end_rung(benchmark::State& st, RungRecord& rec, bool is_baseline, RungRunner& ladder,
               std::vector<RungRecord>& records, const std::string& out_dir) {
   if (ladder.clocks) {
-    rec.out.clocks = to_json(ladder.clocks->take());
-    if (rec.throttled()) std::cerr << "    THROTTLED: " << rec.out.clocks["throttled_why"].get<std::string>() << "\n";
+    rec.out.clocks = ladder.clocks->take();
+    if (rec.throttled()) std::cerr << "    THROTTLED: " << rec.out.clocks->throttled_why << "\n";
   }
   const nlohmann::json& summary = rec.out.breakdown.summary;
   if (ladder.prof.breakdown_steps > 0 && ranks(rec.spec()) == 1 && !summary.contains("skipped")) {

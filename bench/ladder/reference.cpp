@@ -288,7 +288,7 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
 
 void compare_again(nlohmann::json& ref, const RungRecord& again) {
   nlohmann::json a = {{"rung", again.name()}};
-  if (!again.out.clocks.is_null()) a["clocks"] = again.out.clocks;
+  if (again.out.clocks) a["clocks"] = to_json(*again.out.clocks);
   if (again.out.timing.rep_tokens_per_sec.empty() || again.out.status == RungStatus::kInterrupted ||
       again.out.status == RungStatus::kDiverged) {
     a["error"] = again.out.status == RungStatus::kDiverged ? "non-finite loss at step " + std::to_string(again.out.timing.diverged_at)

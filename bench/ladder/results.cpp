@@ -148,7 +148,7 @@ nlohmann::json to_json(const RungRecord& r) {
     r.out.per_rank.write(j);
   }
   if (!r.out.batch_search.empty()) j["batch_search"] = r.out.batch_search;
-  if (!r.out.clocks.is_null()) j["clocks"] = r.out.clocks;
+  if (r.out.clocks) j["clocks"] = to_json(*r.out.clocks);
   if (!r.out.kept.is_null()) j["kept"] = r.out.kept;
   r.out.memory.write(j);
   r.out.timing.write(j);
@@ -165,7 +165,7 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   r.out.sdpa_backend_used = j.value("sdpa_backend_used", "n/a");
   for (const auto& c : j.value("choices", nlohmann::json::array())) r.out.choices.push_back(choice_from(c));
   if (j.contains("batch_search")) r.out.batch_search = j["batch_search"];
-  if (j.contains("clocks")) r.out.clocks = j["clocks"];
+  if (j.contains("clocks")) r.out.clocks = clock_summary_from(j["clocks"]);
   if (j.contains("kept")) r.out.kept = j["kept"];
   r.out.breakdown.read(j);
   r.out.timing.read(j);
@@ -359,7 +359,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
         anchors.push_back(r.out.parity.against);
     }
     s << parity_figures(r.out.parity);
-    if (r.throttled()) s << "  THROTTLED: " << r.out.clocks.value("throttled_why", "");
+    if (r.throttled()) s << "  THROTTLED: " << r.out.clocks->throttled_why;
     for (const auto& sk : r.plan.rung.skipped)
       if (std::find(told.begin(), told.end(), sk.variant) == told.end()) {
         told.push_back(sk.variant);

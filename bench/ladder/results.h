@@ -12,6 +12,7 @@
 
 #include "bench/ladder/parity.h"
 #include "bench/measure/choice.h"
+#include "bench/measure/clocks.h"
 #include "config/profile.h"
 #include "variants/registry.h"
 
@@ -105,7 +106,7 @@ struct RungOutcome {
   std::string sdpa_backend_used = "n/a";
   RungBreakdown breakdown;
   nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
-  nlohmann::json clocks;   // NVML's clocks, power, temperature over the timed repetitions (measure/clocks.h)
+  std::optional<ClockSummary> clocks;  // NVML's clocks, power, temperature over the timed repetitions
   nlohmann::json kept;     // a kept rung: which extras joined and why (bench/ladder/kept.h); null otherwise
   ProcessEnds ends;
 };
@@ -122,7 +123,7 @@ struct RungRecord {
   double flops_per_token() const { return plan.flops.per_token(); }
   bool ok() const { return out.status == RungStatus::kOk; }
   const Choice* choice(const std::string& setting) const;
-  bool throttled() const { return out.clocks.is_object() && out.clocks.value("throttled", false); }
+  bool throttled() const { return out.clocks && out.clocks->throttled; }
   double median_tokens_per_sec() const;
   double median_step_ms() const;
   // Its shares of a time budget: two while it is still to search its batch (batch_scaling's rung: a build and a few

@@ -279,7 +279,7 @@ RungRecord RungRunner::retime(const RungRecord& with, double share) {
     }
   }
   release();
-  if (clocks) again.out.clocks = to_json(clocks->take());
+  if (clocks) again.out.clocks = clocks->take();
   if (again.out.timing.diverged_at) again.out.status = RungStatus::kDiverged;
   return again;
 }

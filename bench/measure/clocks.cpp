@@ -95,6 +95,22 @@ nlohmann::json to_json(const ClockSummary& s) {
           {"throttled_why", s.throttled_why}};
 }
 
+ClockSummary clock_summary_from(const nlohmann::json& j) {
+  ClockSummary s;
+  s.available = j.value("available", false);
+  s.unavailable_why = j.value("why", "");
+  s.samples = j.value("samples", 0);
+  s.sm_mhz_median = j.value("sm_mhz_median", 0.0), s.mem_mhz_median = j.value("mem_mhz_median", 0.0);
+  s.power_w_median = j.value("power_w_median", 0.0), s.temp_c_max = j.value("temp_c_max", 0.0);
+  s.max_sm_mhz = j.value("max_sm_mhz", 0.0);
+  s.reasons = j.value("reasons", std::vector<std::string>{});
+  s.power_capped_share = j.value("power_capped_share", 0.0);
+  s.uncapped_sm_mhz_median = j.value("uncapped_sm_mhz_median", 0.0);
+  s.throttled = j.value("throttled", false);
+  s.throttled_why = j.value("throttled_why", "");
+  return s;
+}
+
 namespace {
 
 class UnavailableSampler : public ClockSampler {

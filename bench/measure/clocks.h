@@ -53,6 +53,7 @@ ClockSummary unavailable_clocks(const std::string& why);
 // Unavailable where `s` is, or where no sample falls in the window (said with its length).
 ClockSummary clocks_within(const ClockSamples& s, double t0, double t1);
 nlohmann::json to_json(const ClockSummary& s);
+ClockSummary clock_summary_from(const nlohmann::json& j);  // what to_json wrote (--resume)
 
 // Samples every ~20 ms on a thread of its own between start() and stop(); the samples accumulate
 // over start/stop pairs until take_samples() (or take()) hands them over (with the max clock) and clears them.
