@@ -52,7 +52,8 @@ bool complete(const nlohmann::json& rung) {
 // where it was in flight (a crash, a kill) — run again after one, an error after kProcessEndsARungMayCause, said.
 void carry_ended(RungRecord& r, const nlohmann::json& j) {
   const bool ended_in_it = j.value("in_flight", false);
-  r.out.ends.ended = j.value("ended_processes", int64_t{0}) + (ended_in_it ? 1 : 0);
+  r.out.ends.read(j);  // (not complete: no device fault)
+  r.out.ends.ended += ended_in_it ? 1 : 0;
   if (!ended_in_it) return;
   if (r.out.ends.ended >= kProcessEndsARungMayCause) {
     r.out.status = RungStatus::kError;
