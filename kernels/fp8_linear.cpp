@@ -16,10 +16,11 @@ double largest(at::ScalarType format) {
 }
 
 // a (N, K) row-major times b (K, M) column-major, as at::_scaled_mm takes them: a transposed view of a row-major
-// (M, K) tensor is one; anything else is copied into that layout.
-at::Tensor scaled_mm(const Fp8& a, const at::Tensor& b_data, const at::Tensor& b_inverse_scale, at::ScalarType out) {
+// (M, K) tensor is one; anything else is copied into that layout. `bias` goes into the GEMM's epilogue.
+at::Tensor scaled_mm(const Fp8& a, const at::Tensor& b_data, const at::Tensor& b_inverse_scale, at::ScalarType out,
+                     const std::optional<at::Tensor>& bias = {}, bool fast_accum = false) {
   const at::Tensor col_major = b_data.t().is_contiguous() ? b_data : b_data.t().contiguous().t();
-  return at::_scaled_mm(a.data.contiguous(), col_major, a.inverse_scale, b_inverse_scale, {}, {}, out);
+  return at::_scaled_mm(a.data.contiguous(), col_major, a.inverse_scale, b_inverse_scale, bias, {}, out, fast_accum);
 }
 
 struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
@@ -31,8 +32,12 @@ struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
     ctx->saved_data["x_dtype"] = static_cast<int64_t>(x.scalar_type());
     ctx->saved_data["w_dtype"] = static_cast<int64_t>(w.scalar_type());
     ctx->saved_data["bias"] = bias;
-    at::Tensor y = scaled_mm(qx, qw.data.t(), qw.inverse_scale, x.scalar_type());
-    return bias ? y.add_(b.to(y.scalar_type())) : y;
+    // The bias in the epilogue where _scaled_mm takes one (a bf16 or fp16 output); fast accumulation for the
+    // forward alone, as torchao's default: the gradients' sums keep full precision.
+    const bool epilogue = bias && (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf);
+    at::Tensor y = scaled_mm(qx, qw.data.t(), qw.inverse_scale, x.scalar_type(),
+                             epilogue ? std::optional(b.to(x.scalar_type())) : std::nullopt, /*fast_accum=*/true);
+    return bias && !epilogue ? y.add_(b.to(y.scalar_type())) : y;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
@@ -58,8 +63,10 @@ void check_args(const at::Tensor& x, const at::Tensor& w, const std::optional<at
 
 Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format) {
   const double top = largest(format);
-  const at::Tensor amax = t.abs().max().to(at::kFloat).clamp_min(1e-12);
-  return {(t.to(at::kFloat) * (top / amax)).clamp(-top, top).to(format), amax / top};
+  // Three passes over t: its amax (exact, no |t| written), the scaling in t's dtype, the cast. t·top/amax stays
+  // within the format but for rounding, far below its overflow (480 in e4m3): no clamp.
+  const at::Tensor amax = at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat).clamp_min(1e-12);
+  return {(t * (top / amax)).to(format), amax / top};
 }
 
 at::Tensor dequantize_fp8(const Fp8& q) { return q.data.to(at::kFloat) * q.inverse_scale; }
