@@ -67,7 +67,11 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   EXPECT_EQ(doc["build"]["git_sha"], git_sha());
   const std::vector<std::pair<std::string, size_t>> want = {
       {"fused_residual_norm", 2}, {"fused_gelu_backward", 3}, {"gelu_epilogues", 4}, {"fused_classifier", 2}};
-  ASSERT_EQ(doc["cases"].size(), want.size());
+  ASSERT_EQ(doc["cases"].size(), want.size() + 1);
+  // FP8's case where FP8 runs (sm89+): on the CPU skipped, saying why, and not a failure
+  EXPECT_EQ(doc["cases"][4], (nlohmann::json{{"variant", "fp8_linears"},
+                                             {"skipped", "FP8 matmuls need a CUDA GPU of sm89+ (FP8 tensor cores)"}}));
+  EXPECT_NE(r.output.find("fp8_linears  skipped here: FP8 matmuls need"), std::string::npos) << r.output;
   for (size_t i = 0; i < want.size(); ++i) {
     const auto& c = doc["cases"][i];
     EXPECT_EQ(c["variant"], want[i].first);
@@ -120,7 +124,7 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("fused_gelu_backward  error: injected fault"), std::string::npos) << r.output;
   const auto failed = nlohmann::json::parse(test::read_text(d / "failed.json"));
-  ASSERT_EQ(failed["cases"].size(), 4u);
+  ASSERT_EQ(failed["cases"].size(), 5u);
   EXPECT_EQ(failed["cases"][1]["error"], "injected fault (GPT2BENCH_FAULT_KERNEL)");
   EXPECT_EQ(failed["cases"][3]["sides"].size(), 2u);  // the classifier ran after it
 

@@ -131,6 +131,13 @@ KernelCase gelu_epilogues_case(const StepSpec& base, const DeviceInfo& dev, int 
                   base, dev, rounds, timer);
 }
 
+// The MLP's two linears in FP8 (per-tensor scales, the casts included) against the bf16 MLPs the top runs.
+KernelCase fp8_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
+  return mlp_case("fp8_linears", {{"ours: fc1 and fc2 in FP8 (kernels/fp8_linear), GELU apart", "fp8_linears"},
+                                  kEpilogueGemm, kAtenMlp},
+                  base, dev, rounds, timer);
+}
+
 // The LM head and the loss, ours at the profile's chunk and at 2x, 4x ... up to all tokens in one chunk (fewer
 // chunks pass over the head's fp32 gradient fewer times, and hold more logits): the note names the fastest.
 KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
@@ -171,7 +178,8 @@ using MakeCase = KernelCase (*)(const StepSpec&, const DeviceInfo&, int, const R
 const std::pair<const char*, MakeCase> kCases[] = {{"fused_residual_norm", &residual_norm_case},
                                                    {"fused_gelu_backward", &gelu_backward_case},
                                                    {"gelu_epilogues", &gelu_epilogues_case},
-                                                   {"fused_classifier", &classifier_case}};
+                                                   {"fused_classifier", &classifier_case},
+                                                   {"fp8_linears", &fp8_case}};
 
 nlohmann::json case_json(const KernelCase& c) {
   nlohmann::json sides = nlohmann::json::array(), speedups = nlohmann::json::array();
@@ -222,6 +230,12 @@ int run_kernel_bench(const KernelBenchOptions& o) {
   const char* fault = std::getenv("GPT2BENCH_FAULT_KERNEL");  // tests: that case fails as a kernel would
   int failed = 0;
   for (const auto& [variant, make] : kCases) {
+    const Support s = find_variant(variant)->supports(dev);  // every case is a registered variant's
+    if (!s.ok) {  // FP8 below sm89: nothing of ours to time
+      std::printf("%s  skipped here: %s\n", variant, s.why_not.c_str());
+      cases.push_back({{"variant", variant}, {"skipped", s.why_not}});
+      continue;
+    }
     try {
       if (fault && std::string(variant) == fault) throw std::runtime_error("injected fault (GPT2BENCH_FAULT_KERNEL)");
       const KernelCase c = make(base, dev, o.rounds, round);

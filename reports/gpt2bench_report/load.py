@@ -259,9 +259,9 @@ def _load_kernels(d: Path, device: dict) -> dict | None:
                         and s["median_ms"] > 0 for s in sides))
 
     if not isinstance(theirs, dict) or not isinstance(cases, list) or not all(
-            isinstance(c, dict) and "variant" in c and ("error" in c or timed(c)) for c in cases):
-        raise ReportError(f"{path}: unexpected layout (a device, and cases each with a variant and an error or "
-                          "sides, ours first, and one speedup for each other side)")
+            isinstance(c, dict) and "variant" in c and ("error" in c or "skipped" in c or timed(c)) for c in cases):
+        raise ReportError(f"{path}: unexpected layout (a device, and cases each with a variant and an error, a "
+                          "reason it was skipped, or sides, ours first, and one speedup for each other side)")
     if (theirs.get("name"), theirs.get("type")) != (device.get("name"), device.get("type")):
         raise ReportError(f"{path}: timed on {theirs.get('name', '?')} ({theirs.get('type', '?')}), but the run "
                           f"on {device.get('name', '?')} ({device.get('type', '?')}); a run directory's "

@@ -207,8 +207,9 @@ def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
         v = c["variant"]
         step = kept.get(v)
         step_cell = "-" if step is None else _kept_cell(step)
-        if "error" in c:
-            rows.append([v, "-", "-", "-", "-", "-", "-", f"error: {_first_line(c['error'])}", step_cell])
+        if "error" in c or "skipped" in c:
+            said = f"error: {_first_line(c['error'])}" if "error" in c else f"skipped: {c['skipped']}"
+            rows.append([v, "-", "-", "-", "-", "-", "-", said, step_cell])
             continue
         ours = c["sides"][0]
         for side, x in zip(c["sides"][1:], c["speedup"]):
