@@ -72,7 +72,7 @@ TEST(Choice, ANewChoiceIsTimedChosenRecordedKeptThroughResumeAndReported) {
   ASSERT_EQ(run_ladder({profile, run, "", "01_a", false, false}), 0);
   EXPECT_EQ(fake.timings, 1);
   EXPECT_NE(std::find(fake.applied.begin(), fake.applied.end(), "fast"), fake.applied.end());
-  auto doc = nlohmann::json::parse(test::read_text(run + "/rungs.json"));
+  auto doc = test::read_json(run + "/rungs.json");
   EXPECT_TRUE(choice_of(doc["rungs"][0]).is_null());  // no SDPA in the baseline
   const auto c = choice_of(doc["rungs"][1]);
   ASSERT_FALSE(c.is_null()) << doc["rungs"][1].dump();
@@ -82,7 +82,7 @@ TEST(Choice, ANewChoiceIsTimedChosenRecordedKeptThroughResumeAndReported) {
 
   ASSERT_EQ(run_ladder({profile, run, "", "", true, false}), 0);  // --resume --rung=: the rest
   EXPECT_EQ(fake.timings, 1);  // 02_b took 01_a's timing of the same key, kept through --resume
-  doc = nlohmann::json::parse(test::read_text(run + "/rungs.json"));
+  doc = test::read_json(run + "/rungs.json");
   EXPECT_EQ(choice_of(doc["rungs"][2])["timed_for"], "01_a") << doc["rungs"][2].dump();
   EXPECT_EQ(choice_of(doc["rungs"][2])["chosen"], "fast");
 

@@ -34,7 +34,7 @@ TEST(Cli, LadderWritesResultsWithTheCounters) {
   std::istringstream lines(r.output);
   for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 160u) << line;
 
-  auto results = nlohmann::json::parse(test::read_text(d / "run/results.json"));
+  auto results = test::read_json(d / "run/results.json");
   EXPECT_EQ(results["context"]["profile"], "tiny-e2e");
   EXPECT_EQ(results["context"]["device_type"], "cpu");
   EXPECT_TRUE(results["context"].contains("torch_version"));
@@ -54,7 +54,7 @@ TEST(Cli, LadderWritesResultsWithTheCounters) {
   }
   EXPECT_EQ(iterations, 2);
 
-  auto rungs = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  auto rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "complete");
   // every variant's traits, for the report to read in place of names
   EXPECT_EQ(rungs["variants"].size(), registry().size());
@@ -85,7 +85,7 @@ TEST(Cli, ATightTimeBudgetRunsEveryRungAtTheFloorAndSaysSo) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("gpt2bench: 1/2 rungs, "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("gpt2bench: 2/2 rungs, "), std::string::npos) << r.output;
-  auto rungs = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  auto rungs = test::read_json(d / "run/rungs.json");
   EXPECT_DOUBLE_EQ(rungs["profile"]["budget_s"].get<double>(), 0.006);
   for (const auto& rung : rungs["rungs"]) {
     EXPECT_EQ(rung["status"], "ok") << rung.dump();
@@ -104,7 +104,7 @@ TEST(Cli, ATightTimeBudgetRunsEveryRungAtTheFloorAndSaysSo) {
          "warmup_steps: 1\nsteps: 3\nrepetitions: 2\nparity_steps: 2\nseed: 3\nvariants: []\nbreakdown_steps: 0\n");
   r = test::run_gpt2bench("ladder --profile " + unbudgeted + " --out " + (d / "run2"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  rungs = nlohmann::json::parse(test::read_text(d / "run2/rungs.json"));
+  rungs = test::read_json(d / "run2/rungs.json");
   EXPECT_DOUBLE_EQ(rungs["profile"]["budget_s"].get<double>(), 900.0);
   EXPECT_EQ(rungs["profile"]["budget_basis"], "15 minutes (a CPU's default)");
   EXPECT_EQ(rungs["rungs"][0]["ran"]["steps_per_repetition"], 3);
@@ -143,7 +143,7 @@ TEST(Cli, ClassifierChunkFastestTimesTheChunksAndRunsTheRungWithTheChoice) {
   EXPECT_NE(r.output.find(" (timed on N=2048 C=32 V=97 Float from 1024: 1024 "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" (timed for 01_fc on the same N=2048 C=32 V=97 Float from 1024)"), std::string::npos)
       << r.output;
-  const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  const auto doc = test::read_json(d / "run/rungs.json");
   ASSERT_EQ(doc["rungs"].size(), 3u);
   EXPECT_FALSE(doc["rungs"][0].contains("choices"));  // no fused classifier in the baseline
   const auto &fc = doc["rungs"][1], &next = doc["rungs"][2];
@@ -169,7 +169,7 @@ TEST(Cli, SdpaFastestTimesTheKernelsAndRunsTheRungWithTheChoice) {
   auto r = test::run_gpt2bench("ladder --profile " + sdpa_fastest_profile(d) + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(" (timed on B=2 H="), std::string::npos) << r.output;
-  const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  const auto doc = test::read_json(d / "run/rungs.json");
   const auto& rung = doc["rungs"][1];
   const auto c = choice_of(rung, "sdpa_backend");
   ASSERT_FALSE(c.is_null()) << rung.dump();
@@ -206,7 +206,7 @@ TEST(Cli, SdpaTimingsOfKeptRungsStandAfterResume) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find(" (timed on B=2 H="), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("sdpa_backend: "), std::string::npos) << r.output;
-  const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  const auto doc = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(choice_of(doc["rungs"][2], "sdpa_backend")["timed_for"], "01_sdpa") << doc["rungs"][2].dump();
   EXPECT_EQ(choice_of(doc["rungs"][2], "sdpa_backend")["chosen"], choice_of(doc["rungs"][1], "sdpa_backend")["chosen"]);
 }
@@ -222,7 +222,7 @@ TEST(Cli, FlopsFormulaCountedFlopsAndMfuBasis) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("tiny/01_sdpa/iterations:1/repeats:2/manual_time"), std::string::npos);  // --verbose
   EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;  // its table too: no colour into a pipe
-  const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  const auto doc = test::read_json(d / "run/rungs.json");
   ASSERT_EQ(doc["rungs"].size(), 2u);
   for (const auto& rung : doc["rungs"]) {
     const auto& f = rung["flops"];
@@ -287,7 +287,7 @@ TEST(Cli, AnAnchoredOrNegatedRungFilterRunsExactlyItsRungs) {
     const std::string out = d / ("run" + ran + std::to_string(filter.size()));
     auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + out + " --rung " + filter);
     ASSERT_EQ(r.exit_code, 0) << filter << "\n" << r.output;
-    const auto doc = nlohmann::json::parse(test::read_text(out + "/rungs.json"));
+    const auto doc = test::read_json(out + "/rungs.json");
     ASSERT_EQ(doc["rungs"].size(), 3u);
     for (const auto& rung : doc["rungs"]) {
       if (rung["name"].get<std::string>().find("fp16_autocast") != std::string::npos) {
@@ -321,7 +321,7 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("    ref_torch_eager ok: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("reference rungs (the same step in Python PyTorch"), std::string::npos) << r.output;
-  const auto doc = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  const auto doc = test::read_json(d / "run/rungs.json");
   ASSERT_EQ(doc["rungs"].size(), 1u);  // never a rung of the ladder
   ASSERT_EQ(doc["references"].size(), 2u);
   const auto& eager = doc["references"][0];
@@ -365,7 +365,7 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   // The eager gap's two sides: every ATen op name of one step, C++ (breakdown/, not rungs.json) and Python.
   const auto& py = eager["result"]["breakdown"];
   EXPECT_EQ(py["events"], "ATen ops");
-  const auto cpp = nlohmann::json::parse(test::read_text(d / "run/breakdown/00_baseline.json"));
+  const auto cpp = test::read_json(d / "run/breakdown/00_baseline.json");
   EXPECT_FALSE(doc["rungs"][0]["breakdown"].contains("by_name"));
   auto matmuls = [](const nlohmann::json& by_name) {  // one model, one math: the same matmuls issued
     double n = 0;
@@ -407,7 +407,7 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   auto bad = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "bad") + " --rung ref_torch_eager",
                                  "GPT2BENCH_PYTHON=/bin/false");
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
-  const auto doc2 = nlohmann::json::parse(test::read_text(d / "bad/rungs.json"));
+  const auto doc2 = test::read_json(d / "bad/rungs.json");
   ASSERT_EQ(doc2["references"].size(), 1u);
   EXPECT_EQ(doc2["references"][0]["status"], "error");
   EXPECT_EQ(doc2["status"], "partial");
@@ -424,7 +424,7 @@ TEST(Cli, ReferenceConfigPrintsTheConfigTheLadderRunsTheReferenceWith) {
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run") + " --rung ref_torch_compile",
                                "GPT2BENCH_PYTHON=/bin/true");  // no Python run: the config is written before it
   ASSERT_EQ(r.exit_code, 1) << r.output;  // so the reference has no result: an error, the run partial
-  auto written = nlohmann::json::parse(test::read_text(d / "run/reference/ref_torch_compile_b2.config.json"));
+  auto written = test::read_json(d / "run/reference/ref_torch_compile_b2.config.json");
   written.erase("tokens");
   written.erase("budget_s");
   auto printed = test::run_gpt2bench("reference-config --profile " + profile);
@@ -523,7 +523,7 @@ TEST(Cli, AddOneAndLeaveOneOutPlans) {
     const auto profile = test::write_tiny_profile(d, body);
     auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    auto rungs = nlohmann::json::parse(test::read_text(d / "run/rungs.json"))["rungs"];
+    auto rungs = test::read_json(d / "run/rungs.json")["rungs"];
     const bool add = std::string(plan) == "add_one";
     ASSERT_EQ(rungs.size(), add ? 4u : 5u) << plan;  // leave_one_out also runs "all"
     const size_t first = add ? 1 : 2;
@@ -554,15 +554,15 @@ TEST(Cli, ProfileWritesASummaryAndATracePerRung) {
   auto r = test::run_gpt2bench("breakdown --profile " + profile + " --out " + (d / "prof"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* rung : {"00_baseline", "01_mask_on_the_fly", "02_sdpa"}) {
-    auto summary = nlohmann::json::parse(test::read_text(d / (std::string("prof/breakdown/") + rung + ".json")));
+    auto summary = test::read_json(d / (std::string("prof/breakdown/") + rung + ".json"));
     EXPECT_EQ(summary["rung"], rung);
     EXPECT_GT(summary["events_per_step"].get<double>(), 0);
     EXPECT_TRUE(summary["memory"].contains("activations_and_other"));
-    auto trace = nlohmann::json::parse(test::read_text(d / (std::string("prof/breakdown/") + rung + ".trace.json")));
+    auto trace = test::read_json(d / (std::string("prof/breakdown/") + rung + ".trace.json"));
     EXPECT_FALSE(trace["traceEvents"].empty());
   }
-  auto base = nlohmann::json::parse(test::read_text(d / "prof/breakdown/00_baseline.json"));
-  auto otf = nlohmann::json::parse(test::read_text(d / "prof/breakdown/01_mask_on_the_fly.json"));
+  auto base = test::read_json(d / "prof/breakdown/00_baseline.json");
+  auto otf = test::read_json(d / "prof/breakdown/01_mask_on_the_fly.json");
   EXPECT_GT(base["memory"]["buffers"].get<int64_t>(), 0);
   EXPECT_EQ(otf["memory"]["buffers"].get<int64_t>(), 0);  // the mask buffer is gone
   r = test::run_gpt2bench("breakdown --profile " + profile + " --out " + (d / "p2") + " --rung sdpa");
@@ -583,8 +583,8 @@ TEST(Cli, SmallPresetSdpaRungHasFewerAttentionOpsThanTheBaseline) {
     auto r = test::run_gpt2bench("breakdown --profile " + profile + " --out " + (d / "p") + " --rung " + rung);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  auto base = nlohmann::json::parse(test::read_text(d / "p/breakdown/00_baseline.json"));
-  auto sdpa = nlohmann::json::parse(test::read_text(d / "p/breakdown/07_sdpa.json"));
+  auto base = test::read_json(d / "p/breakdown/00_baseline.json");
+  auto sdpa = test::read_json(d / "p/breakdown/07_sdpa.json");
   EXPECT_LT(sdpa["category_events"]["attention"].get<double>(), base["category_events"]["attention"].get<double>());
 }
 

@@ -17,7 +17,7 @@ const char* kProfile =
     "warmup_steps: 1\nsteps: 2\nrepetitions: 2\nparity_steps: 2\nvariants: [ddp]\n";
 
 nlohmann::json rank_file(const test::TempDir& d, const std::string& dir, int rank) {
-  return nlohmann::json::parse(test::read_text(d / (dir + "/rank" + std::to_string(rank) + ".json")));
+  return test::read_json(d / (dir + "/rank" + std::to_string(rank) + ".json"));
 }
 
 TEST(Ddp, ReplicasStayIdenticalAndMatchOneRankWithTheGlobalBatch) {
@@ -55,7 +55,7 @@ TEST(Ddp, AKilledRankIsNamedAndTheSurvivorStops) {
 }
 
 void expect_ddp_rung(const test::TempDir& d, const std::string& run) {
-  auto rungs = nlohmann::json::parse(test::read_text(d / (run + "/rungs.json")));
+  auto rungs = test::read_json(d / (run + "/rungs.json"));
   ASSERT_EQ(rungs["rungs"].size(), 2u);
   const auto& ddp = rungs["rungs"][1];
   EXPECT_EQ(ddp["name"], "01_ddp");
@@ -66,7 +66,7 @@ void expect_ddp_rung(const test::TempDir& d, const std::string& run) {
   EXPECT_GT(ddp["scaling_efficiency"].get<double>(), 0.0);
   EXPECT_EQ(ddp["parity"]["verdict"], "pass");
   EXPECT_EQ(rungs["device"]["world_size"], 2);
-  auto results = nlohmann::json::parse(test::read_text(d / (run + "/results.json")));
+  auto results = test::read_json(d / (run + "/results.json"));
   EXPECT_EQ(results["context"]["world_size"], "2");
   bool counted = false;
   for (const auto& b : results["benchmarks"])

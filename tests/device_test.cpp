@@ -237,7 +237,7 @@ TEST_F(CudaTest, AFaultLosesTheDeviceInALadderRungAndResumeGoesOnPastIt_CUDA) {
   ASSERT_EQ(r.exit_code, 3) << r.output;
   EXPECT_NE(r.output.find("gpt2bench: 02_pinned_memory left the device unusable (cudaError"), std::string::npos)
       << r.output;
-  auto rungs = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  auto rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "aborted");
   EXPECT_EQ(rungs["rungs"][1]["status"], "ok");
   EXPECT_EQ(rungs["rungs"][2]["status"], "error");
@@ -247,7 +247,7 @@ TEST_F(CudaTest, AFaultLosesTheDeviceInALadderRungAndResumeGoesOnPastIt_CUDA) {
 
   r = test::run_command(std::string(GPT2BENCH_BINARY) + " ladder --resume " + (d / "run"));
   EXPECT_EQ(r.exit_code, 1) << r.output;  // the rung's error stands
-  rungs = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["rungs"][2].value("device_fault", false), true);
   EXPECT_EQ(rungs["rungs"][3]["status"], "ok") << rungs["rungs"][3].dump(2);
 }
@@ -303,10 +303,10 @@ TEST_F(CudaTest, ProfilingPassAttributesKernelsToPhases_CUDA) {
   const auto r = test::run_command(std::string(GPT2BENCH_BINARY) + " breakdown --profile " + profile + " --out " + (d / "p"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* rung : {"00_baseline", "01_fused_adamw", "02_cuda_graph"}) {
-    const auto j = nlohmann::json::parse(test::read_text(d / (std::string("p/breakdown/") + rung + ".json")));
+    const auto j = test::read_json(d / (std::string("p/breakdown/") + rung + ".json"));
     EXPECT_GE(j["phase_coverage"].get<double>(), 0.95) << rung << ": " << j.dump(2);
     EXPECT_GE(j["op_coverage"].get<double>(), 0.95) << rung;
-    const auto trace = nlohmann::json::parse(test::read_text(d / (std::string("p/breakdown/") + rung + ".trace.json")));
+    const auto trace = test::read_json(d / (std::string("p/breakdown/") + rung + ".trace.json"));
     for (const auto& e : trace["traceEvents"]) {
       if (e["cat"] == "kernel" && e["name"].get<std::string>().find("reduce_kernel") != std::string::npos) {
         EXPECT_TRUE(e["args"].contains("op")) << rung << ": " << e.dump();

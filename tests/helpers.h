@@ -1,6 +1,7 @@
 // defines: test helpers — a tiny model, temporary directories, running the gpt2bench binary
 #pragma once
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <array>
 #include <cstdio>
@@ -44,6 +45,8 @@ inline std::string read_text(const std::string& path) {
   std::ifstream f(path);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
+
+inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_text(path)); }
 
 struct CommandResult {
   int exit_code;

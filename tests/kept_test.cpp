@@ -224,7 +224,7 @@ TEST(Cli, ABatchScalingThatKeepsTheBatchChangesNoProblem) {
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run") +
                                " --rung '00_baseline|batch_scaling|top\\+fused_classifier|top\\+weight_tying'");
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;
-  const auto j = nlohmann::json::parse(test::read_text(d / "run/rungs.json"));
+  const auto j = test::read_json(d / "run/rungs.json");
   int judged = 0;
   for (const auto& x : j["rungs"]) {
     if (x["status"] != "ok" || x["name"] == "00_baseline") continue;
@@ -245,7 +245,7 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
   const std::string out = d / "run";
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + out + " --rung=-kept");
   ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.output;  // 3: a tiny bf16 rung's parity
-  auto doc = [&] { return nlohmann::json::parse(test::read_text(out + "/rungs.json")); };
+  auto doc = [&] { return test::read_json(out + "/rungs.json"); };
   auto named = [](const nlohmann::json& rungs, const std::string& suffix) {
     for (const auto& x : rungs)
       if (x["name"].get<std::string>().ends_with(suffix)) return x;
@@ -363,7 +363,7 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(files::exists(d / ("all/breakdown/" + again["name"].get<std::string>() + ".json")));
   auto batch_of = [&](const std::string& rung) {
-    return nlohmann::json::parse(test::read_text(d / ("all/breakdown/" + rung + ".json")))["batch"].get<int64_t>();
+    return test::read_json(d / ("all/breakdown/" + rung + ".json"))["batch"].get<int64_t>();
   };
   int extras = 0;
   for (const auto& x : first["rungs"]) {
@@ -378,7 +378,7 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
   const std::string at = again["name"].get<std::string>() + ": at 12_batch_scaling's batch ";
   const auto where = r.output.find(at);
   ASSERT_NE(where, std::string::npos) << r.output;
-  const auto pass = nlohmann::json::parse(test::read_text(d / ("again/breakdown/" + again["name"].get<std::string>() + ".json")));
+  const auto pass = test::read_json(d / ("again/breakdown/" + again["name"].get<std::string>() + ".json"));
   EXPECT_EQ(pass["batch"].get<int64_t>(), std::stoll(r.output.substr(where + at.size()))) << r.output;
 }
 

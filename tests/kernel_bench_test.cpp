@@ -60,7 +60,7 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("fused_residual_norm  (N=32 C=32 "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("   ours "), std::string::npos) << r.output;
-  const auto doc = nlohmann::json::parse(test::read_text(d / "kernels.json"));
+  const auto doc = test::read_json(d / "kernels.json");
   EXPECT_EQ(doc["rounds"], 3);
   EXPECT_EQ(doc["device"]["type"], "cpu");
   EXPECT_EQ(doc["build"]["cuda"], build_has_cuda());  // what made it, as a run's rungs.json says (the report shows it)
@@ -105,7 +105,7 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
       d2, "name: k\nmodel: tiny\ndata: synthetic\ndevice: cpu\nbatch: 2\nsettings: {classifier_chunk: 12}\n");
   r = test::run_gpt2bench("kernels --profile " + chunked + " --rounds 2 --out " + (d2 / "chunks.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto cls = nlohmann::json::parse(test::read_text(d2 / "chunks.json"))["cases"][3];
+  const auto cls = test::read_json(d2 / "chunks.json")["cases"][3];
   ASSERT_EQ(cls["sides"].size(), 4u) << cls;  // 12, 24, 32 tokens a chunk; ATen
   EXPECT_EQ(cls["sides"][0]["name"], "ours: linear_cross_entropy (kernels/classifier), chunk=12 (settings.classifier_chunk: 12)");
   EXPECT_EQ(cls["sides"][1]["name"], "ours: linear_cross_entropy (kernels/classifier), chunk=24");
@@ -123,7 +123,7 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
                           "GPT2BENCH_FAULT_KERNEL=fused_gelu_backward");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("fused_gelu_backward  error: injected fault"), std::string::npos) << r.output;
-  const auto failed = nlohmann::json::parse(test::read_text(d / "failed.json"));
+  const auto failed = test::read_json(d / "failed.json");
   ASSERT_EQ(failed["cases"].size(), 5u);
   EXPECT_EQ(failed["cases"][1]["error"], "injected fault (GPT2BENCH_FAULT_KERNEL)");
   EXPECT_EQ(failed["cases"][3]["sides"].size(), 2u);  // the classifier ran after it

@@ -497,7 +497,7 @@ TEST(Reference, EachRunKeepsItsOwnFiles) {
   for (const char* f : {"ref_torch_compile_b2.config.json", "ref_torch_compile_b2.tokens",
                         "ref_torch_compile_b4.config.json", "ref_torch_compile_b4.tokens"})
     EXPECT_TRUE(files::exists(files::join(sub, f))) << f;
-  EXPECT_EQ(nlohmann::json::parse(test::read_text(files::join(sub, "ref_torch_compile_b2.config.json")))["batch"], 2);
+  EXPECT_EQ(test::read_json(files::join(sub, "ref_torch_compile_b2.config.json"))["batch"], 2);
   EXPECT_EQ(a["status"], "error");  // no result written: said, not thrown
 }
 

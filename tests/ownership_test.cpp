@@ -24,7 +24,6 @@ const std::string kSlow =
     "steps: 400\nrepetitions: 2\nparity_steps: 2\nbreakdown_steps: 0\nseed: 5\n"
     "variants: [mask_on_the_fly, native_layers, fused_adamw, sdpa]\n";
 
-nlohmann::json load(const std::string& path) { return nlohmann::json::parse(test::read_text(path)); }
 
 // gpt2bench `args` started in the background, its output to `log`; returns its pid.
 pid_t start(const std::string& args, const std::string& log) {
@@ -72,10 +71,10 @@ TEST(Ownership, ASecondProcessOnALiveRunDirectoryIsRefusedAndAKilledOnesIsTakenO
   int status = 0;
   waitpid(first, &status, 0);
   EXPECT_FALSE(RunLock::held(run));
-  EXPECT_EQ(load(run + "/rungs.json")["status"], "running");
+  EXPECT_EQ(test::read_json(run + "/rungs.json")["status"], "running");
   resume = test::run_gpt2bench("ladder --resume " + run);
   EXPECT_EQ(resume.exit_code, 0) << resume.output;
-  const auto doc = load(run + "/rungs.json");
+  const auto doc = test::read_json(run + "/rungs.json");
   EXPECT_EQ(doc["status"], "complete");
   for (const auto& r : doc["rungs"]) EXPECT_EQ(r["status"], "ok") << r["name"];
 }
@@ -92,14 +91,14 @@ TEST(Ownership, APeakMeasuredBelowARateAchievedIsRaisedAndFlaggedAndNoMfuPassesO
   EXPECT_NE(r.output.find("measuring it again"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("UNRELIABLE fp32 peak"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("UNRELIABLE bf16 peak"), std::string::npos) << r.output;
-  const auto doc = load(d / "run/rungs.json");
+  const auto doc = test::read_json(d / "run/rungs.json");
   EXPECT_TRUE(doc["measured"]["unreliable"].contains("fp32")) << doc["measured"].dump();
   EXPECT_NE(doc["mfu"]["basis"].get<std::string>().find("UNRELIABLE"), std::string::npos);
   for (const auto& rung : doc["rungs"]) {
     EXPECT_LE(rung["median"]["mfu"].get<double>(), 1.0) << rung["name"];
     EXPECT_LE(rung["median"]["mfu_vs_measured_peak"].get<double>(), 1.0) << rung["name"];
   }
-  const auto results = load(d / "run/results.json");
+  const auto results = test::read_json(d / "run/results.json");
   for (const auto& b : results["benchmarks"]) {  // not the cv aggregate: a spread over the mean, not an MFU
     if (b.contains("mfu") && b.value("aggregate_name", "") != "cv") {
       EXPECT_LE(b["mfu"].get<double>(), 1.0 + 1e-9) << b.dump();
@@ -196,7 +195,7 @@ TEST(Ownership, ResumeKeepsTheRungFilterAndThePeaksAndLeavesACompleteRunAsItIs) 
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + run + " --rung '^00_baseline$'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto first = test::read_text(run + "/rungs.json");
-  EXPECT_EQ(load(run + "/rungs.json")["rung_filter"], "^00_baseline$");
+  EXPECT_EQ(test::read_json(run + "/rungs.json")["rung_filter"], "^00_baseline$");
 
   r = test::run_gpt2bench("ladder --resume " + run);
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -208,7 +207,7 @@ TEST(Ownership, ResumeKeepsTheRungFilterAndThePeaksAndLeavesACompleteRunAsItIs) 
   r = test::run_gpt2bench("ladder --resume " + run + " --rung=");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("measuring the"), std::string::npos) << r.output;
-  const auto doc = load(run + "/rungs.json");
+  const auto doc = test::read_json(run + "/rungs.json");
   EXPECT_EQ(doc["measured"]["matmul_tflops"], nlohmann::json::parse(first)["measured"]["matmul_tflops"]);
   for (const auto& rung : doc["rungs"]) EXPECT_EQ(rung["status"], "ok") << rung["name"];
   r = test::run_gpt2bench("ladder --resume " + run);

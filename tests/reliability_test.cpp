@@ -24,7 +24,6 @@ const std::string kBody =
     "steps: 300\nrepetitions: 2\nparity_steps: 3\nbreakdown_steps: 0\nseed: 5\n"
     "variants: [mask_on_the_fly, native_layers, fused_adamw, sdpa]\n";
 
-nlohmann::json load(const std::string& path) { return nlohmann::json::parse(test::read_text(path)); }
 
 // Starts gpt2bench; sends `sig` once a line containing `marker` appears (plus `delay`); returns the
 // exit status and the output. `group`: to its whole process group, its children too, as `timeout` and a
@@ -71,24 +70,24 @@ TEST(Reliability, SigintDuringRung2ThenResumeEqualsAnUninterruptedRun) {
   auto r = run_and_signal("ladder --profile " + profile + " --out " + (d / "run"), "[3/5] 02_native_layers", SIGINT, 0.05);
   ASSERT_EQ(r.exit_code, 130) << r.output;
   EXPECT_NE(r.output.find("--resume"), std::string::npos) << r.output;
-  auto rungs = load(d / "run/rungs.json");  // valid JSON, written atomically
+  auto rungs = test::read_json(d / "run/rungs.json");  // valid JSON, written atomically
   EXPECT_EQ(rungs["status"], "interrupted");
   EXPECT_EQ(rungs["rungs"][0]["status"], "ok");
   EXPECT_EQ(rungs["rungs"][1]["status"], "ok");
   EXPECT_EQ(rungs["rungs"][2]["status"], "interrupted");
   EXPECT_EQ(rungs["rungs"][3]["status"], "interrupted");
-  const auto partial = load(d / "run/results.json");
+  const auto partial = test::read_json(d / "run/results.json");
   EXPECT_EQ(iterations_of(partial, "01_mask_on_the_fly"), 2);
 
   r = test::run_gpt2bench("ladder --resume " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("2 of 5 rungs already complete"), std::string::npos) << r.output;
-  const auto resumed = load(d / "run/rungs.json");
-  const auto results = load(d / "run/results.json");
+  const auto resumed = test::read_json(d / "run/rungs.json");
+  const auto results = test::read_json(d / "run/results.json");
 
   r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "straight"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto straight = load(d / "straight/rungs.json");
+  const auto straight = test::read_json(d / "straight/rungs.json");
   EXPECT_EQ(resumed["status"], "complete");
   ASSERT_EQ(resumed["rungs"].size(), straight["rungs"].size());
   for (size_t i = 0; i < straight["rungs"].size(); ++i) {
@@ -115,7 +114,7 @@ TEST(Reliability, AStopThatEndsAReferenceMarksItInterruptedAndResumeRunsIt) {
   ASSERT_EQ(r.exit_code, 130) << r.output;
   EXPECT_NE(r.output.find("ref_torch_eager not finished: interrupted (--resume runs it again)"), std::string::npos)
       << r.output;
-  auto rungs = load(d / "run/rungs.json");
+  auto rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "interrupted");
   ASSERT_EQ(rungs["references"].size(), 1u);
   EXPECT_EQ(rungs["references"][0]["status"], "interrupted");
@@ -123,7 +122,7 @@ TEST(Reliability, AStopThatEndsAReferenceMarksItInterruptedAndResumeRunsIt) {
   r = test::run_gpt2bench("ladder --resume " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("5 of 5 rungs already complete"), std::string::npos) << r.output;
-  rungs = load(d / "run/rungs.json");
+  rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "complete");
   EXPECT_EQ(rungs["references"][0]["status"], "ok");
 
@@ -132,7 +131,7 @@ TEST(Reliability, AStopThatEndsAReferenceMarksItInterruptedAndResumeRunsIt) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("5 of 5 rungs already complete, 1 reference(s)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("is complete: nothing to run"), std::string::npos) << r.output;
-  const auto again = load(d / "run/rungs.json");
+  const auto again = test::read_json(d / "run/rungs.json");
   ASSERT_EQ(again["references"].size(), 1u);
   EXPECT_EQ(again["references"][0], rungs["references"][0]);
 }
@@ -183,7 +182,7 @@ TEST(Reliability, ResumeRefusesARunMadeOnAnotherDevice) {
   test::TempDir d;
   std::string body, profile;
   ASSERT_NO_FATAL_FAILURE(finished_run(d, body, profile));
-  auto rungs = load(d / "run/rungs.json");
+  auto rungs = test::read_json(d / "run/rungs.json");
   const auto here = rungs["device"];
   ASSERT_EQ(here["type"], "cpu");
   const std::string this_is = "this is " + device_identity(here);
@@ -197,7 +196,7 @@ TEST(Reliability, ResumeRefusesARunMadeOnAnotherDevice) {
   auto r = test::run_gpt2bench("ladder --resume " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("5 of 5 rungs already complete"), std::string::npos) << r.output;
-  EXPECT_EQ(load(d / "run/rungs.json")["cards"], rungs["cards"]);
+  EXPECT_EQ(test::read_json(d / "run/rungs.json")["cards"], rungs["cards"]);
 
   struct Case {
     nlohmann::json device;
@@ -256,7 +255,7 @@ void lose_the_device_then_resume(const std::string& how) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("gpt2bench ladder --resume runs the rest in a new one"), std::string::npos) << r.output;
-  auto rungs = load(d / "run/rungs.json");
+  auto rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "aborted");
   EXPECT_EQ(rungs["rungs"][1]["status"], "ok");
   EXPECT_FALSE(rungs["rungs"][1].contains("device_fault"));
@@ -267,14 +266,14 @@ void lose_the_device_then_resume(const std::string& how) {
       << lost["error"];
   for (int i : {3, 4}) EXPECT_EQ(rungs["rungs"][i]["status"], "pending") << i;
   EXPECT_TRUE(rungs["references"].empty());  // not started in a process without its device
-  EXPECT_EQ(iterations_of(load(d / "run/results.json"), "01_mask_on_the_fly"), 2);  // the finished rungs' results
+  EXPECT_EQ(iterations_of(test::read_json(d / "run/results.json"), "01_mask_on_the_fly"), 2);  // the finished rungs' results
 
   // A new process, the fault still set for that rung: the rung is kept, not run again; the rest run, the
   // reference too. A rung's error stands: exit 1.
   r = test::run_gpt2bench("ladder --resume " + (d / "run"), fault);
   ASSERT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("3 of 5 rungs already complete"), std::string::npos) << r.output;
-  rungs = load(d / "run/rungs.json");
+  rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "partial");
   for (const char* key : {"status", "error", "device_fault"}) EXPECT_EQ(rungs["rungs"][2][key], lost[key]) << key;
   for (int i : {0, 1, 3, 4}) EXPECT_EQ(rungs["rungs"][i]["status"], "ok") << i;
@@ -294,7 +293,7 @@ TEST(Reliability, ARungItsProcessEndedInRunsOnceMore) {
   const auto profile = test::write_tiny_profile(d, kBody);
   auto r = run_and_signal("ladder --profile " + profile + " --out " + (d / "run"), "02_native_layers: build", SIGKILL, 0);
   ASSERT_EQ(r.exit_code, -1) << r.output;  // killed
-  auto rungs = load(d / "run/rungs.json");
+  auto rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "running");
   EXPECT_EQ(rungs["rungs"][1]["status"], "ok");
   EXPECT_FALSE(rungs["rungs"][1].contains("in_flight"));  // ended: its outcome written
@@ -308,7 +307,7 @@ TEST(Reliability, ARungItsProcessEndedInRunsOnceMore) {
                           "crash, or a kill it could not stop for): run again; a second such end records it as an error"),
             std::string::npos)
       << r.output;
-  rungs = load(d / "run/rungs.json");
+  rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "complete");
   for (const auto& rung : rungs["rungs"]) {
     EXPECT_EQ(rung["status"], "ok") << rung["name"];
@@ -328,7 +327,7 @@ TEST(Reliability, ARungThatEndsTwoProcessesIsAnErrorAndResumeGoesOnPastIt) {
   ASSERT_EQ(r.exit_code, -1) << r.output;
   r = run_and_signal("ladder --resume " + (d / "run"), "02_native_layers: build", SIGKILL, 0);
   ASSERT_EQ(r.exit_code, -1) << r.output;
-  auto rungs = load(d / "run/rungs.json");
+  auto rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["rungs"][2]["status"], "pending");
   EXPECT_EQ(rungs["rungs"][2].value("in_flight", false), true);
   EXPECT_EQ(rungs["rungs"][2].value("ended_processes", 0), 1);  // the first end; this one is counted on resume
@@ -339,7 +338,7 @@ TEST(Reliability, ARungThatEndsTwoProcessesIsAnErrorAndResumeGoesOnPastIt) {
       "its process ended during this rung 2 times, recording nothing (a crash, or a kill it could not stop for: the "
       "ladder's log says which); --resume does not run it again";
   EXPECT_NE(r.output.find("gpt2bench: 02_native_layers: " + error), std::string::npos) << r.output;
-  rungs = load(d / "run/rungs.json");
+  rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "partial");
   const auto given_up = rungs["rungs"][2];
   EXPECT_EQ(given_up["status"], "error");
@@ -347,16 +346,16 @@ TEST(Reliability, ARungThatEndsTwoProcessesIsAnErrorAndResumeGoesOnPastIt) {
   EXPECT_EQ(given_up.value("ended_processes", 0), 2);
   EXPECT_FALSE(given_up.contains("in_flight"));
   for (int i : {0, 1, 3, 4}) EXPECT_EQ(rungs["rungs"][i]["status"], "ok") << i;
-  EXPECT_EQ(iterations_of(load(d / "run/results.json"), "02_native_layers"), 0);
+  EXPECT_EQ(iterations_of(test::read_json(d / "run/results.json"), "02_native_layers"), 0);
 
   // Kept: a later --resume neither runs it again nor counts it again.
   r = test::run_gpt2bench("ladder --resume " + (d / "run"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("5 of 5 rungs already complete"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("gpt2bench: 02_native_layers: "), std::string::npos) << r.output;  // nothing counted
-  rungs = load(d / "run/rungs.json");
+  rungs = test::read_json(d / "run/rungs.json");
   for (const char* key : {"status", "error", "ended_processes"}) EXPECT_EQ(rungs["rungs"][2][key], given_up[key]) << key;
-  EXPECT_EQ(iterations_of(load(d / "run/results.json"), "02_native_layers"), 0);
+  EXPECT_EQ(iterations_of(test::read_json(d / "run/results.json"), "02_native_layers"), 0);
 }
 
 // A rung that hangs (a kernel that never ends: the host waits at its next synchronization for good) would hold its
@@ -375,7 +374,7 @@ TEST(Reliability, ARungThatHangsEndsItsProcessAsALostDeviceAndResumeGoesOnPastIt
                            "not return; GPT2BENCH_HANG_S sets the limit)";
   EXPECT_NE(r.output.find("gpt2bench: 02_native_layers left the device unusable (hung): " + hung), std::string::npos)
       << r.output;
-  auto rungs = load(d / "run/rungs.json");
+  auto rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "aborted");
   EXPECT_EQ(rungs["rungs"][1]["status"], "ok");
   EXPECT_EQ(rungs["rungs"][2]["status"], "error");
@@ -386,7 +385,7 @@ TEST(Reliability, ARungThatHangsEndsItsProcessAsALostDeviceAndResumeGoesOnPastIt
   r = test::run_gpt2bench("ladder --resume " + (d / "run"), "GPT2BENCH_HANG_S=5");
   ASSERT_EQ(r.exit_code, 1) << r.output;  // the hung rung's error stands
   EXPECT_NE(r.output.find("3 of 5 rungs already complete"), std::string::npos) << r.output;
-  rungs = load(d / "run/rungs.json");
+  rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["rungs"][2]["error"], hung);
   for (int i : {0, 1, 3, 4}) EXPECT_EQ(rungs["rungs"][i]["status"], "ok") << i;
 
@@ -429,7 +428,7 @@ TEST(Reliability, DivergenceIsRecordedWithItsStepAndTheLadderGoesOn) {
   const auto profile = test::write_tiny_profile(d, body + "lr: 1.0e+8\n");
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  const auto rungs = load(d / "run/rungs.json");
+  const auto rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "complete");
   for (const auto& rung : rungs["rungs"]) {
     EXPECT_EQ(rung["status"], "diverged") << rung["name"];
@@ -445,7 +444,7 @@ TEST(Reliability, OutOfTheCpuMemoryBudgetIsOomAndTheLadderGoesOn) {
   const auto profile = test::write_tiny_profile(d, body + "settings: {cpu_memory_budget_gb: 0.000001}\n");
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  const auto rungs = load(d / "run/rungs.json");
+  const auto rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "partial");  // not "complete": rungs ran out of memory
   ASSERT_EQ(rungs["rungs"].size(), 5u);
   for (const auto& rung : rungs["rungs"]) {
@@ -466,7 +465,7 @@ TEST(Reliability, ParityReferenceOutOfMemoryIsRecordedAndTheRungsThatFitRun) {
       "steps: 2\nrepetitions: 2\nparity_steps: 2\nbreakdown_steps: 1\nseed: 5\nvariants: [bf16_cast]\n";
   auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "free"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto free = load(d / "free/rungs.json");
+  const auto free = test::read_json(d / "free/rungs.json");
   const double fp32 = free["rungs"][0]["median"]["peak_alloc_bytes"].get<double>();
   const double bf16 = free["rungs"][1]["median"]["peak_alloc_bytes"].get<double>();
   ASSERT_LT(bf16, 0.8 * fp32);
@@ -478,7 +477,7 @@ TEST(Reliability, ParityReferenceOutOfMemoryIsRecordedAndTheRungsThatFitRun) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("no parity reference: the baseline ran out of memory at batch 32"), std::string::npos)
       << r.output;
-  const auto rungs = load(e / "run/rungs.json");
+  const auto rungs = test::read_json(e / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "partial");
   EXPECT_EQ(rungs["rungs"][0]["status"], "oom");
   EXPECT_NE(rungs["rungs"][0]["error"].get<std::string>().find("out of memory at batch 32"), std::string::npos);
@@ -498,7 +497,7 @@ TEST(Reliability, SameProfileSameSeedSameLosses) {
   const auto profile = test::write_tiny_profile(d, body);
   ASSERT_EQ(test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "a")).exit_code, 0);
   ASSERT_EQ(test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "b")).exit_code, 0);
-  const auto a = load(d / "a/rungs.json"), b = load(d / "b/rungs.json");
+  const auto a = test::read_json(d / "a/rungs.json"), b = test::read_json(d / "b/rungs.json");
   for (size_t i = 0; i < a["rungs"].size(); ++i) {
     EXPECT_EQ(a["rungs"][i]["parity"]["losses"], b["rungs"][i]["parity"]["losses"]);
     EXPECT_EQ(a["rungs"][i]["median"]["loss"], b["rungs"][i]["median"]["loss"]);  // dropout included
