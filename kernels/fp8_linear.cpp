@@ -63,10 +63,15 @@ void check_args(const at::Tensor& x, const at::Tensor& w, const std::optional<at
 
 Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format) {
   const double top = largest(format);
-  // Three passes over t: its amax (exact, no |t| written), the scaling in t's dtype, the cast. t·top/amax stays
-  // within the format but for rounding, far below its overflow (480 in e4m3): no clamp.
+  // Two passes over t: its amax (exact, no |t| in memory), then the scaling, cast as the kernel stores it (CUDA's
+  // kernels cast their output; the CPU's go through a temporary). The scale in the multiply's dtype, fp32 for fp16
+  // (a small gradient's scale overflows fp16); t·scale stays below e4m3's overflow (480): no clamp.
   const at::Tensor amax = at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat).clamp_min(1e-12);
-  return {(t * (top / amax)).to(format), amax / top};
+  const at::Tensor x = t.scalar_type() == at::kHalf ? t.to(at::kFloat) : t;
+  const at::Tensor scale = (top / amax).to(x.scalar_type());
+  at::Tensor data = at::empty_like(x, x.options().dtype(format));
+  at::mul_out(data, x, scale);
+  return {data, scale.to(at::kFloat).reciprocal()};
 }
 
 at::Tensor dequantize_fp8(const Fp8& q) { return q.data.to(at::kFloat) * q.inverse_scale; }
