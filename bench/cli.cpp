@@ -90,9 +90,9 @@ Times each of our fused ops (kernels/) against what the step runs in its place, 
 inputs, at the profile model's shapes in the dtype of the ladder's top rung. The sides take turns for N rounds,
 each about 5 ms of passes after two warm-up passes; prints each side's median and "ours Nx" (the other side's
 median over ours, > 1: ours is faster) with its Hodges-Lehmann interval. The classifier also runs at 2x, 4x ...
-the profile's classifier_chunk, and the fastest is named. On a CPU our ops run their ATen references: the figures
-say nothing of a GPU. A failing case is recorded, the others run, and the exit status is 1
-(GPT2BENCH_FAULT_KERNEL=<variant> fails one in tests).
+the profile's classifier_chunk, and the fastest is named; the MLP in FP8 runs where FP8 does (sm89+), else it is
+skipped, with why. On a CPU our ops run their ATen references: the figures say nothing of a GPU. A failing case
+is recorded, the others run, and the exit status is 1 (GPT2BENCH_FAULT_KERNEL=<variant> fails one in tests).
 
   --profile FILE   YAML run profile (model, batch, seed, device)
   --out FILE       also write the timings as JSON; as RUN/kernels.json the report shows them beside that run
