@@ -366,6 +366,25 @@ TEST_F(CudaTest, GraphStepsReturnTheirOwnLoss_CUDA) {
   EXPECT_NE(b.item<double>(), first);
 }
 
+// gpt2bench kernels' passes: captured after three warm-up runs, each call one replay; a pass that cannot be captured
+// (an item() waits for the device) throws and leaves the device usable, and that side is timed eagerly.
+TEST_F(CudaTest, AGraphedPassReplaysItsWorkAndAFailedCaptureSaysWhy_CUDA) {
+  at::Tensor x = at::zeros({4}, at::device(torch_device(dev_)));
+  const auto replay = graphed(dev_, [&x] { x.add_(1); });
+  EXPECT_EQ(x.sum().item<double>(), 4 * 3.0);  // the warm-up runs ran, the capture did not
+  replay();
+  replay();
+  EXPECT_EQ(x.sum().item<double>(), 4 * 5.0);
+  try {
+    (void)graphed(dev_, [&x] { (void)x.sum().item<double>(); });
+    ADD_FAILURE() << "an item() was captured";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA graph capture failed"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(lost_context(dev_), "");
+  EXPECT_EQ(x.add(1).sum().item<double>(), 4 * 6.0);
+}
+
 TEST_F(CudaTest, TrainStepMatchesTheCpu_CUDA) {
   StepSpec s = baseline_spec(test::tiny_model(), 4, dev_);
   const auto tokens = to_token_tensor(synthetic_corpus(97, 20000, 1));

@@ -5,6 +5,7 @@
 #include <c10/util/intrusive_ptr.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,8 +32,8 @@ class Backend {
   virtual std::unique_ptr<MemoryMeter> memory_meter(int index) const = 0;
   // Pinned host buffers copied ahead on a side stream; throws where the device has none.
   virtual std::unique_ptr<BatchMover> pinned_mover(Loader& loader, int index) const = 0;
-  // The step captured once as a device graph and replayed; throws where the device has none.
-  virtual std::unique_ptr<Executor> graph_executor(StepBody body, std::vector<at::Tensor> state) const = 0;
+  // `pass` captured once as a device graph; calling the result replays it. Throws where the device has none.
+  virtual std::function<void()> graphed(std::function<void()> pass) const = 0;
   // The collective backend for this device's tensors under DDP; null where gloo (always set) serves.
   virtual c10::intrusive_ptr<c10d::Backend> collectives(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                         int size, std::chrono::milliseconds timeout) const = 0;

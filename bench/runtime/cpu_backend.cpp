@@ -61,8 +61,8 @@ class CpuBackend final : public Backend {
   std::unique_ptr<BatchMover> pinned_mover(Loader&, int) const override {
     throw std::runtime_error("pinned-memory batches need a CUDA device");
   }
-  std::unique_ptr<Executor> graph_executor(StepBody, std::vector<at::Tensor>) const override {
-    throw std::runtime_error("the CUDA-graph executor needs a CUDA device");
+  std::function<void()> graphed(std::function<void()>) const override {
+    throw std::runtime_error("device graphs need a CUDA device");
   }
   c10::intrusive_ptr<c10d::Backend> collectives(const c10::intrusive_ptr<c10d::Store>&, int, int,
                                                 std::chrono::milliseconds) const override {

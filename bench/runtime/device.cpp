@@ -116,6 +116,41 @@ class EagerExecutor : public Executor {
  private:
   StepBody body_;
 };
+
+// The whole step captured once (Backend::graphed) and replayed, its inputs copied into static buffers. Capturing
+// runs the step a few times first, and those runs really train: `state` is saved before them and put back after,
+// so the first replay takes the step eager would.
+class GraphExecutor : public Executor {
+ public:
+  GraphExecutor(const Backend& b, StepBody body, std::vector<at::Tensor> state)
+      : backend_(b), body_(std::move(body)), state_(std::move(state)) {}
+  at::Tensor run(const at::Tensor& x, const at::Tensor& y) override {
+    if (!replay_) capture(x, y);
+    static_x_.copy_(x);
+    static_y_.copy_(y);
+    replay_();
+    return static_loss_.clone();  // the next replay overwrites static_loss_: each step gets its own
+  }
+
+ private:
+  void capture(const at::Tensor& x, const at::Tensor& y) {
+    static_x_ = x.clone();
+    static_y_ = y.clone();
+    std::vector<at::Tensor> saved;
+    {
+      at::NoGradGuard no_grad;
+      for (const auto& t : state_) saved.push_back(t.clone());
+    }
+    replay_ = backend_.graphed([this] { static_loss_ = body_(static_x_, static_y_); });
+    at::NoGradGuard no_grad;
+    for (size_t i = 0; i < state_.size(); ++i) state_[i].copy_(saved[i]);
+  }
+  const Backend& backend_;
+  StepBody body_;
+  std::vector<at::Tensor> state_;
+  std::function<void()> replay_;  // empty until captured, and again after a failed capture
+  at::Tensor static_x_, static_y_, static_loss_;
+};
 }  // namespace
 
 std::unique_ptr<BatchMover> make_batch_mover(const DeviceInfo& d, Loader& loader, bool pinned) {
@@ -126,7 +161,11 @@ std::unique_ptr<BatchMover> make_batch_mover(const DeviceInfo& d, Loader& loader
 std::unique_ptr<Executor> make_executor(ExecutorKind k, const DeviceInfo& d, StepBody body,
                                         std::vector<at::Tensor> state) {
   if (k == ExecutorKind::kEager) return std::make_unique<EagerExecutor>(std::move(body));
-  return backend_for(d).graph_executor(std::move(body), std::move(state));
+  return std::make_unique<GraphExecutor>(backend_for(d), std::move(body), std::move(state));
+}
+
+std::function<void()> graphed(const DeviceInfo& d, std::function<void()> pass) {
+  return backend_for(d).graphed(std::move(pass));
 }
 
 void synchronize(const DeviceInfo& d) { backend_for(d).synchronize(); }

@@ -66,6 +66,9 @@ class Executor {
 };
 std::unique_ptr<Executor> make_executor(ExecutorKind k, const DeviceInfo& d, StepBody body,
                                         std::vector<at::Tensor> state);
+// `pass` captured once as a device graph (CUDA, after warm-up runs); calling the result replays it. Throws where
+// the device has none or the capture fails.
+std::function<void()> graphed(const DeviceInfo& d, std::function<void()> pass);
 
 void synchronize(const DeviceInfo& d);
 void empty_cache(const DeviceInfo& d);  // return cached device memory between rungs

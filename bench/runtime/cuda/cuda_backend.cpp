@@ -198,46 +198,26 @@ class DeviceCapture : public CaptureSteps {
   c10::cuda::CUDAStream stream_;
 };
 
-// The whole step captured once and replayed. Capture needs a side stream and a few warm-up runs
-// (lazy cuBLAS/allocator state, gradient buffers); those runs really train, so `state` is saved
-// before them and put back after the capture: the first replay then takes the step eager would.
-class CudaGraphExecutor : public Executor {
+// `body` captured once as a CUDA graph and replayed. Capture needs a side stream and a few warm-up runs of the
+// body there (lazy cuBLAS/allocator state, gradient buffers) before it.
+class CapturedGraph {
  public:
-  CudaGraphExecutor(StepBody body, std::vector<at::Tensor> state) : body_(std::move(body)), state_(std::move(state)) {}
-  at::Tensor run(const at::Tensor& x, const at::Tensor& y) override {
-    if (!graph_) capture(x, y);
-    static_x_.copy_(x);
-    static_y_.copy_(y);
-    graph_->replay();
-    return static_loss_.clone();  // the next replay overwrites static_loss_: each step gets its own
-  }
-
- private:
-  void capture(const at::Tensor& x, const at::Tensor& y) {
-    static_x_ = x.clone();
-    static_y_ = y.clone();
-    std::vector<at::Tensor> saved;
-    {
-      at::NoGradGuard no_grad;
-      for (const auto& t : state_) saved.push_back(t.clone());
-    }
+  explicit CapturedGraph(const std::function<void()>& body) {
     auto side = c10::cuda::getStreamFromPool();
     wait_stream(side, c10::cuda::getCurrentCUDAStream());
     {
       c10::cuda::CUDAStreamGuard guard(side);
-      for (int i = 0; i < 3; ++i) body_(static_x_, static_y_);
+      for (int i = 0; i < 3; ++i) body();
       graph_ = std::make_unique<at::cuda::CUDAGraph>();
       DeviceCapture steps(graph_, side);
-      static_loss_ = capture_with(steps, [&] { return body_(static_x_, static_y_); });
+      capture_with(steps, [&] { return (body(), 0); });
     }
     wait_stream(c10::cuda::getCurrentCUDAStream(), side);
-    at::NoGradGuard no_grad;
-    for (size_t i = 0; i < state_.size(); ++i) state_[i].copy_(saved[i]);
   }
-  StepBody body_;
-  std::vector<at::Tensor> state_;
-  std::unique_ptr<at::cuda::CUDAGraph> graph_;  // null until captured, and again after a failed capture
-  at::Tensor static_x_, static_y_, static_loss_;
+  void replay() { graph_->replay(); }
+
+ private:
+  std::unique_ptr<at::cuda::CUDAGraph> graph_;
 };
 
 }  // namespace
@@ -245,8 +225,9 @@ class CudaGraphExecutor : public Executor {
 std::unique_ptr<BatchMover> make_pinned_mover(Loader& loader, int index) {
   return std::make_unique<PinnedPrefetchMover>(loader, index);
 }
-std::unique_ptr<Executor> make_graph_executor(StepBody body, std::vector<at::Tensor> state) {
-  return std::make_unique<CudaGraphExecutor>(std::move(body), std::move(state));
+std::function<void()> graphed(std::function<void()> pass) {
+  auto graph = std::make_shared<CapturedGraph>(pass);
+  return [graph] { graph->replay(); };
 }
 
 std::unique_ptr<StepTimer> make_step_timer(int index) { return std::make_unique<CudaStepTimer>(index); }
@@ -307,9 +288,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<BatchMover> pinned_mover(Loader& loader, int index) const override {
     return cuda::make_pinned_mover(loader, index);
   }
-  std::unique_ptr<Executor> graph_executor(StepBody body, std::vector<at::Tensor> state) const override {
-    return cuda::make_graph_executor(std::move(body), std::move(state));
-  }
+  std::function<void()> graphed(std::function<void()> pass) const override { return cuda::graphed(std::move(pass)); }
   c10::intrusive_ptr<c10d::Backend> collectives(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                 std::chrono::milliseconds timeout) const override {
     return cuda::make_nccl_backend(store, rank, size, timeout);
