@@ -87,8 +87,10 @@ GPT2BENCH_FAULT_STEP=S make rank R kill itself (SIGKILL) before step S.
 constexpr const char* kKernelsHelp = R"(usage: gpt2bench kernels --profile FILE [--out FILE.json] [--device D] [--rounds N]
 
 Times each of our fused ops (kernels/) against what the step runs in its place, forward + backward on the same
-inputs, at the profile model's shapes in the dtype of the ladder's top rung. The sides take turns for N rounds,
-each about 5 ms of passes after two warm-up passes; prints each side's median and "ours Nx" (the other side's
+inputs, at the profile model's shapes in the dtype of the ladder's top rung. On a GPU each side's pass is
+captured as a CUDA graph and replayed, so the host's launches stay out of the time (a side that cannot be
+captured runs eagerly and says why). The sides take turns for N rounds, each about 5 ms of passes after two
+warm-up passes; prints each side's median and "ours Nx" (the other side's
 median over ours, > 1: ours is faster) with its Hodges-Lehmann interval. The classifier also runs at 2x, 4x ...
 the profile's classifier_chunk, and the fastest is named; the MLP in FP8 runs where FP8 does (sm89+), else it is
 skipped, with why. On a CPU our ops run their ATen references: the figures say nothing of a GPU. A failing case

@@ -25,7 +25,7 @@ TEST(KernelBench, SidesWarmUpTwiceThenTakeTurnsWithTheSamePassesARound) {
     rounds.emplace_back(id, iters);
     return id == 'a' ? 0.5 : 1.0;
   };
-  const KernelCase c = time_in_turns("v", "N=1", {{"ours", side('a')}, {"theirs", side('b')}}, 4, 5.0, timer);
+  const KernelCase c = time_in_turns("v", "N=1", {{"ours", side('a')}, {"theirs", side('b')}}, 4, 5.0, {timer});
   // warm-up: each side twice, one pass; then 5 ms / the slowest side's 1 ms = 5 passes a round, in turns
   const std::vector<std::pair<char, int>> want = {{'a', 1}, {'a', 1}, {'b', 1}, {'b', 1}, {'a', 5}, {'b', 5},
                                                   {'a', 5}, {'b', 5}, {'a', 5}, {'b', 5}, {'a', 5}, {'b', 5}};
@@ -40,13 +40,33 @@ TEST(KernelBench, SidesWarmUpTwiceThenTakeTurnsWithTheSamePassesARound) {
   EXPECT_EQ(c.speedup[0].n, 4);
 }
 
+TEST(KernelBench, EachSideIsTimedAsItsGraphsReplayOrEagerlySayingWhyNot) {
+  std::string ran;
+  auto side = [&](char id) { return [&ran, id] { ran += id; }; };
+  const RoundTimer timer = [](const std::function<void()>& pass, int iters) {
+    for (int i = 0; i < iters; ++i) pass();
+    return 1.0;
+  };
+  // A fake device: ours captures (its replay runs 'A'); the other's capture fails, as an op that syncs would.
+  const Replayer replay = [&](const std::function<void()>& pass) -> std::function<void()> {
+    pass();  // what capturing it runs
+    if (ran == "a") return [&ran] { ran += 'A'; };
+    throw std::runtime_error("CUDA graph capture failed: operation not permitted when stream is capturing\nat ...");
+  };
+  const KernelCase c = time_in_turns("v", "", {{"ours", side('a')}, {"theirs", side('b')}}, 2, 5.0, {timer, replay});
+  EXPECT_EQ(ran, "a" "AA" "b" "bb" "AAAAA" "bbbbb" "AAAAA" "bbbbb");  // captured, warm-up, then 2 rounds of 5
+  EXPECT_EQ(c.sides[0].timed, "graph");
+  EXPECT_EQ(c.sides[1].timed, "eager: CUDA graph capture failed: operation not permitted when stream is capturing");
+  EXPECT_EQ(time_in_turns("v", "", {{"ours", side('a')}}, 1, 5.0, {timer}).sides[0].timed, "eager");  // no graphs
+}
+
 TEST(KernelBench, PassesARoundStayWithinOneAndAThousand) {
   auto timed = [](double ms) {
     const RoundTimer t = [ms](const std::function<void()>& pass, int iters) {
       for (int i = 0; i < iters; ++i) pass();
       return ms;
     };
-    return time_in_turns("v", "", {{"ours", [] {}}}, 1, 5.0, t).iters;
+    return time_in_turns("v", "", {{"ours", [] {}}}, 1, 5.0, {t}).iters;
   };
   EXPECT_EQ(timed(50.0), 1);     // a pass longer than a round: one
   EXPECT_EQ(timed(1e-6), 1000);  // a pass too short to time alone: at most a thousand
@@ -59,6 +79,8 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   auto r = test::run_gpt2bench("kernels --profile " + profile + " --rounds 3 --out " + (d / "kernels.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("fused_residual_norm  (N=32 C=32 "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3 rounds of "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" passes, launched eagerly)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("   ours "), std::string::npos) << r.output;
   const auto doc = test::read_json(d / "kernels.json");
   EXPECT_EQ(doc["rounds"], 3);
@@ -78,6 +100,7 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
     ASSERT_EQ(c["sides"].size(), want[i].second) << c["variant"];
     EXPECT_EQ(c["speedup"].size(), want[i].second - 1) << c["variant"];
     for (const auto& s : c["sides"]) {
+      EXPECT_EQ(s["timed"], "eager") << s["name"];  // no device graphs on the CPU
       ASSERT_EQ(s["ms"].size(), 3u);
       for (double ms : s["ms"]) EXPECT_GT(ms, 0) << s["name"];
     }

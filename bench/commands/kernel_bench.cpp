@@ -26,17 +26,28 @@
 namespace gpt2 {
 
 KernelCase time_in_turns(std::string variant, std::string shape, const std::vector<Pass>& passes, int rounds,
-                         double round_ms, const RoundTimer& timer) {
+                         double round_ms, const Timing& timing) {
   KernelCase c{std::move(variant), std::move(shape), 1, {}, {}, {}};
+  std::vector<std::function<void()>> runs;
   double slowest = 0;
   for (const auto& [name, pass] : passes) {
-    (void)timer(pass, 1);
-    slowest = std::max(slowest, timer(pass, 1));
-    c.sides.push_back({name, {}, 0});
+    TimedSide side{name, "eager", {}, 0};
+    runs.push_back(pass);
+    if (timing.replay) {
+      try {
+        runs.back() = timing.replay(pass);
+        side.timed = "graph";
+      } catch (const std::exception& e) {  // e.g. an op that waits for the device: timed as it is, saying why
+        side.timed = "eager: " + first_line(error_text(e));
+      }
+    }
+    (void)timing.round(runs.back(), 1);
+    slowest = std::max(slowest, timing.round(runs.back(), 1));
+    c.sides.push_back(std::move(side));
   }
   c.iters = static_cast<int>(std::clamp(std::round(round_ms / std::max(slowest, 1e-6)), 1.0, 1000.0));
   for (int r = 0; r < rounds; ++r)
-    for (size_t i = 0; i < passes.size(); ++i) c.sides[i].ms.push_back(timer(passes[i].second, c.iters));
+    for (size_t i = 0; i < runs.size(); ++i) c.sides[i].ms.push_back(timing.round(runs[i], c.iters));
   for (auto& s : c.sides) s.median_ms = median(s.ms);
   for (size_t i = 1; i < c.sides.size(); ++i) c.speedup.push_back(ratio_interval(c.sides[i].ms, c.sides[0].ms));
   return c;
@@ -57,7 +68,7 @@ at::Tensor input(at::IntArrayRef shape, const at::TensorOptions& opts) {
 
 // The residual add and the LayerNorm after it, with the profile's dropout on the branch and the branch's bias,
 // which ours adds and reduces in its own passes and ATen's side in the linear's epilogue and backward (timed here).
-KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
+KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
   const StepSpec s = spec_with(base, dev, {});
   const int64_t N = s.batch * s.model.context, C = s.model.n_embd;
   const double p = s.model.dropout;
@@ -82,13 +93,13 @@ KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int r
                         {p > 0 ? "ATen: x + dropout(r), then layer_norm; r's gradient summed (the bias's)"
                                : "ATen: x + r, then layer_norm; r's gradient summed (the bias's)",
                          aten}},
-                       rounds, 5.0, timer);
+                       rounds, 5.0, timing);
 }
 
 // The MLP as the model builds it (Linear + GELU(tanh), then the second Linear), one FeedForward a side, each with
 // its variant's edit: the first side ours, the others what it replaces.
 KernelCase mlp_case(const char* variant, const std::vector<std::pair<std::string, std::string>>& sides,
-                    const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
+                    const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
   const StepSpec s = spec_with(base, dev, {});
   const int64_t B = s.batch, T = s.model.context, C = s.model.n_embd;
   const auto dtype = compute_dtype(math_mode(s));
@@ -109,38 +120,38 @@ KernelCase mlp_case(const char* variant, const std::vector<std::pair<std::string
   }
   std::ostringstream shape;
   shape << "B=" << B << " T=" << T << " C=" << C << " F=" << 4 * C << " " << c10::toString(dtype);
-  return time_in_turns(variant, shape.str(), passes, rounds, 5.0, timer);
+  return time_in_turns(variant, shape.str(), passes, rounds, 5.0, timing);
 }
 
 const std::pair<std::string, std::string> kEpilogueGemm = {
     "the top rung's: fuse_bias_gelu's GEMM epilogue, the pre-activation recomputed", "fuse_bias_gelu"};
 const std::pair<std::string, std::string> kAtenMlp = {"ATen: linear, then gelu(tanh)", ""};
 
-KernelCase gelu_backward_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
+KernelCase gelu_backward_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
   return mlp_case("fused_gelu_backward",
                   {{"ours: GELU and the pre-activation from fc1's epilogue, GELU' and the bias gradient in one pass",
                     "fused_gelu_backward"},
                    kEpilogueGemm, kAtenMlp},
-                  base, dev, rounds, timer);
+                  base, dev, rounds, timing);
 }
 
-KernelCase gelu_epilogues_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
+KernelCase gelu_epilogues_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
   return mlp_case("gelu_epilogues",
                   {{"ours: GELU in fc1's epilogue (pre-activation kept), GELU' + bias gradient in fc2's", "gelu_epilogues"},
                    {"fused_gelu_backward: our one-pass kernel", "fused_gelu_backward"}, kEpilogueGemm, kAtenMlp},
-                  base, dev, rounds, timer);
+                  base, dev, rounds, timing);
 }
 
 // The MLP's two linears in FP8 (per-tensor scales, the casts included) against the bf16 MLPs the top runs.
-KernelCase fp8_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
+KernelCase fp8_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
   return mlp_case("fp8_linears", {{"ours: fc1 and fc2 in FP8 (kernels/fp8_linear), GELU apart", "fp8_linears"},
                                   kEpilogueGemm, kAtenMlp},
-                  base, dev, rounds, timer);
+                  base, dev, rounds, timing);
 }
 
 // The LM head and the loss, ours at the profile's chunk and at 2x, 4x ... up to all tokens in one chunk (fewer
 // chunks pass over the head's fp32 gradient fewer times, and hold more logits): the note names the fastest.
-KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const RoundTimer& timer) {
+KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
   const StepSpec s = spec_with(base, dev, {}), fused = spec_with(base, dev, {"fused_classifier"});
   const int64_t N = s.batch * s.model.context, C = s.model.n_embd, V = s.model.padded_vocab();
   const int64_t chunk = fused.model.classifier_chunk;
@@ -165,7 +176,7 @@ KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int roun
   std::ostringstream shape;
   shape << "N=" << N << " C=" << C << " V=" << V << " chunk=" << chunk << " "
         << c10::toString(opts.dtype().toScalarType());
-  KernelCase k = time_in_turns("fused_classifier", shape.str(), passes, rounds, 5.0, timer);
+  KernelCase k = time_in_turns("fused_classifier", shape.str(), passes, rounds, 5.0, timing);
   size_t best = 0;
   for (size_t i = 1; i < chunks.size(); ++i)
     if (k.sides[i].median_ms < k.sides[best].median_ms) best = i;
@@ -174,7 +185,7 @@ KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int roun
   return k;
 }
 
-using MakeCase = KernelCase (*)(const StepSpec&, const DeviceInfo&, int, const RoundTimer&);
+using MakeCase = KernelCase (*)(const StepSpec&, const DeviceInfo&, int, const Timing&);
 const std::pair<const char*, MakeCase> kCases[] = {{"fused_residual_norm", &residual_norm_case},
                                                    {"fused_gelu_backward", &gelu_backward_case},
                                                    {"gelu_epilogues", &gelu_epilogues_case},
@@ -183,7 +194,8 @@ const std::pair<const char*, MakeCase> kCases[] = {{"fused_residual_norm", &resi
 
 nlohmann::json case_json(const KernelCase& c) {
   nlohmann::json sides = nlohmann::json::array(), speedups = nlohmann::json::array();
-  for (const auto& s : c.sides) sides.push_back({{"name", s.name}, {"median_ms", s.median_ms}, {"ms", s.ms}});
+  for (const auto& s : c.sides)
+    sides.push_back({{"name", s.name}, {"timed", s.timed}, {"median_ms", s.median_ms}, {"ms", s.ms}});
   for (size_t i = 0; i < c.speedup.size(); ++i) {
     const auto& r = c.speedup[i];
     speedups.push_back({{"over", c.sides[i + 1].name}, {"ratio", c.ratio(i + 1)},
@@ -195,14 +207,17 @@ nlohmann::json case_json(const KernelCase& c) {
 }
 
 void print_case(const KernelCase& c) {
-  std::printf("%s  (%s; forward + backward, %zu rounds of %d passes)\n", c.variant.c_str(), c.shape.c_str(),
-              c.sides.empty() ? size_t{0} : c.sides[0].ms.size(), c.iters);
+  const bool graphs = !c.sides.empty() && c.sides[0].timed == "graph";
+  std::printf("%s  (%s; forward + backward, %zu rounds of %d passes, %s)\n", c.variant.c_str(), c.shape.c_str(),
+              c.sides.empty() ? size_t{0} : c.sides[0].ms.size(), c.iters,
+              graphs ? "as CUDA graph replays" : "launched eagerly");
   for (size_t i = 0; i < c.sides.size(); ++i) {
     std::printf("  %-80s %9.3f ms", c.sides[i].name.c_str(), c.sides[i].median_ms);
     if (i > 0) {
       const auto& r = c.speedup[i - 1];
       std::printf("   ours %.2fx (%.2f-%.2fx, %.0f%%)", c.ratio(i), r.low, r.high, 100 * r.level);
     }
+    if (c.sides[i].timed != (graphs ? "graph" : "eager")) std::printf("   [%s]", c.sides[i].timed.c_str());
     std::printf("\n");
   }
   if (!c.note.empty()) std::printf("  %s\n", c.note.c_str());
@@ -223,6 +238,8 @@ int run_kernel_bench(const KernelBenchOptions& o) {
     timer->mark();
     return 1e3 * timer->intervals().at(0) / iters;
   };
+  Timing timing{round, nullptr};
+  if (dev.cuda()) timing.replay = [&dev](const std::function<void()>& pass) { return graphed(dev, pass); };
   std::cerr << "gpt2bench kernels: our kernels against what they replace, profile '" << prof.name << "' on "
             << dev.name << (dev.cuda() ? " (cuda)" : " (cpu: our kernels' ATen references, not the CUDA kernels)")
             << "\n";
@@ -238,7 +255,7 @@ int run_kernel_bench(const KernelBenchOptions& o) {
     }
     try {
       if (fault && std::string(variant) == fault) throw std::runtime_error("injected fault (GPT2BENCH_FAULT_KERNEL)");
-      const KernelCase c = make(base, dev, o.rounds, round);
+      const KernelCase c = make(base, dev, o.rounds, timing);
       print_case(c);
       cases.push_back(case_json(c));
     } catch (const std::exception& e) {  // out of memory, a kernel's error: said, and the other cases go on

@@ -13,6 +13,8 @@ namespace gpt2 {
 
 struct TimedSide {
   std::string name;        // what this side runs, in words
+  std::string timed;       // "graph": replays of a CUDA graph of the pass, the device's time alone; "eager": the
+                           // host launching it each time ("eager: <why>" where the graph's capture failed)
   std::vector<double> ms;  // each round's mean pass, milliseconds
   double median_ms = 0;
 };
@@ -32,12 +34,20 @@ struct KernelCase {
 // The milliseconds of one pass, the mean of `iters` passes in a row between two marks of the device's timer.
 using RoundTimer = std::function<double(const std::function<void()>& pass, int iters)>;
 using Pass = std::pair<std::string, std::function<void()>>;  // (name, one forward + backward)
+// The pass captured as a device graph, the result replaying it (throws where it cannot); null: passes run eagerly.
+using Replayer = std::function<std::function<void()>(const std::function<void()>& pass)>;
+struct Timing {
+  RoundTimer round;
+  Replayer replay;
+};
 
-// Each pass is warmed up twice (the first run allocates and picks its kernels); a round then takes `iters`
-// passes, iters such that the slowest side's round takes about `round_ms` (1 to 1000), and the sides take
-// turns for `rounds` rounds, so that drift (clocks, heat, a neighbour) hits them alike.
+// Each pass is made a graph's replay where the timing can (a host's launches and autograd take longer than a
+// small op's kernels: eager, a 70 us pass timed at 220 us), then warmed up twice (the first run allocates and
+// picks its kernels); a round then takes `iters` passes, iters such that the slowest side's round takes about
+// `round_ms` (1 to 1000), and the sides take turns for `rounds` rounds, so that drift (clocks, heat, a
+// neighbour) hits them alike.
 KernelCase time_in_turns(std::string variant, std::string shape, const std::vector<Pass>& passes, int rounds,
-                         double round_ms, const RoundTimer& timer);
+                         double round_ms, const Timing& timing);
 
 struct KernelBenchOptions {
   std::string profile_path;

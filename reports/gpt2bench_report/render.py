@@ -183,6 +183,23 @@ def _kept_cell(e: dict) -> str:
             + (f", {ratio(again)} over {again.get('rung', '?')}" if "ratio" in again else ""))
 
 
+def _kernel_timing_notes(k: dict) -> list[str]:
+    """How kernels.json's passes were timed, where it matters: on a GPU a pass launched by the host carries its
+    launches and autograd, more than a small op's kernels take."""
+    if k["device"].get("type") == "cpu":
+        return []
+    sides = [(c["variant"], s) for c in k["cases"] for s in c.get("sides", [])]
+    if any("timed" not in s for _, s in sides):
+        return ["Timed eagerly (a kernels.json from before passes were replayed as CUDA graphs): a pass of tens of "
+                "microseconds is timed with the host's launches and autograd around it, which can hide a kernel's "
+                "gain or loss."]
+    notes = [f"{v}: '{s['name']}' timed eagerly, its host's launches included ({s['timed'][len('eager: '):]})."
+             for v, s in sides if s["timed"].startswith("eager: ")]
+    if any(s["timed"] == "graph" for _, s in sides):
+        notes.insert(0, "Each side timed as replays of a CUDA graph of its pass: the device's time alone.")
+    return notes
+
+
 def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
     """RUN/kernels.json as (title, table, notes): each of our ops against each thing it replaces, one forward +
     backward alone (gpt2bench kernels), beside what the ladder's top+kept rung made of it for the whole step."""
@@ -203,6 +220,7 @@ def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
     if d.get("type") == "cpu":
         notes.append("On a CPU our ops run their ATen references (no CUDA kernels there): these figures say "
                      "nothing of a GPU.")
+    notes += _kernel_timing_notes(k)
     for c in k["cases"]:
         v = c["variant"]
         step = kept.get(v)

@@ -725,6 +725,25 @@ def test_our_kernels_op_by_op_beside_what_the_step_kept(tmp_path):
     assert "| fused_classifier | " in md and "| ours slower | not kept: 0.95x (0.93-0.97x) over 12_batch_scaling, " in md
 
 
+def test_how_a_gpu_s_kernels_were_timed_is_said(tmp_path):
+    # The committed H100 run's kernels.json predates graph replays: its small ops carry the host's launches.
+    run_dir = tmp_path / "run"
+    shutil.copytree(ROOT / "reports/reference/gpu-nvidia-h100-80gb-hbm3/20261127-030430-gpu-124m", run_dir)
+    _, _, notes = kernel_section(load_run(run_dir))
+    assert any(n.startswith("Timed eagerly (a kernels.json from before passes were replayed") for n in notes), notes
+    k = json.loads((run_dir / "kernels.json").read_text())
+    for c in k["cases"]:
+        for s in c.get("sides", []):
+            s["timed"] = "graph"
+    k["cases"][3]["sides"][-1]["timed"] = "eager: CUDA graph capture failed: operation not permitted"
+    (run_dir / "kernels.json").write_text(json.dumps(k))
+    _, _, notes = kernel_section(load_run(run_dir))
+    assert "Each side timed as replays of a CUDA graph of its pass: the device's time alone." in notes
+    assert ("fused_classifier: 'ATen: linear, then cross_entropy' timed eagerly, its host's launches included "
+            "(CUDA graph capture failed: operation not permitted).") in notes
+    assert not any(n.startswith("Timed eagerly") for n in notes)
+
+
 def test_a_kernels_json_of_another_device_or_layout_is_refused(tmp_path):
     run_dir = tmp_path / "run"
     shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
