@@ -41,11 +41,9 @@ struct Timing {
   Replayer replay;
 };
 
-// Each pass is made a graph's replay where the timing can (a host's launches and autograd take longer than a
-// small op's kernels: eager, a 70 us pass timed at 220 us), then warmed up twice (the first run allocates and
-// picks its kernels); a round then takes `iters` passes, iters such that the slowest side's round takes about
-// `round_ms` (1 to 1000), and the sides take turns for `rounds` rounds, so that drift (clocks, heat, a
-// neighbour) hits them alike.
+// Each pass made a graph's replay where timing.replay can, then warmed up twice; a round takes `iters` passes,
+// iters such that the slowest side's round takes about `round_ms` (1 to 1000), and the sides take turns for
+// `rounds` rounds, so that drift (clocks, heat, a neighbour) hits them alike (docs/variants.md: Op by op).
 KernelCase time_in_turns(std::string variant, std::string shape, const std::vector<Pass>& passes, int rounds,
                          double round_ms, const Timing& timing);
 
