@@ -279,11 +279,14 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
     }
     EXPECT_EQ(x["parity"]["against"], moved ? "12_batch_scaling" : "baseline") << x["name"];
     EXPECT_EQ(x["parity"]["judged_as"], "precision") << x["name"];  // the top's bf16
-    if (moved) EXPECT_EQ(x["parity"]["baseline_losses"], searched_top["parity"]["losses"]) << x["name"];
+    if (moved) {
+      EXPECT_EQ(x["parity"]["baseline_losses"], searched_top["parity"]["losses"]) << x["name"];
+    }
     EXPECT_GT(x["parity"]["params_compared"].get<int64_t>(), 0) << x["name"];
-    if (moved)
+    if (moved) {
       EXPECT_NE(x["parity"]["rule"].get<std::string>().find("|loss - 12_batch_scaling's|"), std::string::npos)
           << x["parity"]["rule"];
+    }
   }
   EXPECT_EQ(searched_top["parity"]["against"], "baseline");  // the rung that changed the problem: its own check
   EXPECT_EQ(searched_top["parity"]["judged_as"], searched_top["spec"]["batch"] != 2 ? "problem" : "precision");

@@ -817,7 +817,9 @@ TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {
       EXPECT_TRUE(close(gb.dgamma, wb.dgamma, tol * std::sqrt(double(N)))) << dtype << " " << C;
       EXPECT_TRUE(close(gb.dbeta, wb.dbeta, tol * std::sqrt(double(N)))) << dtype << " " << C;
       ASSERT_EQ(gb.dbias.defined(), biased) << dtype << " " << C;
-      if (biased) EXPECT_TRUE(close(gb.dbias, wb.dbias, tol * std::sqrt(double(N)))) << dtype << " " << C;
+      if (biased) {
+        EXPECT_TRUE(close(gb.dbias, wb.dbias, tol * std::sqrt(double(N)))) << dtype << " " << C;
+      }
       // no gradient from the residual stream (the last block's final norm): LayerNorm's alone
       const at::Tensor none;
       EXPECT_TRUE(close(kernels::add_layer_norm_backward_cuda(none, dy, got, gamma, beta).ds,
@@ -861,7 +863,9 @@ TEST_F(KernelsCuda, AddLayerNormDropoutKernelsMatchTheHostDrawAndTheReference_CU
       EXPECT_TRUE(close(gb.dr, wb.dr, tol)) << what;
       EXPECT_TRUE(at::equal(gb.dr.eq(0), keep.logical_not() | gb.ds.eq(0))) << what;  // dropped: no gradient
       EXPECT_TRUE(close(gb.dgamma, wb.dgamma, tol * std::sqrt(double(N)))) << what;
-      if (bias.defined()) EXPECT_TRUE(close(gb.dbias, wb.dbias, tol * std::sqrt(double(N)))) << what;
+      if (bias.defined()) {
+        EXPECT_TRUE(close(gb.dbias, wb.dbias, tol * std::sqrt(double(N)))) << what;
+      }
       // the reference's backward on the CUDA forward draws the mask from f.rng as the kernel does
       EXPECT_TRUE(close(kernels::add_layer_norm_backward_reference(ds_out, dy, got, gamma, beta).dr, wb.dr, tol)) << what;
       const kernels::AddNormForward again = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p, bias);

@@ -38,7 +38,7 @@ using Pass = std::pair<std::string, std::function<void()>>;  // (name, one forwa
 using Replayer = std::function<std::function<void()>(const std::function<void()>& pass)>;
 struct Timing {
   RoundTimer round;
-  Replayer replay;
+  Replayer replay = nullptr;
 };
 
 // Each pass made a graph's replay where timing.replay can, then warmed up twice; a round takes `iters` passes,

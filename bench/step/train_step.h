@@ -100,7 +100,7 @@ struct Trajectory {
   double first_grad_norm = 0;
   // The same gradient parameter by parameter (canonical_parameters' names and shapes): what a kernel writing one
   // parameter's gradient wrong changes, where the whole norm moves by a hair. Empty where not known.
-  std::vector<std::pair<std::string, double>> first_grad_norms;
+  std::vector<std::pair<std::string, double>> first_grad_norms = {};
 };
 Trajectory loss_trajectory(StepSpec spec, const DeviceInfo& dev, const at::Tensor& tokens, uint64_t seed, int steps,
                            Dist* dist = nullptr);
