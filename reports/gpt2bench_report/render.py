@@ -184,10 +184,8 @@ def _kept_cell(e: dict) -> str:
 
 
 def _kernel_timing_notes(k: dict) -> list[str]:
-    """How kernels.json's passes were timed, where it matters: on a GPU a pass launched by the host carries its
-    launches and autograd, more than a small op's kernels take."""
-    if k["device"].get("type") == "cpu":
-        return []
+    """How a GPU's kernels.json passes were timed: a pass launched by the host carries its launches and autograd,
+    more than a small op's kernels take."""
     sides = [(c["variant"], s) for c in k["cases"] for s in c.get("sides", [])]
     if any("timed" not in s for _, s in sides):
         return ["Timed eagerly (a kernels.json from before passes were replayed as CUDA graphs): a pass of tens of "
@@ -220,7 +218,8 @@ def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
     if d.get("type") == "cpu":
         notes.append("On a CPU our ops run their ATen references (no CUDA kernels there): these figures say "
                      "nothing of a GPU.")
-    notes += _kernel_timing_notes(k)
+    else:
+        notes += _kernel_timing_notes(k)
     for c in k["cases"]:
         v = c["variant"]
         step = kept.get(v)
