@@ -90,11 +90,14 @@ Times each of our fused ops (kernels/) against what the step runs in its place, 
 inputs, at the profile model's shapes in the dtype of the ladder's top rung. On a GPU each side's pass is
 captured as a CUDA graph and replayed, so the host's launches stay out of the time (a side that cannot be
 captured runs eagerly and says why). The sides take turns for N rounds, each about 5 ms of passes after two
-warm-up passes; prints each side's median and "ours Nx" (the other side's
-median over ours, > 1: ours is faster) with its Hodges-Lehmann interval. The classifier also runs at 2x, 4x ...
-the profile's classifier_chunk, and the fastest is named; the MLP in FP8 runs where FP8 does (sm89+), else it is
-skipped, with why. On a CPU our ops run their ATen references: the figures say nothing of a GPU. A failing case
-is recorded, the others run, and the exit status is 1 (GPT2BENCH_FAULT_KERNEL=<variant> fails one in tests).
+warm-up passes; prints each side's median and "ours Nx" (the other side's median over ours, > 1: ours is
+faster) with its Hodges-Lehmann interval. The classifier also runs at 2x, 4x ... the profile's
+classifier_chunk, and the fastest is named; on a GPU the residual norm also runs with each row held in registers
+(settings.residual_norm: held) where its width allows; the MLP in FP8 runs where FP8 does (sm89+), else it is
+skipped, with why. On a GPU it then times each of the top rung's matmuls with ATen's at::mm against every
+algorithm cuBLASLt's heuristic offers for its shape (TFLOP/s, configuration, difference from ATen's output).
+On a CPU our ops run their ATen references: the figures say nothing of a GPU. A failing case is recorded, the
+others run, and the exit status is 1 (GPT2BENCH_FAULT_KERNEL=<variant> fails one in tests).
 
   --profile FILE   YAML run profile (model, batch, seed, device)
   --out FILE       also write the timings as JSON; as RUN/kernels.json the report shows them beside that run

@@ -74,6 +74,9 @@ void read_settings(MapReader& r, const std::string& path, Settings& settings) {
                                       sr.get_string("classifier_chunk", "") + "'");
     }
   }
+  // residual_norm: how fused_residual_norm's CUDA kernels traverse a row, or fastest (both timed per shape)
+  const std::string rn = sr.get_choice("residual_norm", "sweeps", {"sweeps", "held", "fastest"});
+  settings.residual_norm_held = rn == "held", settings.residual_norm_fastest = rn == "fastest";
   settings.cpu_memory_budget = static_cast<int64_t>(
       sr.get_double("cpu_memory_budget_gb", settings.cpu_memory_budget / double(1 << 30), 1e-9, 1 << 20) * (1 << 30));
   sr.finish();

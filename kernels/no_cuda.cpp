@@ -4,6 +4,7 @@
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
 #include "kernels/column_sums_cuda.h"
+#include "kernels/gemm_survey.h"
 #include "kernels/gelu_epilogues.h"
 #include "kernels/residual_norm.h"
 
@@ -22,6 +23,11 @@ at::Tensor column_sums_cuda(const at::Tensor&, int64_t, int64_t, at::ScalarType)
 }
 
 bool gelu_epilogues_built() { return false; }
+bool gemm_survey_built() { return false; }
+
+std::vector<LtAlgo> heuristic_algos(const StepGemm&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int) {
+  TORCH_CHECK(false, "heuristic_algos: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
+}
 
 std::pair<at::Tensor, at::Tensor> linear_gelu_aux_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&) {
   TORCH_CHECK(false, "linear_gelu_aux_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
@@ -32,7 +38,7 @@ std::pair<at::Tensor, at::Tensor> matmul_dgelu_bgrad_cuda(const at::Tensor&, con
 }
 
 AddNormForward add_layer_norm_forward_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                           double, double, const at::Tensor&) {
+                                           double, double, const at::Tensor&, bool) {
   TORCH_CHECK(false, "add_layer_norm_forward_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 

@@ -34,23 +34,26 @@ void check_p(double p) {
 struct AddLayerNorm : torch::autograd::Function<AddLayerNorm> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
                                                 const at::Tensor& r, const at::Tensor& gamma, const at::Tensor& beta,
-                                                const std::optional<at::Tensor>& bias, double eps, double p) {
+                                                const std::optional<at::Tensor>& bias, double eps, double p,
+                                                bool held) {
     // bias is optional here, not an undefined tensor: autograd takes none for an input it need not track
-    AddNormForward f = add_layer_norm_forward(x, r, gamma, beta, eps, p, bias.value_or(at::Tensor()));
+    AddNormForward f = add_layer_norm_forward(x, r, gamma, beta, eps, p, bias.value_or(at::Tensor()), held);
     ctx->save_for_backward({f.s, f.mean, f.rstd, gamma, beta, f.keep, f.rng});
     ctx->saved_data["p"] = p;
     ctx->saved_data["biased"] = f.biased;
+    ctx->saved_data["held"] = f.held;
     return {f.s, f.y};
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
     const auto saved = ctx->get_saved_variables();
     const AddNormForward f{saved[0], at::Tensor(), saved[1], saved[2], saved[5], saved[6],
-                           ctx->saved_data["p"].toDouble(), ctx->saved_data["biased"].toBool()};
+                           ctx->saved_data["p"].toDouble(), ctx->saved_data["biased"].toBool(),
+                           ctx->saved_data["held"].toBool()};
     const at::Tensor dy = grad[1].defined() ? grad[1].contiguous() : at::zeros_like(f.s);
     const at::Tensor ds_out = grad[0].defined() ? grad[0].contiguous() : at::Tensor();
     AddNormBackward b = add_layer_norm_backward(ds_out, dy, f, saved[3], saved[4]);
-    return {b.ds, b.dr, b.dgamma, b.dbeta, b.dbias, at::Tensor(), at::Tensor()};
+    return {b.ds, b.dr, b.dgamma, b.dbeta, b.dbias, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -80,11 +83,17 @@ AddNormForward add_layer_norm_forward_reference(const at::Tensor& x, const at::T
 }
 
 AddNormForward add_layer_norm_forward(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                      const at::Tensor& beta, double eps, double p, const at::Tensor& bias) {
+                                      const at::Tensor& beta, double eps, double p, const at::Tensor& bias,
+                                      bool held) {
   check_args(x, r, gamma, beta, bias);
   check_p(p);
-  return x.is_cuda() ? add_layer_norm_forward_cuda(x, r, gamma, beta, eps, p, bias)
+  return x.is_cuda() ? add_layer_norm_forward_cuda(x, r, gamma, beta, eps, p, bias, held)
                      : add_layer_norm_forward_reference(x, r, gamma, beta, eps, p, {}, bias);
+}
+
+bool holds_rows(int64_t C, at::ScalarType dtype) {
+  const int64_t pack = 16 / static_cast<int64_t>(c10::elementSize(dtype));
+  return C % pack == 0 && C / pack <= 32 * kMaxHeldPacks;
 }
 
 at::Tensor dropout_keep_mask(uint64_t seed, uint64_t offset, int64_t N, int64_t C, double p) {
@@ -128,12 +137,12 @@ AddNormBackward add_layer_norm_backward(const at::Tensor& ds_out, const at::Tens
 
 std::pair<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
                                                  const at::Tensor& beta, double eps, double p,
-                                                 const at::Tensor& bias) {
+                                                 const at::Tensor& bias, bool held) {
   const int64_t C = x.size(-1);
   const auto dt = x.scalar_type();
   const auto rows = [&](const at::Tensor& t) { return t.to(dt).reshape({-1, C}).contiguous(); };
   auto out = AddLayerNorm::apply(rows(x), rows(r), gamma.to(dt), beta.to(dt),
-                                 bias.defined() ? std::optional<at::Tensor>(bias.to(dt)) : std::nullopt, eps, p);
+                                 bias.defined() ? std::optional<at::Tensor>(bias.to(dt)) : std::nullopt, eps, p, held);
   return {out[0].view(x.sizes()), out[1].view(x.sizes())};
 }
 

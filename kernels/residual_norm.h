@@ -23,6 +23,7 @@ struct AddNormForward {
                     // by the kernel (under a CUDA graph, each replay's); the mask is dropout_keep_mask of them
   double p = 0;     // the dropout probability (kept elements are scaled by 1 / (1 - p))
   bool biased = false;  // whether a bias was added to r (its gradient is then summed in the backward)
+  bool held = false;    // the CUDA kernels hold each row in registers, both ways (kernels/residual_norm_lanes.h)
 };
 struct AddNormBackward {
   at::Tensor ds, dgamma, dbeta;  // ds = ds_out + LayerNorm'(dy), (N × C): the gradient of x
@@ -30,12 +31,20 @@ struct AddNormBackward {
   at::Tensor dbias;              // dr summed over the rows, (C), where the forward was biased; else undefined
 };
 
+// At most this many 16-byte packs a lane of 32 in the held kernels: C up to 1,024 in bf16, 512 in fp32.
+constexpr int kMaxHeldPacks = 4;
+// Whether the held kernels take rows of C elements of `dtype` (16-byte packs, at most kMaxHeldPacks a lane).
+bool holds_rows(int64_t C, at::ScalarType dtype);
+
 // x, r (N × C) contiguous, one dtype; gamma, beta and bias (C) of that dtype, bias undefined for none (then
 // s = x + dropout(r)); 0 <= p < 1 the dropout on the branch. The CUDA kernel for CUDA tensors, the reference
 // (ATen's native_layer_norm) otherwise; mean and rstd as each computes them. r + bias is rounded to the dtype
 // once, as a linear's biased output is.
+// `held`: the CUDA kernels keep the row in registers between their sweeps where holds_rows (else they read it
+// again for each); the reference has no such choice.
 AddNormForward add_layer_norm_forward(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                      const at::Tensor& beta, double eps, double p = 0, const at::Tensor& bias = {});
+                                      const at::Tensor& beta, double eps, double p = 0, const at::Tensor& bias = {},
+                                      bool held = false);
 // `keep` the mask to apply when p > 0 (undefined: one drawn from the CPU generator).
 AddNormForward add_layer_norm_forward_reference(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
                                                 const at::Tensor& beta, double eps, double p = 0,
@@ -44,7 +53,7 @@ AddNormForward add_layer_norm_forward_reference(const at::Tensor& x, const at::T
 // not stored: f.rng says where it came from.
 AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
                                            const at::Tensor& beta, double eps, double p = 0,
-                                           const at::Tensor& bias = {});
+                                           const at::Tensor& bias = {}, bool held = false);
 // The CUDA kernels' mask, drawn here on the host: kernels/philox.h for (seed, offset) over N × C elements.
 at::Tensor dropout_keep_mask(uint64_t seed, uint64_t offset, int64_t N, int64_t C, double p);
 // ds_out (the gradient reaching s from the residual stream) may be undefined: none.
@@ -61,6 +70,6 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
 // autocast the residual stream is fp32 and LayerNorm runs in fp32).
 std::pair<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
                                                  const at::Tensor& beta, double eps, double p = 0,
-                                                 const at::Tensor& bias = {});
+                                                 const at::Tensor& bias = {}, bool held = false);
 
 }  // namespace gpt2::kernels

@@ -36,6 +36,7 @@ struct ModelOptions {
   bool fused_gelu_backward = false;  // FeedForward's Linear+GELU keeps its pre-activation; our fused backward (kernels/bias_gelu.h)
   bool fused_residual_norm = false;  // each residual add (and its branch's bias and dropout) fused with the LayerNorm after
                                      // it (kernels/residual_norm.h)
+  bool residual_norm_held = false;   // its CUDA kernels keep each row in registers between their sweeps
   bool fp8_linears = false;     // the blocks' linear layers in FP8, scaled per tensor (kernels/fp8_linear.h)
   bool gelu_epilogues = false;  // FeedForward's bias, GELU and their backward in cuBLASLt epilogues (kernels/gelu_epilogues.h)
 

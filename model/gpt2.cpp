@@ -44,10 +44,10 @@ at::Tensor GPT2Impl::hidden(const at::Tensor& idx) {
 // (out_proj, fc2) leaves its bias to it: the bias is added there and its gradient summed in that kernel's
 // backward, where the linear's backward would sum it in a reduce kernel of its own.
 at::Tensor GPT2Impl::hidden_fused_residual_norm(at::Tensor x) {
-  auto norm = [](const LayerNorm& ln, const at::Tensor& s, const std::pair<at::Tensor, at::Tensor>& branch,
-                 double p) {
+  auto norm = [&](const LayerNorm& ln, const at::Tensor& s, const std::pair<at::Tensor, at::Tensor>& branch,
+                  double p) {
     const auto& [r, bias] = branch;
-    return kernels::add_layer_norm(s, r, ln->scale, ln->shift, LayerNormImpl::kEps, p, bias);
+    return kernels::add_layer_norm(s, r, ln->scale, ln->shift, LayerNormImpl::kEps, p, bias, opts.residual_norm_held);
   };
   at::Tensor h = blocks[0]->as<BlockImpl>()->ln1(x);
   for (size_t i = 0; i < blocks->size(); ++i) {

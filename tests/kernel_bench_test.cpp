@@ -94,6 +94,9 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   EXPECT_EQ(doc["cases"][4], (nlohmann::json{{"variant", "fp8_linears"},
                                              {"skipped", "FP8 matmuls need a CUDA GPU of sm89+ (FP8 tensor cores)"}}));
   EXPECT_NE(r.output.find("fp8_linears  skipped here: FP8 matmuls need"), std::string::npos) << r.output;
+  // the survey of the step's matmuls against cuBLASLt's heuristic algorithms: a GPU's alone
+  EXPECT_EQ(doc["gemms"], (nlohmann::json{{"skipped", "cuBLASLt's heuristics need a CUDA GPU"}}));
+  EXPECT_NE(r.output.find("matmuls  skipped here: cuBLASLt's heuristics need a CUDA GPU"), std::string::npos) << r.output;
   for (size_t i = 0; i < want.size(); ++i) {
     const auto& c = doc["cases"][i];
     EXPECT_EQ(c["variant"], want[i].first);

@@ -24,7 +24,7 @@
 #include "kernels/classifier.h"
 #include "kernels/fp8_linear.h"
 #include "kernels/gelu_epilogues.h"
-#include "kernels/gelu_epilogues_gemm.h"
+#include "kernels/gemm_survey.h"
 #include "kernels/philox.h"
 #include "kernels/residual_norm.h"
 #include "kernels/residual_norm_lanes.h"
@@ -293,37 +293,6 @@ TEST(Kernels, GeluEpiloguesReferencesAreLinearGeluAndGeluBackwardWithTheBiasSum)
   EXPECT_THROW(kernels::matmul_dgelu_bgrad_cuda(g, w2, pre), c10::Error);
 }
 
-// What cuBLASLt computes from an LtGemm: D (m × n, column-major, ld ldd) = op(A) · B over the raw storage of A
-// and B, as column-major matrices with their leading dimensions; written into d's storage the same way.
-void column_major_gemm(const kernels::LtGemm& g, const at::Tensor& a, const at::Tensor& b, at::Tensor& d) {
-  const at::Tensor A = g.a_transposed ? a.view(-1).as_strided({g.k, g.m}, {1, g.lda}).t()
-                                      : a.view(-1).as_strided({g.m, g.k}, {1, g.lda});
-  const at::Tensor B = b.view(-1).as_strided({g.k, g.n}, {1, g.ldb});
-  d.view(-1).as_strided({g.m, g.n}, {1, g.ldd}).copy_(A.mm(B));
-}
-
-// The two GEMMs as they are described to cuBLASLt, run through a column-major GEMM of the CPU's: row-major in,
-// row-major out, they are x·wᵀ and g·w2 (a transposition or a leading dimension wrong shows here, not only on a GPU).
-// The epilogues' bias and pre-activation share D's layout (F rows, ld F): the bias is added per row of D, i.e.
-// per column of the row-major output.
-TEST(Kernels, GeluEpiloguesGemmDescriptionsAreTheRowMajorProducts) {
-  at::manual_seed(14);
-  for (auto [N, C] : {std::pair<int64_t, int64_t>{37, 32}, {5, 8}}) {
-    const int64_t F = 4 * C;
-    const at::Tensor x = at::randn({N, C}), w = at::randn({F, C}), g = at::randn({N, C}), w2 = at::randn({C, F});
-    at::Tensor out = at::empty({N, F}), d = at::empty({N, F});
-    const kernels::LtGemm fwd = kernels::fc1_forward_gemm(N, C, F), bwd = kernels::fc2_dgrad_gemm(N, C, F);
-    column_major_gemm(fwd, w, x, out);
-    column_major_gemm(bwd, w2, g, d);
-    EXPECT_TRUE(at::allclose(out, x.mm(w.t()), 1e-5, 1e-5)) << N;
-    EXPECT_TRUE(at::allclose(d, g.mm(w2), 1e-5, 1e-5)) << N;
-    EXPECT_EQ(fwd.m, F);  // D's rows: the bias's length, the bias gradient's, the pre-activation's leading dimension
-    EXPECT_EQ(bwd.m, F);
-    EXPECT_EQ(fwd.ldd, F);
-    EXPECT_EQ(bwd.ldd, F);
-  }
-}
-
 TEST(Kernels, TrainingWithTheGeluEpiloguesHasTheBaselinesLosses) {
   expect_baseline_losses([](ModelOptions& m) { m.gelu_epilogues = true; });
 }
@@ -361,8 +330,9 @@ TEST(Kernels, AddLayerNormMatchesAddThenLayerNorm) {
 // With p > 0 the residual branch's dropout too: the lanes draw the mask (written here for the test to see), which
 // must be the host's draw of the same (seed, offset) whatever the packing, and the reference applies it; the
 // backward's lanes draw it again for r's gradient. Biased: the branch's bias added in the forward sweep, its
-// gradient (r's, summed over the rows) in the backward's third accumulator.
-template <typename T, int kVec>
+// gradient (r's, summed over the rows) in the backward's third accumulator. kMax > 0: the held traversal, each
+// lane's packs and column sums in its own registers (simulated: 32 of each), added into the block's at the end.
+template <typename T, int kVec, int kMax = 0>
 void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int64_t C, double p = 0,
                                             bool biased = false) {
   namespace L = kernels::lanes;
@@ -371,7 +341,8 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
   const at::Tensor x = t({N, C}), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = t({N, C}), ds_out = t({N, C});
   const at::Tensor bias = biased ? t({C}) : at::Tensor();
   const kernels::DropoutMask drop = p > 0 ? kernels::dropout_mask(p, 5, 8) : kernels::DropoutMask{};
-  at::Tensor keep = at::zeros({N, C}, at::kBool);
+  // the held lanes write no mask: the host's draw, which the sweeps' lanes must match
+  at::Tensor keep = kMax > 0 && p > 0 ? kernels::dropout_keep_mask(5, 8, N, C, p) : at::zeros({N, C}, at::kBool);
   at::Tensor s = at::empty_like(x), y = at::empty_like(x), ds = at::empty_like(x), dr = at::empty_like(x),
              mean = at::empty({N}), rstd = at::empty({N});
   std::vector<float> acc(3 * C, 0.0f);  // one warp's accumulators: it visits every row here
@@ -379,8 +350,38 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
   auto keep_row = [&](int64_t i) { return keep.data_ptr<bool>() + i * C; };
   const T *pg = gamma.data_ptr<T>(), *pb = beta.data_ptr<T>(), *pbias = biased ? bias.data_ptr<T>() : nullptr;
   float* dbias_acc = biased ? acc.data() + 2 * C : nullptr;
+  std::vector<L::HeldSums<kVec, std::max(kMax, 1)>> held_sums(L::kLanes);  // each lane's, over all the rows
   for (int64_t i = 0; i < N; ++i) {
     float sum = 0, sq = 0;
+    if constexpr (kMax > 0) {
+      std::vector<L::Held<T, kVec, kMax>> s_held(L::kLanes), dy_held(L::kLanes);
+      for (int lane = 0; lane < L::kLanes; ++lane)
+        sum += p > 0 ? L::add_and_sum_held<T, kVec, kMax, true>(row(x, i), row(r, i), row(s, i), s_held[lane], C,
+                                                                 lane, drop, i, pbias)
+                     : L::add_and_sum_held<T, kVec, kMax>(row(x, i), row(r, i), row(s, i), s_held[lane], C, lane, {},
+                                                          0, pbias);
+      const float m = sum / static_cast<float>(C);
+      for (int lane = 0; lane < L::kLanes; ++lane) sq += L::squared_deviation_held<T, kVec, kMax>(s_held[lane], m, C, lane);
+      const float rs = 1.0f / std::sqrt(sq / static_cast<float>(C) + 1e-5f);
+      for (int lane = 0; lane < L::kLanes; ++lane)
+        L::normalize_held<T, kVec, kMax>(s_held[lane], pg, pb, row(y, i), m, rs, C, lane);
+      mean[i] = m, rstd[i] = rs;
+      L::GradSums g;  // the backward holds dy and s itself (read from memory, as the kernel reads them)
+      for (int lane = 0; lane < L::kLanes; ++lane) {
+        const L::GradSums l = L::grad_sums_held<T, kVec, kMax>(row(dy, i), row(s, i), pg, m, rs, dy_held[lane],
+                                                              s_held[lane], held_sums[lane], C, lane);
+        g.dy_gamma += l.dy_gamma, g.dy_gamma_xhat += l.dy_gamma_xhat;
+      }
+      const float m1 = g.dy_gamma / static_cast<float>(C), m2 = g.dy_gamma_xhat / static_cast<float>(C);
+      for (int lane = 0; lane < L::kLanes; ++lane)
+        if (p > 0)
+          L::grad_input_held<T, kVec, kMax, true>(dy_held[lane], s_held[lane], pg, row(ds_out, i), row(ds, i), m, rs,
+                                                  m1, m2, C, lane, drop, i, row(dr, i), biased, held_sums[lane]);
+        else
+          L::grad_input_held<T, kVec, kMax>(dy_held[lane], s_held[lane], pg, row(ds_out, i), row(ds, i), m, rs, m1,
+                                            m2, C, lane, {}, 0, nullptr, biased, held_sums[lane]);
+      continue;
+    }
     for (int lane = 0; lane < L::kLanes; ++lane)
       sum += p > 0 ? L::add_and_sum<T, kVec, true>(row(x, i), row(r, i), row(s, i), C, lane, drop, i, keep_row(i), pbias)
                    : L::add_and_sum<T, kVec>(row(x, i), row(r, i), row(s, i), C, lane, {}, 0, nullptr, pbias);
@@ -404,6 +405,13 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
                                g.dy_gamma / static_cast<float>(C), g.dy_gamma_xhat / static_cast<float>(C), C, lane,
                                {}, 0, nullptr, dbias_acc);
   }
+  if constexpr (kMax > 0) {  // the lanes' register sums into the block's, in column order; laid out as the sweeps'
+    std::vector<float> block(3 * C, 0.0f);
+    for (int lane = 0; lane < L::kLanes; ++lane)
+      L::add_held_sums<kVec, kMax>(held_sums[lane], block.data(), biased ? 3 : 2, C, lane,
+                                   [](float* at, float v) { *at += v; });
+    for (int64_t j = 0; j < 3 * C; ++j) acc[(j / C) * C + L::acc_index<kVec>(j % C, C)] = block[j];
+  }
   const kernels::AddNormForward want =
       kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, p, p > 0 ? keep : at::Tensor(), bias);
   const kernels::AddNormBackward wb = kernels::add_layer_norm_backward_reference(ds_out, dy, want, gamma, beta);
@@ -417,8 +425,9 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
   auto close = [&](const at::Tensor& a, const at::Tensor& b, double atol) {
     return at::allclose(a.to(at::kFloat), b.to(at::kFloat), tol, atol);
   };
-  const std::string what = std::string(c10::toString(dtype)) + " kVec " + std::to_string(kVec) + " C " +
-                           std::to_string(C) + " p " + std::to_string(p) + (biased ? " biased" : "");
+  const std::string what = std::string(c10::toString(dtype)) + " kVec " + std::to_string(kVec) + " kMax " +
+                           std::to_string(kMax) + " C " + std::to_string(C) + " p " + std::to_string(p) +
+                           (biased ? " biased" : "");
   if (p > 0) {
     EXPECT_TRUE(at::equal(keep, kernels::dropout_keep_mask(5, 8, N, C, p))) << what;
     EXPECT_TRUE(close(dr, wb.dr, tol)) << what;
@@ -464,6 +473,19 @@ TEST(Kernels, AddLayerNormLaneSweepsMatchTheReference) {
     expect_lane_sweeps_match_the_reference<c10::BFloat16, 8>(at::kBFloat16, 6, 768, p, true);
     expect_lane_sweeps_match_the_reference<c10::BFloat16, 1>(at::kBFloat16, 5, 99, p, true);
   }
+}
+
+// The held traversal: GPT-2's 768 in bf16 (3 packs each lane), 400 floats (100 packs: 4 for lanes 0-3, 3 for the
+// rest), 40 bf16 (5 packs: lanes 5-31 hold none) also with more registers than packs; with dropout and the bias.
+TEST(Kernels, AddLayerNormHeldLanesMatchTheReference) {
+  at::manual_seed(12);
+  for (double p : {0.0, 0.1})
+    for (bool biased : {false, true}) {
+      expect_lane_sweeps_match_the_reference<c10::BFloat16, 8, 3>(at::kBFloat16, 6, 768, p, biased);
+      expect_lane_sweeps_match_the_reference<float, 4, 4>(at::kFloat, 5, 400, p, biased);
+      expect_lane_sweeps_match_the_reference<c10::BFloat16, 8, 1>(at::kBFloat16, 4, 40, p, biased);
+      expect_lane_sweeps_match_the_reference<c10::BFloat16, 8, 2>(at::kBFloat16, 4, 40, p, biased);
+    }
 }
 
 // Random123's known answers for Philox4x32-10 (its kat_vectors): the generator is the published one.
@@ -787,7 +809,9 @@ TEST_F(KernelsCuda, ColumnSumsMatchTheSumOverTheRows_CUDA) {
 
 TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {
   at::manual_seed(10);
-  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+  // the sweeps and the held kernels (held where C allows: 768 bf16 and 100 floats; 1,600 and 768 floats sweep)
+  for (auto [dtype, held] :
+       {std::pair{at::kFloat, false}, {at::kBFloat16, false}, {at::kFloat, true}, {at::kBFloat16, true}}) {
     // 16-byte packs (768, 1600; 100 floats), one element a lane (100 bf16), and rows that would pack but start off
     // a 16-byte boundary (x and dy one element into their storage: one element a lane)
     // each with and without the branch's bias (its gradient summed beside gamma's and beta's)
@@ -801,30 +825,32 @@ TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {
       };
       const at::Tensor x = off(t({N, C})), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = off(t({N, C})),
                        ds_out = t({N, C}), bias = biased ? t({C}) : at::Tensor();
-      const kernels::AddNormForward got = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, 0, bias);
+      const kernels::AddNormForward got = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, 0, bias, held);
       const kernels::AddNormForward want =
           kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, 0, {}, bias);
+      const std::string what = std::string(c10::toString(dtype)) + " " + std::to_string(C) + (held ? " held" : "");
+      ASSERT_EQ(got.held, held) << what;
       const double tol = dtype == at::kFloat ? 1e-5 : 2e-2;
       auto close = [&](const at::Tensor& a, const at::Tensor& b, double atol) {
         return at::allclose(a.to(at::kFloat), b.to(at::kFloat), tol, atol);
       };
-      EXPECT_TRUE(close(got.s, want.s, 0)) << dtype << " " << C;
-      EXPECT_TRUE(close(got.y, want.y, tol)) << dtype << " " << C;
+      EXPECT_TRUE(close(got.s, want.s, 0)) << what;
+      EXPECT_TRUE(close(got.y, want.y, tol)) << what;
       EXPECT_TRUE(close(got.mean.view(-1), want.mean.view(-1), 1e-5) && close(got.rstd.view(-1), want.rstd.view(-1), 1e-4));
       const kernels::AddNormBackward gb = kernels::add_layer_norm_backward_cuda(ds_out, dy, got, gamma, beta);
       const kernels::AddNormBackward wb = kernels::add_layer_norm_backward_reference(ds_out, dy, want, gamma, beta);
-      EXPECT_TRUE(close(gb.ds, wb.ds, tol)) << dtype << " " << C;
-      EXPECT_TRUE(close(gb.dgamma, wb.dgamma, tol * std::sqrt(double(N)))) << dtype << " " << C;
-      EXPECT_TRUE(close(gb.dbeta, wb.dbeta, tol * std::sqrt(double(N)))) << dtype << " " << C;
-      ASSERT_EQ(gb.dbias.defined(), biased) << dtype << " " << C;
+      EXPECT_TRUE(close(gb.ds, wb.ds, tol)) << what;
+      EXPECT_TRUE(close(gb.dgamma, wb.dgamma, tol * std::sqrt(double(N)))) << what;
+      EXPECT_TRUE(close(gb.dbeta, wb.dbeta, tol * std::sqrt(double(N)))) << what;
+      ASSERT_EQ(gb.dbias.defined(), biased) << what;
       if (biased) {
-        EXPECT_TRUE(close(gb.dbias, wb.dbias, tol * std::sqrt(double(N)))) << dtype << " " << C;
+        EXPECT_TRUE(close(gb.dbias, wb.dbias, tol * std::sqrt(double(N)))) << what;
       }
       // no gradient from the residual stream (the last block's final norm): LayerNorm's alone
       const at::Tensor none;
       EXPECT_TRUE(close(kernels::add_layer_norm_backward_cuda(none, dy, got, gamma, beta).ds,
                         kernels::add_layer_norm_backward_reference(none, dy, want, gamma, beta).ds, tol))
-          << dtype << " " << C;
+          << what;
     }
   }
 }
@@ -835,15 +861,16 @@ TEST_F(KernelsCuda, AddLayerNormKernelsMatchTheReference_CUDA) {
 TEST_F(KernelsCuda, AddLayerNormDropoutKernelsMatchTheHostDrawAndTheReference_CUDA) {
   at::manual_seed(14);
   at::Generator gen = at::globalContext().defaultGenerator(at::Device(at::kCUDA, 0));
-  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+  for (auto [dtype, held] : {std::pair{at::kFloat, false}, {at::kBFloat16, false}, {at::kBFloat16, true}}) {
     for (auto [N, C] : {std::pair<int64_t, int64_t>{8192, 768}, {37, 100}, {5, 99}}) {
       auto t = [&](std::vector<int64_t> shape) { return at::randn(shape, on_gpu()).to(dtype); };
       const at::Tensor x = t({N, C}), r = t({N, C}), gamma = t({C}), beta = t({C}), dy = t({N, C}), ds_out = t({N, C});
       const at::Tensor bias = C == 768 ? t({C}) : at::Tensor();  // GPT-2's rows with the branch's bias
       const double p = 0.1;
       const uint64_t seed = gen.current_seed(), offset = gen.get_offset();
-      const kernels::AddNormForward got = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p, bias);
-      const std::string what = std::string(c10::toString(dtype)) + " N " + std::to_string(N) + " C " + std::to_string(C);
+      const kernels::AddNormForward got = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p, bias, held);
+      const std::string what = std::string(c10::toString(dtype)) + " N " + std::to_string(N) + " C " +
+                               std::to_string(C) + (held ? " held" : "");
       ASSERT_TRUE(got.rng.defined() && !got.keep.defined()) << what;
       const at::Tensor rng = got.rng.cpu();
       EXPECT_EQ(static_cast<uint64_t>(rng[0].item<int64_t>()), seed) << what;
@@ -868,7 +895,7 @@ TEST_F(KernelsCuda, AddLayerNormDropoutKernelsMatchTheHostDrawAndTheReference_CU
       }
       // the reference's backward on the CUDA forward draws the mask from f.rng as the kernel does
       EXPECT_TRUE(close(kernels::add_layer_norm_backward_reference(ds_out, dy, got, gamma, beta).dr, wb.dr, tol)) << what;
-      const kernels::AddNormForward again = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p, bias);
+      const kernels::AddNormForward again = kernels::add_layer_norm_forward_cuda(x, r, gamma, beta, 1e-5, p, bias, held);
       EXPECT_FALSE(at::equal(again.s, got.s)) << what;
     }
   }
@@ -887,6 +914,27 @@ TEST_F(KernelsCuda, AddLayerNormDropoutDrawsANewMaskEachGraphReplay_CUDA) {
   const at::Tensor a = exec->run(x, y).clone(), b = exec->run(x, y).clone();
   EXPECT_NEAR(a.mean().item<double>(), 0.5, 0.01);
   EXPECT_NEAR(a.eq(b).to(at::kFloat).mean().item<double>(), 0.5, 0.01);  // independent draws agree on half
+}
+
+// cuBLASLt's heuristic algorithms for each of the step's matmul patterns (a small step, a chunked head): each call
+// computes the row-major product ATen's at::mm computes, within bf16's rounding, and the first is there.
+TEST_F(KernelsCuda, EveryHeuristicAlgorithmComputesTheStepsMatmul_CUDA) {
+  at::manual_seed(16);
+  const auto on = at::device(at::kCUDA).dtype(at::kBFloat16);
+  for (const auto& g : kernels::step_gemms(256, 64, 512, 1, 128)) {
+    const at::Tensor a = g.a_transposed ? at::randn({g.K, g.M}, on) : at::randn({g.M, g.K}, on);
+    const at::Tensor b = g.b_transposed ? at::randn({g.N, g.K}, on) : at::randn({g.K, g.N}, on);
+    const at::Tensor want = (g.a_transposed ? a.t() : a).mm(g.b_transposed ? b.t() : b).to(at::kFloat);
+    const at::Tensor out = at::empty({g.M, g.N}, on);
+    const auto algos = kernels::heuristic_algos(g, a, b, out, 4);
+    ASSERT_FALSE(algos.empty()) << g.name;
+    for (const auto& algo : algos) {
+      out.zero_();
+      algo.call();
+      EXPECT_LE((out.to(at::kFloat) - want).abs().max().item<double>(), 2e-2 * want.abs().max().item<double>())
+          << g.name << ": " << algo.config;
+    }
+  }
 }
 
 double fp8_rel(const at::Tensor& a, const at::Tensor& b) {

@@ -4,4 +4,7 @@ const gpt2::Variant gpt2::variants::fused_residual_norm{.name = "fused_residual_
     .why = "Each residual add (with the branch's bias and dropout) fused with the LayerNorm after it, forward and "
            "backward, one pass over the row (our CUDA kernels; ATen elsewhere)",
     .source = "llm.c's fused residual forward and LayerNorm backward",
-    .apply = [](StepSpec& s) { s.model.fused_residual_norm = true; }};
+    .apply = [](StepSpec& s) {
+      s.model.fused_residual_norm = true;
+      s.model.residual_norm_held = s.settings.residual_norm_held;  // settings.residual_norm (fastest: choosers.h)
+    }};

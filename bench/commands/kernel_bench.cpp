@@ -19,6 +19,7 @@
 #include "common/files.h"
 #include "config/profile.h"
 #include "kernels/classifier.h"
+#include "kernels/gemm_survey.h"
 #include "kernels/residual_norm.h"
 #include "model/layers.h"
 #include "variants/registry.h"
@@ -77,9 +78,11 @@ KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int r
                    bias = input({C}, opts);
   const at::Tensor gs = at::randn({N, C}, opts), gh = at::randn({N, C}, opts);
   const double eps = LayerNormImpl::kEps;
-  auto ours = [&] {
-    auto [sum, h] = kernels::add_layer_norm(x, r, g, b, eps, p, bias);
-    (void)torch::autograd::grad({sum, h}, {x, r, g, b, bias}, {gs, gh});
+  auto ours = [&](bool held) {
+    return [&, held] {
+      auto [sum, h] = kernels::add_layer_norm(x, r, g, b, eps, p, bias, held);
+      (void)torch::autograd::grad({sum, h}, {x, r, g, b, bias}, {gs, gh});
+    };
   };
   auto aten = [&] {
     const at::Tensor sum = p > 0 ? x + at::dropout(r, p, /*train=*/true) : x + r;
@@ -88,12 +91,13 @@ KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int r
   };
   std::ostringstream shape;
   shape << "N=" << N << " C=" << C << " " << c10::toString(opts.dtype().toScalarType()) << " dropout=" << p;
-  return time_in_turns("fused_residual_norm", shape.str(),
-                       {{"ours: add_layer_norm with the branch's bias (kernels/residual_norm)", ours},
-                        {p > 0 ? "ATen: x + dropout(r), then layer_norm; r's gradient summed (the bias's)"
-                               : "ATen: x + r, then layer_norm; r's gradient summed (the bias's)",
-                         aten}},
-                       rounds, 5.0, timing);
+  std::vector<Pass> sides = {{"ours: add_layer_norm with the branch's bias (kernels/residual_norm)", ours(false)}};
+  if (dev.cuda() && kernels::holds_rows(C, opts.dtype().toScalarType()))  // settings.residual_norm: held
+    sides.emplace_back("ours, each row held in registers (settings.residual_norm: held)", ours(true));
+  sides.emplace_back(p > 0 ? "ATen: x + dropout(r), then layer_norm; r's gradient summed (the bias's)"
+                           : "ATen: x + r, then layer_norm; r's gradient summed (the bias's)",
+                     aten);
+  return time_in_turns("fused_residual_norm", shape.str(), sides, rounds, 5.0, timing);
 }
 
 // The MLP as the model builds it (Linear + GELU(tanh), then the second Linear), one FeedForward a side, each with
@@ -223,6 +227,84 @@ void print_case(const KernelCase& c) {
   if (!c.note.empty()) std::printf("  %s\n", c.note.c_str());
 }
 
+// One of the step's matmuls: ATen's at::mm against each algorithm of cuBLASLt's heuristic list, in turns; TFLOP/s
+// a side, and each algorithm's output against ATen's (its largest difference over ATen's largest element).
+nlohmann::json gemm_case(const kernels::StepGemm& g, const DeviceInfo& dev, at::ScalarType dtype, int rounds,
+                         const Timing& timing) {
+  const auto opts = at::device(torch_device(dev)).dtype(dtype);
+  const at::Tensor a = g.a_transposed ? at::randn({g.K, g.M}, opts) : at::randn({g.M, g.K}, opts);
+  const at::Tensor b = g.b_transposed ? at::randn({g.N, g.K}, opts) : at::randn({g.K, g.N}, opts);
+  const at::Tensor a_op = g.a_transposed ? a.t() : a, b_op = g.b_transposed ? b.t() : b;
+  at::Tensor want = at::empty({g.M, g.N}, opts), out = at::empty({g.M, g.N}, opts);
+  std::vector<Pass> sides = {{"ATen: at::mm", [&] { at::mm_out(want, a_op, b_op); }}};
+  const std::vector<kernels::LtAlgo> algos = kernels::heuristic_algos(g, a, b, out, 8);
+  for (size_t i = 0; i < algos.size(); ++i)
+    sides.emplace_back("cuBLASLt #" + std::to_string(i) + ": " + algos[i].config, algos[i].call);
+  std::ostringstream shape;
+  shape << "M=" << g.M << " N=" << g.N << " K=" << g.K << " " << c10::toString(dtype) << ", " << g.calls << " a step";
+  const KernelCase c = time_in_turns("matmul " + g.name, shape.str(), sides, rounds, 5.0, timing);
+  nlohmann::json j = case_json(c), tflops = nlohmann::json::array(), diffs = nlohmann::json::array();
+  at::mm_out(want, a_op, b_op);
+  const double scale = want.abs().max().item<double>();
+  for (const auto& algo : algos) {
+    algo.call();
+    diffs.push_back((out.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<double>() / scale);
+  }
+  std::printf("matmul %s  (%s; %s)\n", g.name.c_str(), c.shape.c_str(),
+              c.sides[0].timed == "graph" ? "as CUDA graph replays" : "launched eagerly");
+  for (size_t i = 0; i < c.sides.size(); ++i) {
+    tflops.push_back(g.flops() / (c.sides[i].median_ms * 1e9));
+    std::printf("  %-80s %9.4f ms %6.0f TFLOP/s", c.sides[i].name.c_str(), c.sides[i].median_ms, tflops.back().get<double>());
+    if (i > 0) std::printf("   %.2fx ATen's speed, differs %.1e", 1 / c.ratio(i), diffs[i - 1].get<double>());
+    std::printf("\n");
+  }
+  j.erase("variant");
+  j.update({{"name", g.name}, {"M", g.M}, {"N", g.N}, {"K", g.K}, {"calls", g.calls}, {"flops", g.flops()},
+            {"tflops", tflops}, {"max_rel_diff", diffs}});
+  return j;
+}
+
+// The top rung's matmuls (fused QKV, the classifier's chunk): does ATen get cuBLAS's best kernel for each?
+nlohmann::json gemm_survey(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing,
+                           int& failed) {
+  if (!dev.cuda() || !kernels::gemm_survey_built()) {
+    const std::string why = dev.cuda() ? "this build found no cuBLASLt library" : "cuBLASLt's heuristics need a CUDA GPU";
+    std::printf("matmuls  skipped here: %s\n", why.c_str());
+    return {{"skipped", why}};
+  }
+  const StepSpec s = spec_with(base, dev, {"fuse_qkv", "fused_classifier"});
+  const auto& m = s.model;
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& g : kernels::step_gemms(s.batch * m.context, m.n_embd, m.padded_vocab(), m.n_layer, m.classifier_chunk)) {
+    try {
+      out.push_back(gemm_case(g, dev, compute_dtype(math_mode(s)), rounds, timing));
+    } catch (const std::exception& e) {
+      const std::string what = first_line(error_text(e));
+      std::printf("matmul %s  error: %s\n", g.name.c_str(), what.c_str());
+      out.push_back({{"name", g.name}, {"error", what}});
+      ++failed;
+    }
+    std::fflush(stdout);
+    empty_cache(dev);
+  }
+  return out;
+}
+
+nlohmann::json kernels_doc(const Profile& prof, const DeviceInfo& dev, int rounds, const nlohmann::json& cases,
+                           const nlohmann::json& gemms) {
+  nlohmann::json dev_json;
+  to_json(dev_json, dev);
+  return {{"profile", {{"name", prof.name}, {"path", prof.path}, {"batch", prof.batch}}},
+          {"device", dev_json},
+          {"build", {{"torch", torch_version()}, {"cuda", build_has_cuda()}, {"git_sha", git_sha()}}},
+          {"rounds", rounds},
+          {"rule", "each side one forward + backward on the same inputs (gemms: one matmul); rounds in turns; "
+                   "speedup: ratio = a side's median round time over the first side's (ours; in gemms ATen's); "
+                   "estimate, low, high: the Hodges-Lehmann ratio and interval over every pair of rounds"},
+          {"cases", cases},
+          {"gemms", gemms}};
+}
+
 }  // namespace
 
 int run_kernel_bench(const KernelBenchOptions& o) {
@@ -269,18 +351,9 @@ int run_kernel_bench(const KernelBenchOptions& o) {
   }
   std::printf("(ours Nx: the median time of what it replaces over ours, > 1: ours is faster; in brackets the\n"
               " Hodges-Lehmann interval of that ratio from every pair of rounds)\n");
+  const nlohmann::json gemms = gemm_survey(base, dev, o.rounds, timing, failed);
   if (!o.out.empty()) {
-    nlohmann::json dev_json;
-    to_json(dev_json, dev);
-    const nlohmann::json doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"batch", prof.batch}}},
-                                {"device", dev_json},
-                                {"build", {{"torch", torch_version()}, {"cuda", build_has_cuda()}, {"git_sha", git_sha()}}},
-                                {"rounds", o.rounds},
-                                {"rule", "each side one forward + backward on the same inputs; rounds in turns; "
-                                         "speedup: ratio = a side's median round time over ours; estimate, low, "
-                                         "high: the Hodges-Lehmann ratio and interval over every pair of rounds"},
-                                {"cases", cases}};
-    files::write_file_atomic(o.out, doc.dump(2) + "\n");
+    files::write_file_atomic(o.out, kernels_doc(prof, dev, o.rounds, cases, gemms).dump(2) + "\n");
     std::cout << "results: " << o.out << "\n";
   }
   return failed ? 1 : 0;

@@ -13,6 +13,8 @@
 #include "bench/step/train_step.h"
 #include "common/errors.h"
 #include "kernels/classifier.h"
+#include "kernels/residual_norm.h"
+#include "model/layers.h"
 
 namespace gpt2 {
 namespace {
@@ -145,6 +147,51 @@ std::string classifier_chunk_key(const StepSpec& spec) {
   return o.str();
 }
 
+std::vector<std::string> residual_norm_candidates(const DeviceInfo& dev) {
+  if (!dev.cuda()) return {"sweeps"};  // ATen's reference either way
+  return {"sweeps", "held"};
+}
+
+Choice pick_residual_norm(const std::vector<std::string>& candidates, int rounds,
+                          const std::function<double(bool held)>& trial) {
+  Choice c{"residual_norm", "", "each traversal's median forward + backward of the fused residual add + LayerNorm "
+           "(kernels::add_layer_norm) on the rung's rows; the sweeps kept unless held is faster by more than the "
+           "margin", "", "sweeps", 0.01, {}, ""};
+  return time_candidates(c, candidates, rounds, [&](const std::string& name) { return trial(name == "held"); });
+}
+
+Choice choose_residual_norm(const StepSpec& spec, const DeviceInfo& dev, int rounds, int iters) {
+  const auto& m = spec.model;
+  const int64_t N = spec.batch * m.context, C = m.n_embd;
+  const auto dtype = attention_dtype(spec);
+  const auto opts = at::device(torch_device(dev)).dtype(dtype);
+  std::vector<at::Tensor> in;  // x, r, gamma, beta and the branch's bias, as the fused blocks pass them
+  for (auto shape : {std::vector<int64_t>{N, C}, {N, C}, {C}, {C}, {C}})
+    in.push_back(at::randn(shape, opts).requires_grad_());
+  const double p = m.dropout;
+  Choice c = pick_residual_norm(residual_norm_candidates(dev), rounds, [&](bool held) {
+    if (held && !kernels::holds_rows(C, dtype))
+      throw std::runtime_error("rows of " + std::to_string(C) + " " + c10::toString(dtype) + " are more than the held "
+                               "kernels' " + std::to_string(kernels::kMaxHeldPacks) + " packs a lane");
+    return seconds_per_pass(dev, iters, [&] {
+      auto [s, y] = kernels::add_layer_norm(in[0], in[1], in[2], in[3], LayerNormImpl::kEps, p, in[4], held);
+      (void)torch::autograd::grad({s.sum() + y.sum()}, in, {});
+    });
+  });
+  c.key = residual_norm_key(spec);
+  in.clear();
+  empty_cache(dev);
+  return c;
+}
+
+std::string residual_norm_key(const StepSpec& spec) {
+  const auto& m = spec.model;
+  std::ostringstream o;
+  o << "N=" << spec.batch * m.context << " C=" << m.n_embd << " " << c10::toString(attention_dtype(spec))
+    << " dropout=" << m.dropout;
+  return o.str();
+}
+
 // In the order a rung runs them: the SDPA kernel at the planned batch (a batch search then runs with it), the
 // chunk at the batch the rung runs.
 std::vector<Chooser>& choosers() {
@@ -158,7 +205,11 @@ std::vector<Chooser>& choosers() {
        classifier_chunk_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_classifier_chunk(s, d); },
        [](StepSpec& s, const std::string& chosen) {
          if (s.model.classifier_chunk > 0) s.model.classifier_chunk = std::stoll(chosen);
-       }}};
+       }},
+      {"residual_norm", true,
+       [](const StepSpec& s) { return s.model.fused_residual_norm && s.settings.residual_norm_fastest; },
+       residual_norm_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_residual_norm(s, d); },
+       [](StepSpec& s, const std::string& chosen) { s.model.residual_norm_held = chosen == "held"; }}};
   return all;
 }
 

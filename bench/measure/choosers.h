@@ -1,6 +1,7 @@
 // defines: the settings settled by timing (bench/measure/choice.h): settings.sdpa_backend: fastest, the SDPA kernel
-//          timed on the rung's attention, and settings.classifier_chunk: fastest, the fused classifier's chunk timed
-//          on its LM head. pick_*: the rule on a trial's times; choose_*: the same on the device; *_key: what is timed.
+//          timed on the rung's attention; settings.classifier_chunk: fastest, the fused classifier's chunk timed on
+//          its LM head; settings.residual_norm: fastest, the fused residual norm's row traversal timed on its rows.
+//          pick_*: the rule on a trial's times; choose_*: the same on the device; *_key: what is timed.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -34,5 +35,16 @@ Choice pick_classifier_chunk(const std::vector<int64_t>& candidates, int rounds,
 Choice choose_classifier_chunk(const StepSpec& spec, const DeviceInfo& dev, int rounds = 7, int iters = 2);
 // "N=8192 C=768 V=50304 BFloat16 from 1024": rungs with the same head share one timing.
 std::string classifier_chunk_key(const StepSpec& spec);
+
+// sweeps and held on a CUDA device; elsewhere sweeps alone (both are ATen's reference there).
+std::vector<std::string> residual_norm_candidates(const DeviceInfo& dev);
+// `trial(held)`: one forward + backward; the sweeps (the kernels as they were) kept unless held is faster by more
+// than the margin.
+Choice pick_residual_norm(const std::vector<std::string>& candidates, int rounds,
+                          const std::function<double(bool held)>& trial);
+// On the step's rows (batch × context, width, dtype, the blocks' dropout and the branch's bias).
+Choice choose_residual_norm(const StepSpec& spec, const DeviceInfo& dev, int rounds = 9, int iters = 10);
+// "N=8192 C=768 BFloat16 dropout=0.1": rungs with the same rows share one timing.
+std::string residual_norm_key(const StepSpec& spec);
 
 }  // namespace gpt2

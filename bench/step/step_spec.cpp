@@ -60,6 +60,7 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
          {"attention", to_string(m.attention)}, {"layers", to_string(m.layers)}, {"fused_qkv", m.fused_qkv},
          {"fused_bias_gelu", m.fused_bias_gelu}, {"classifier_chunk", m.classifier_chunk},
          {"fused_gelu_backward", m.fused_gelu_backward}, {"fused_residual_norm", m.fused_residual_norm},
+         {"residual_norm_held", m.residual_norm_held},
          {"gelu_epilogues", m.gelu_epilogues}, {"fp8_linears", m.fp8_linears},
          {"parameters", parameter_count(m)}}},
        {"precision", to_string(s.precision)},
@@ -79,7 +80,10 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
         {{"sdpa_backend", to_string(s.settings.sdpa_backend)}, {"vocab_multiple", s.settings.vocab_multiple},
          {"max_batch", s.settings.max_batch}, {"cpu_memory_budget", s.settings.cpu_memory_budget},
          {"classifier_chunk", s.settings.classifier_chunk_fastest ? nlohmann::json("fastest")
-                                                                  : nlohmann::json(s.settings.classifier_chunk)}}}};
+                                                                  : nlohmann::json(s.settings.classifier_chunk)},
+         {"residual_norm", s.settings.residual_norm_fastest ? "fastest"
+                           : s.settings.residual_norm_held  ? "held"
+                                                            : "sweeps"}}}};
 }
 
 

@@ -48,6 +48,8 @@ struct Settings {
   int64_t cpu_memory_budget = int64_t(8) << 30;   // batch_scaling on the CPU: peak tensor bytes allowed
   int64_t classifier_chunk = 1024;                // fused_classifier: tokens a chunk (with fastest: the first tried)
   bool classifier_chunk_fastest = false;          // fused_classifier: chunk timed per head (bench/measure/choosers.h)
+  bool residual_norm_held = false;                // fused_residual_norm: its CUDA kernels hold each row in registers
+  bool residual_norm_fastest = false;             // fused_residual_norm: held or not timed per shape (choosers.h)
   bool operator==(const Settings&) const = default;
 };
 

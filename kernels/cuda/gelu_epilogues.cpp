@@ -1,6 +1,6 @@
 // The gelu_epilogues variant's two GEMMs through cuBLASLt (kernels/gelu_epilogues.h): fc1's forward with
 // CUBLASLT_EPILOGUE_GELU_AUX_BIAS, fc2's input gradient with CUBLASLT_EPILOGUE_DGELU_BGRAD, each described by
-// kernels/gelu_epilogues_gemm.h (the CPU tests run those descriptions through a column-major GEMM of their own).
+// kernels/gemm_layout.h (the CPU tests run those descriptions through a column-major GEMM of their own).
 // cuBLASLt's GELU is the tanh approximation, the MLP's; the handle and stream are ATen's current ones, the
 // workspace comes from the caching allocator (graph-capture safe: a captured step takes it from its pool).
 // Built when CMake found the cuBLASLt library ATen itself loads (GPT2_HAVE_CUBLASLT); else the functions say so.
@@ -8,7 +8,7 @@
 #include <c10/util/Exception.h>
 
 #include "kernels/gelu_epilogues.h"
-#include "kernels/gelu_epilogues_gemm.h"
+#include "kernels/gemm_layout.h"
 
 #if GPT2_HAVE_CUBLASLT
 #include <ATen/Context.h>
@@ -20,51 +20,17 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/lt.h"
+
 namespace gpt2::kernels {
 namespace {
 
-constexpr uint64_t kWorkspaceBytes = 32u << 20;  // what cuBLAS's own heuristics may use on Hopper
+using namespace lt;  // NOLINT: the shared cuBLASLt helpers (kernels/cuda/lt.h)
 
-cudaDataType_t cuda_type(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat: return CUDA_R_32F;
-    case at::kBFloat16: return CUDA_R_16BF;
-    case at::kHalf: return CUDA_R_16F;
-    default: TORCH_CHECK(false, "gelu_epilogues: float, bfloat16 or half tensors expected, got ", t);
-  }
-}
-
-// A cuBLASLt descriptor, destroyed with its owner.
-template <typename T, cublasStatus_t (*kDestroy)(T)>
-struct Owned {
-  T d = nullptr;
-  Owned() = default;
-  Owned(const Owned&) = delete;
-  Owned& operator=(const Owned&) = delete;
-  ~Owned() {
-    if (d) kDestroy(d);
-  }
-};
-
-template <typename V>
-void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const V& v) {
-  TORCH_CUDABLAS_CHECK(cublasLtMatmulDescSetAttribute(d, a, &v, sizeof(v)));
-}
-template <typename V>
-void set(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t a, const V& v) {
-  TORCH_CUDABLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, a, &v, sizeof(v)));
-}
-
-uint32_t alignment(const void* p) {  // the largest power of two up to 256 that divides the address
-  uint32_t a = 256;
-  while (reinterpret_cast<uintptr_t>(p) % a != 0) a /= 2;
-  return a;
-}
-
-// One GEMM as described (kernels/gelu_epilogues_gemm.h), with its epilogue: `vec` the bias (m) or where its
+// One GEMM as described (kernels/gemm_layout.h), with its epilogue: `vec` the bias (m) or where its
 // gradient goes, `aux` the pre-activation (m × n, ld m).
 struct Gemm {
-  LtGemm shape;
+  LtLayout shape;
   const void* a;
   const void* b;
   void* d;
@@ -74,25 +40,24 @@ struct Gemm {
 };
 
 void run(const Gemm& gemm, at::ScalarType dtype, const char* what) {
-  const LtGemm& g = gemm.shape;
-  const cudaDataType_t t = cuda_type(dtype);
+  const LtLayout& g = gemm.shape;
+  const cudaDataType_t t = cuda_type(dtype, what);
   const bool tf32 = dtype == at::kFloat && at::globalContext().allowTF32CuBLAS();
-  Owned<cublasLtMatmulDesc_t, &cublasLtMatmulDescDestroy> op;
+  MatmulDesc op;
   TORCH_CUDABLAS_CHECK(
       cublasLtMatmulDescCreate(&op.d, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  const cublasOperation_t ta = g.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+  const cublasOperation_t ta = g.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   set(op.d, CUBLASLT_MATMUL_DESC_TRANSA, ta);
   set(op.d, CUBLASLT_MATMUL_DESC_TRANSB, tb);
   set(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, gemm.epilogue);
   set(op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, gemm.vec);
   set(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, gemm.aux);
   set(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, g.ldd);  // the pre-activation is laid out as D
-  Owned<cublasLtMatrixLayout_t, &cublasLtMatrixLayoutDestroy> a, b, d;
-  TORCH_CUDABLAS_CHECK(g.a_transposed ? cublasLtMatrixLayoutCreate(&a.d, t, g.k, g.m, g.lda)
-                                      : cublasLtMatrixLayoutCreate(&a.d, t, g.m, g.k, g.lda));
-  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&b.d, t, g.k, g.n, g.ldb));
+  Layout a, b, d;
+  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&a.d, t, g.a_rows, g.a_cols, g.lda));
+  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&b.d, t, g.b_rows, g.b_cols, g.ldb));
   TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&d.d, t, g.m, g.n, g.ldd));
-  Owned<cublasLtMatmulPreference_t, &cublasLtMatmulPreferenceDestroy> pref;
+  Preference pref;
   TORCH_CUDABLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.d));
   set(pref.d, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kWorkspaceBytes);
   set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment(gemm.a));
@@ -124,7 +89,7 @@ std::pair<at::Tensor, at::Tensor> linear_gelu_aux_cuda(const at::Tensor& x, cons
   const int64_t N = x.size(0), C = x.size(1), F = w.size(0);
   at::Tensor out = at::empty({N, F}, x.options()), pre = at::empty({N, F}, x.options());
   if (N == 0) return {out, pre};
-  run({fc1_forward_gemm(N, C, F), w.const_data_ptr(), x.const_data_ptr(), out.mutable_data_ptr(),
+  run({column_major(fc1_forward_gemm(N, C, F)), w.const_data_ptr(), x.const_data_ptr(), out.mutable_data_ptr(),
        CUBLASLT_EPILOGUE_GELU_AUX_BIAS, const_cast<void*>(b.const_data_ptr()), pre.mutable_data_ptr()},
       x.scalar_type(), "linear_gelu_aux_cuda");
   return {out, pre};
@@ -137,7 +102,7 @@ std::pair<at::Tensor, at::Tensor> matmul_dgelu_bgrad_cuda(const at::Tensor& g, c
   const int64_t N = g.size(0), C = g.size(1), F = w.size(1);
   at::Tensor d_pre = at::empty({N, F}, g.options()), d_bias = at::empty({F}, g.options());
   if (N == 0) return {d_pre, d_bias.zero_()};
-  run({fc2_dgrad_gemm(N, C, F), w.const_data_ptr(), g.const_data_ptr(), d_pre.mutable_data_ptr(),
+  run({column_major(fc2_dgrad_gemm(N, C, F)), w.const_data_ptr(), g.const_data_ptr(), d_pre.mutable_data_ptr(),
        CUBLASLT_EPILOGUE_DGELU_BGRAD, d_bias.mutable_data_ptr(), const_cast<void*>(pre.const_data_ptr())},
       g.scalar_type(), "matmul_dgelu_bgrad_cuda");
   return {d_pre, d_bias};

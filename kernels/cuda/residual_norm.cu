@@ -1,16 +1,16 @@
-// The fused residual-add + LayerNorm kernels: a warp per row. Forward: s = x + r written and summed in one
-// sweep, the variance from s in a second, y in a third (the row stays in L1/L2). Backward: LayerNorm's input
-// gradient plus the residual stream's gradient in one sweep, with gamma's and beta's gradients (and, where the
-// branch's bias was folded into the forward, the bias's: the branch's gradient) summed per warp over the rows it
-// visits (in shared memory), then per block, and the blocks' sums added after, all in one launch
-// (kernels/column_sums.h). Each lane moves
-// 16 bytes at a time where the rows allow (C a multiple of 16 bytes' elements, as GPT-2's 768 is, and the rows
-// aligned), one element otherwise. With dropout (training), the forward keeps or drops each element of r by
-// kernels/philox.h's counter-based draw from the CUDA generator's (seed, offset) — ATen's graph-safe state, read
-// in the kernel, so a captured step draws a new mask on each replay — and writes the (seed, offset) it drew
-// with, not the mask; the backward draws the same bits again and writes r's gradient, ds through that mask,
-// in the same sweep as ds. The backward runs as many blocks as the GPU holds at once (its rows strided
-// over them): a memory-bound pass needs every warp slot busy to keep enough loads in flight.
+// The fused residual-add + LayerNorm kernels: a warp per row. Forward: s = x + r written and summed, the
+// variance from s, then y. Backward: LayerNorm's input gradient plus the residual stream's gradient, with gamma's
+// and beta's gradients (and, where the branch's bias was folded into the forward, the bias's: the branch's
+// gradient) summed over the rows a warp visits, then per block, and the blocks' sums added after in one launch
+// (kernels/column_sums.h). Two traversals (kernels/residual_norm_lanes.h): the sweeps read the row again for each
+// step and keep the backward's sums in shared memory a warp; the held kernels (C up to 4 packs a lane) keep the
+// row and the sums in registers. Each lane moves 16 bytes at a time where the rows allow (C a multiple of 16
+// bytes' elements, as GPT-2's 768 is, and the rows aligned), one element otherwise (then the sweeps). With dropout
+// (training), the forward keeps or drops each element of r by kernels/philox.h's counter-based draw from the CUDA
+// generator's (seed, offset) — ATen's graph-safe state, read in the kernel, so a captured step draws a new mask
+// on each replay — and writes the (seed, offset) it drew with, not the mask; the backward draws the same bits
+// again for r's gradient, ds through that mask. The backward runs as many blocks as the GPU holds at once (its
+// rows strided over them): a memory-bound pass needs every warp slot busy to keep enough loads in flight.
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -46,7 +46,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 // The row sweeps are kernels/residual_norm_lanes.h's (tested on the CPU with the lanes simulated); the kernels
 // add the lanes' sums between them.
-template <typename T, int kVec, bool kDropout>
+template <typename T, int kVec, int kMax, bool kDropout>
 __global__ void add_ln_forward_kernel(const T* __restrict__ x, const T* __restrict__ r, const T* __restrict__ gamma,
                                       const T* __restrict__ beta, T* __restrict__ s, T* __restrict__ y,
                                       float* __restrict__ mean, float* __restrict__ rstd, int64_t N, int64_t C,
@@ -62,48 +62,79 @@ __global__ void add_ln_forward_kernel(const T* __restrict__ x, const T* __restri
     if (row == 0 && lane == 0)  // for the backward, which draws the mask again
       rng_out[0] = static_cast<int64_t>(drop.seed), rng_out[1] = static_cast<int64_t>(drop.offset);
   }
-  const float m =
-      warp_sum(lanes::add_and_sum<T, kVec, kDropout>(x + base, r + base, s + base, C, lane, drop, row, nullptr, bias)) /
-      static_cast<float>(C);
-  const float rs = rsqrtf(warp_sum(lanes::squared_deviation<T, kVec>(s + base, m, C, lane)) / static_cast<float>(C) + eps);
-  lanes::normalize<T, kVec>(s + base, gamma, beta, y + base, m, rs, C, lane);
-  if (lane == 0) mean[row] = m, rstd[row] = rs;
+  const float n = static_cast<float>(C);
+  if constexpr (kMax == 0) {  // the sweeps: s read back for the variance and for y
+    const float m = warp_sum(lanes::add_and_sum<T, kVec, kDropout>(x + base, r + base, s + base, C, lane, drop, row,
+                                                                   nullptr, bias)) / n;
+    const float rs = rsqrtf(warp_sum(lanes::squared_deviation<T, kVec>(s + base, m, C, lane)) / n + eps);
+    lanes::normalize<T, kVec>(s + base, gamma, beta, y + base, m, rs, C, lane);
+    if (lane == 0) mean[row] = m, rstd[row] = rs;
+  } else {  // s held in registers
+    lanes::Held<T, kVec, kMax> held;
+    const float m = warp_sum(lanes::add_and_sum_held<T, kVec, kMax, kDropout>(x + base, r + base, s + base, held, C,
+                                                                              lane, drop, row, bias)) / n;
+    const float rs = rsqrtf(warp_sum(lanes::squared_deviation_held<T, kVec, kMax>(held, m, C, lane)) / n + eps);
+    lanes::normalize_held<T, kVec, kMax>(held, gamma, beta, y + base, m, rs, C, lane);
+    if (lane == 0) mean[row] = m, rstd[row] = rs;
+  }
 }
 
-template <typename T, int kVec, bool kDropout>
+// kMax = 0, the sweeps: each warp's column sums in shared memory, (kWarpsPerBlock, sums, C) a block. Else dy and s
+// held in registers and the column sums too; shared memory, (sums, C) a block, only to add the warps' at
+// the end (the sweeps' per-warp arrays limit how many warps an SM holds).
+template <typename T, int kVec, int kMax, bool kDropout>
 __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __restrict__ dy,
                                        const T* __restrict__ s, const float* __restrict__ mean,
                                        const float* __restrict__ rstd, const T* __restrict__ gamma,
                                        T* __restrict__ ds, float* __restrict__ partial, int64_t N, int64_t C,
                                        const int64_t* __restrict__ rng, DropoutMask drop, T* __restrict__ dr,
                                        int sums) {
-  // per warp: `sums` groups of C sums (lanes::acc_index): gamma's gradient, beta's, then (sums = 3) the bias's
+  // sums: gamma's gradient, beta's, then (sums = 3) the bias's
   extern __shared__ float acc[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float* dg = acc + static_cast<int64_t>(warp) * sums * C;
-  float* db = dg + C;
-  float* dbias = sums == 3 ? db + C : nullptr;
-  for (int64_t j = lane; j < sums * C; j += 32) dg[j] = 0.0f;
-  __syncwarp();
   if constexpr (kDropout) drop.seed = static_cast<uint64_t>(rng[0]), drop.offset = static_cast<uint64_t>(rng[1]);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   const int64_t w = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  for (int64_t row = w; row < N; row += warps) {
-    const int64_t base = row * C;
-    const float m = mean[row], rs = rstd[row];
-    const lanes::GradSums g = lanes::grad_sums<T, kVec>(dy + base, s + base, gamma, m, rs, dg, db, C, lane);
-    const float sum1 = warp_sum(g.dy_gamma) / static_cast<float>(C);
-    const float sum2 = warp_sum(g.dy_gamma_xhat) / static_cast<float>(C);
-    lanes::grad_input<T, kVec, kDropout>(dy + base, s + base, gamma, ds_out ? ds_out + base : nullptr, ds + base, m,
-                                         rs, sum1, sum2, C, lane, drop, row, dr + base, dbias);
-  }
-  __syncthreads();  // the block's warps' sums added: its (sums, C) row of the (blocks, sums, C) partials
-  float* out = partial + static_cast<int64_t>(blockIdx.x) * sums * C;
-  for (int64_t j = threadIdx.x; j < sums * C; j += blockDim.x) {
-    const int64_t at = (j / C) * C + lanes::acc_index<kVec>(j % C, C);
-    float v = 0.0f;
-    for (int k = 0; k < kWarpsPerBlock; ++k) v += acc[k * sums * C + at];
-    out[j] = v;
+  const float n = static_cast<float>(C);
+  float* out = partial + static_cast<int64_t>(blockIdx.x) * sums * C;  // the block's (sums, C) row of the partials
+  if constexpr (kMax == 0) {
+    float* dg = acc + static_cast<int64_t>(warp) * sums * C;  // laid out by lanes::acc_index
+    float* db = dg + C;
+    float* dbias = sums == 3 ? db + C : nullptr;
+    for (int64_t j = lane; j < sums * C; j += 32) dg[j] = 0.0f;
+    __syncwarp();
+    for (int64_t row = w; row < N; row += warps) {
+      const int64_t base = row * C;
+      const float m = mean[row], rs = rstd[row];
+      const lanes::GradSums g = lanes::grad_sums<T, kVec>(dy + base, s + base, gamma, m, rs, dg, db, C, lane);
+      lanes::grad_input<T, kVec, kDropout>(dy + base, s + base, gamma, ds_out ? ds_out + base : nullptr, ds + base, m,
+                                           rs, warp_sum(g.dy_gamma) / n, warp_sum(g.dy_gamma_xhat) / n, C, lane, drop,
+                                           row, dr + base, dbias);
+    }
+    __syncthreads();  // the block's warps' sums added
+    for (int64_t j = threadIdx.x; j < sums * C; j += blockDim.x) {
+      const int64_t at = (j / C) * C + lanes::acc_index<kVec>(j % C, C);
+      float v = 0.0f;
+      for (int k = 0; k < kWarpsPerBlock; ++k) v += acc[k * sums * C + at];
+      out[j] = v;
+    }
+  } else {
+    for (int64_t j = threadIdx.x; j < sums * C; j += blockDim.x) acc[j] = 0.0f;
+    lanes::Held<T, kVec, kMax> dy_held, s_held;
+    lanes::HeldSums<kVec, kMax> held_sums;
+    for (int64_t row = w; row < N; row += warps) {
+      const int64_t base = row * C;
+      const float m = mean[row], rs = rstd[row];
+      const lanes::GradSums gs =
+          lanes::grad_sums_held<T, kVec, kMax>(dy + base, s + base, gamma, m, rs, dy_held, s_held, held_sums, C, lane);
+      lanes::grad_input_held<T, kVec, kMax, kDropout>(dy_held, s_held, gamma, ds_out ? ds_out + base : nullptr, ds + base,
+                                                      m, rs, warp_sum(gs.dy_gamma) / n, warp_sum(gs.dy_gamma_xhat) / n,
+                                                      C, lane, drop, row, dr + base, sums == 3, held_sums);
+    }
+    __syncthreads();  // acc zeroed
+    lanes::add_held_sums<kVec, kMax>(held_sums, acc, sums, C, lane, [](float* at, float v) { atomicAdd(at, v); });
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < sums * C; j += blockDim.x) out[j] = acc[j];
   }
 }
 
@@ -116,11 +147,36 @@ void on_flag(bool on, F&& f) {
     f(std::false_type{});
 }
 
+// The packs a lane holds with the row in registers (its C / kVec packs over 32 lanes), where asked for and at
+// most kMaxHeldPacks; 0, the sweeps, otherwise.
+int held_packs(bool held, int64_t packs) {
+  const int64_t k = (packs + lanes::kLanes - 1) / lanes::kLanes;
+  return held && k <= kMaxHeldPacks ? static_cast<int>(k) : 0;
+}
+
+// f(kVec, kMax, kDropout) as template constants: kVec the pack or, where the rows do not pack, one element (and
+// then the sweeps).
+template <typename T, class F>
+void dispatch(bool packed, int held, bool dropout, F&& f) {
+  using std::integral_constant;
+  constexpr int kVec = kPack<T>;
+  auto with = [&](auto max) { on_flag(dropout, [&](auto d) { f(integral_constant<int, kVec>{}, max, d); }); };
+  if (!packed) return on_flag(dropout, [&](auto d) { f(integral_constant<int, 1>{}, integral_constant<int, 0>{}, d); });
+  static_assert(kMaxHeldPacks == 4, "dispatch: one case a number of packs held");
+  switch (held) {
+    case 1: return with(integral_constant<int, 1>{});
+    case 2: return with(integral_constant<int, 2>{});
+    case 3: return with(integral_constant<int, 3>{});
+    case 4: return with(integral_constant<int, 4>{});
+    default: return with(integral_constant<int, 0>{});
+  }
+}
+
 // Blocks of the backward kernel the whole GPU holds at once (CUDA's occupancy: its threads, registers and this
 // shared memory), asked once per device and size and kept: the first ask comes in eager warm-up steps, so a
 // CUDA-graph capture later makes no CUDA call here. Past 48 KiB a block (C > 1,536: GPT-2 XL's 1,600) the
 // kernel is first allowed the larger dynamic shared memory, up to the GPU's opt-in limit (227 KiB on an H100).
-template <typename T, int kVec, bool kDropout>
+template <typename T, int kVec, int kMax, bool kDropout>
 int64_t resident_backward_blocks(size_t smem, int64_t C) {
   static std::mutex mutex;  // one per instantiation: each kernel its own registers, so its own answer
   static std::map<std::pair<int, size_t>, int64_t> known;
@@ -130,25 +186,25 @@ int64_t resident_backward_blocks(size_t smem, int64_t C) {
   const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
   TORCH_CHECK(smem <= prop->sharedMemPerBlockOptin, "add_layer_norm_backward_cuda: C = ", C, " needs ", smem,
               " bytes of shared memory a block, over this GPU's ", prop->sharedMemPerBlockOptin);
+  auto* kernel = add_ln_backward_kernel<T, kVec, kMax, kDropout>;
   if (smem > 48 * 1024)
-    C10_CUDA_CHECK(cudaFuncSetAttribute(add_ln_backward_kernel<T, kVec, kDropout>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(smem)));
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   int per_sm = 0;  // kept only once CUDA has answered: a failed ask throws and is asked again next time
-  C10_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, add_ln_backward_kernel<T, kVec, kDropout>, kWarpsPerBlock * 32, smem));
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarpsPerBlock * 32, smem));
   return known[key] = std::max(1, per_sm) * int64_t{prop->multiProcessorCount};
 }
 
 }  // namespace
 
 AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
-                                           const at::Tensor& beta, double eps, double p, const at::Tensor& bias) {
+                                           const at::Tensor& beta, double eps, double p, const at::Tensor& bias,
+                                           bool held) {
   TORCH_CHECK(x.is_cuda(), "add_layer_norm_forward_cuda: CUDA tensors expected");
   TORCH_CHECK(p >= 0 && p < 1, "add_layer_norm_forward_cuda: the dropout probability must be in [0, 1), got ", p);
   const c10::cuda::CUDAGuard guard(x.device());
   const int64_t N = x.size(0), C = x.size(1);
   AddNormForward f{at::empty_like(x), at::empty_like(x), at::empty({N}, x.options().dtype(at::kFloat)),
-                   at::empty({N}, x.options().dtype(at::kFloat)), {}, {}, p, bias.defined()};
+                   at::empty({N}, x.options().dtype(at::kFloat)), {}, {}, p, bias.defined(), held};
   const bool dropout = p > 0;
   if (dropout) f.rng = at::empty({2}, x.options().dtype(at::kLong));
   if (N == 0) return f;
@@ -166,16 +222,13 @@ AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor
     const scalar_t *px = x.data_ptr<scalar_t>(), *pr = r.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>(),
                    *pb = beta.data_ptr<scalar_t>(), *pbias = f.biased ? bias.data_ptr<scalar_t>() : nullptr;
     scalar_t *ps = f.s.data_ptr<scalar_t>(), *py = f.y.data_ptr<scalar_t>();
-    auto launch = [&](auto vec, auto with_dropout) {
-      add_ln_forward_kernel<scalar_t, decltype(vec)::value, decltype(with_dropout)::value>
+    const bool packed = packable<scalar_t>(C, {px, pr, pg, pb, ps, py, pbias ? pbias : pb});
+    dispatch<scalar_t>(packed, held_packs(held, C / kPack<scalar_t>), dropout, [&](auto vec, auto max, auto with_dropout) {
+      add_ln_forward_kernel<scalar_t, decltype(vec)::value, decltype(max)::value, decltype(with_dropout)::value>
           <<<blocks, kWarpsPerBlock * 32, 0, at::cuda::getCurrentCUDAStream()>>>(
               px, pr, pg, pb, ps, py, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), N, C, static_cast<float>(eps),
               rng, drop, rng_out, pbias);
-    };
-    if (packable<scalar_t>(C, {px, pr, pg, pb, ps, py, pbias ? pbias : pb}))
-      on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, kPack<scalar_t>>{}, d); });
-    else
-      on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, 1>{}, d); });
+    });
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return f;
@@ -186,7 +239,6 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
   const c10::cuda::CUDAGuard guard(dy.device());
   const int64_t N = f.s.size(0), C = f.s.size(1);
   const int sums = f.biased ? 3 : 2;  // gamma's and beta's gradients, and the bias's
-  const size_t smem = sizeof(float) * sums * C * kWarpsPerBlock;
   at::Tensor ds = at::empty_like(f.s);
   TORCH_CHECK(!f.keep.defined(), "add_layer_norm_backward_cuda: the forward must be the CUDA kernel's (its mask is "
               "drawn again from f.rng, not read)");
@@ -199,15 +251,17 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
     const scalar_t *po = ds_out.defined() ? ds_out.data_ptr<scalar_t>() : nullptr, *pdy = dy.data_ptr<scalar_t>(),
                    *ps = f.s.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>();
     scalar_t *pds = ds.data_ptr<scalar_t>(), *pdr = dr.data_ptr<scalar_t>();
-    auto launch = [&](auto vec, auto with_dropout) {
-      constexpr int kVec = decltype(vec)::value;
+    const bool packed = packable<scalar_t>(C, {po ? po : pdy, pdy, ps, pg, pds, pdr});
+    dispatch<scalar_t>(packed, held_packs(f.held, C / kPack<scalar_t>), dropout, [&](auto vec, auto max, auto with_dropout) {
+      constexpr int kVec = decltype(vec)::value, kMax = decltype(max)::value;
       constexpr bool kDropout = decltype(with_dropout)::value;
+      const size_t smem = sizeof(float) * sums * C * (kMax == 0 ? kWarpsPerBlock : 1);
       // a warp per row, up to as many blocks as the GPU holds at once
       const int64_t blocks = std::clamp<int64_t>((N + kWarpsPerBlock - 1) / kWarpsPerBlock, 1,
-                                                 resident_backward_blocks<scalar_t, kVec, kDropout>(smem, C));
+                                                 resident_backward_blocks<scalar_t, kVec, kMax, kDropout>(smem, C));
       at::Tensor partial = at::empty({blocks, sums, C}, f.s.options().dtype(at::kFloat));
-      add_ln_backward_kernel<scalar_t, kVec, kDropout><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
-                                                         at::cuda::getCurrentCUDAStream()>>>(
+      add_ln_backward_kernel<scalar_t, kVec, kMax, kDropout><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, smem,
+                                                               at::cuda::getCurrentCUDAStream()>>>(
           po, pdy, ps, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), pg, pds, partial.data_ptr<float>(), N, C,
           rng, drop, pdr, sums);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -215,11 +269,7 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
       const at::Tensor all = column_sums_cuda(partial.view({blocks, sums * C}), 0, sums * C, gamma.scalar_type());
       d_gamma = all.narrow(0, 0, C), d_beta = all.narrow(0, C, C);
       if (f.biased) d_bias = all.narrow(0, 2 * C, C);
-    };
-    if (packable<scalar_t>(C, {po ? po : pdy, pdy, ps, pg, pds, pdr}))
-      on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, kPack<scalar_t>>{}, d); });
-    else
-      on_flag(dropout, [&](auto d) { launch(std::integral_constant<int, 1>{}, d); });
+    });
   });
   return {ds, d_gamma, d_beta, dr, d_bias};
 }

@@ -1,0 +1,33 @@
+// defines: step_gemms, the training step's matmuls as shapes, and heuristic_algos: the algorithms cuBLASLt's
+//          heuristic offers for one, which `gpt2bench kernels` times beside ATen's matmul: do the step's matmuls get
+//          cuBLAS's best kernels? (CUDA only)
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm_layout.h"  // StepGemm
+
+namespace gpt2::kernels {
+
+// A linear y = x·Wᵀ (W: out × in) over `rows` tokens: its forward, its input gradient dX = dY·W and its weight
+// gradient dW = dYᵀ·X. The blocks' linears (QKV fused, projection, fc1, fc2; `tokens` rows, n_layer calls each)
+// and the LM head (`head_rows` a chunk, as many chunks as cover the tokens).
+std::vector<StepGemm> step_gemms(int64_t tokens, int64_t C, int64_t vocab, int64_t n_layer, int64_t head_rows);
+
+// cuBLASLt's heuristic algorithms for out = op(A)·op(B) on these operands (A, B stored as `g` says, row-major; bf16
+// or half; out (M × N) of their dtype; fp32 accumulation, a 32 MiB workspace), at most `max_algos`, in the
+// heuristic's order: the first is what cuBLASLt would pick. Each a call of that algorithm on these tensors and its
+// configuration in words (algorithm id, tile, split-K, stages, waves). CUDA builds with cuBLASLt only.
+struct LtAlgo {
+  std::string config;
+  std::function<void()> call;
+};
+std::vector<LtAlgo> heuristic_algos(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
+                                    int max_algos);
+bool gemm_survey_built();  // false where cuBLASLt was not found (and on a CPU build)
+
+}  // namespace gpt2::kernels
