@@ -245,6 +245,34 @@ def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
     return title, rows, notes
 
 
+def gemm_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
+    """kernels.json's `gemms` as (title, table, notes): each of the step's matmuls, ATen's at::mm against the
+    fastest of cuBLASLt's heuristic algorithms, and what ATen's picks cost the step; None where there is none."""
+    gemms = (run.kernels or {}).get("gemms")
+    if not isinstance(gemms, list) or not gemms:
+        return None
+    rows = [["matmul", "M x N x K", "a step", "ATen ms", "ATen TFLOP/s", "heuristic's first", "fastest",
+             "fastest TFLOP/s", "ATen / fastest"]]
+    aten_ms = best_ms = 0.0
+    for g in gemms:
+        if "error" in g:
+            rows.append([g["name"], "-", "-", "-", "-", "-", f"error: {_first_line(g['error'])}", "-", "-"])
+            continue
+        times = [s["median_ms"] for s in g["sides"]]
+        best = min(range(1, len(times)), key=times.__getitem__, default=0)
+        aten_ms += g["calls"] * times[0]
+        best_ms += g["calls"] * min(times)
+        rows.append([g["name"], f"{g['M']} x {g['N']} x {g['K']}", str(g["calls"]), _fmt(times[0], ".4f"),
+                     _fmt(g["tflops"][0], ".0f"), _fmt(g["tflops"][1], ".0f") if len(times) > 1 else "-",
+                     f"#{best - 1}" if best else "-", _fmt(g["tflops"][best], ".0f"),
+                     f"{times[0] / times[best]:.2f}x" if best else "-"])
+    notes = ["Each matmul alone, timed as kernels.json's cases are; #N: its place in cuBLASLt's heuristic list "
+             "(#0 is what cuBLASLt itself would pick); ATen / fastest > 1: an algorithm ATen did not pick is faster.",
+             f"The step's matmuls as ATen runs them: {aten_ms:.2f} ms a step; each at its fastest algorithm: "
+             f"{best_ms:.2f} ms ({aten_ms - best_ms:.2f} ms, {100 * (1 - best_ms / aten_ms):.1f}% less)."]
+    return "The step's matmuls against cuBLASLt's heuristic algorithms (kernels.json: gemms)", rows, notes
+
+
 def device_table(runs: list[Run]) -> list[list[str]]:
     rows = [["run", "device", "type", "SMs / threads", "memory GiB", "torch", "git", "world size", "status"]]
     for run in runs:
@@ -441,19 +469,21 @@ def _run_section(run: Run, tag: str, embedded: dict[str, str]) -> tuple[list[str
         md += [_md(reference_table(run)), ""]
         for title, rows in eager_gaps(run):
             md += [f"**{title}**", "", _md(rows), ""]
-    if section := kernel_section(run):
-        ktitle, krows, knotes = section
-        md += [f"**{ktitle}**", "", _md(krows), ""] + [f"- {n}" for n in knotes] + [""]
+    for section in (kernel_section(run), gemm_section(run)):
+        if section:
+            ktitle, krows, knotes = section
+            md += [f"**{ktitle}**", "", _md(krows), ""] + [f"- {n}" for n in knotes] + [""]
     md += [f"- {n}" for n in notes] + [""]
     parts.append(_html_table(ladder_table(run)))
     if run.references:
         parts.append(_html_table(reference_table(run)))
         for title, rows in eager_gaps(run):
             parts += [f"<p><b>{html.escape(title)}</b></p>", _html_table(rows)]
-    if section := kernel_section(run):
-        ktitle, krows, knotes = section
-        parts += [f"<p><b>{html.escape(ktitle)}</b></p>", _html_table(krows),
-                  "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in knotes) + "</ul>"]
+    for section in (kernel_section(run), gemm_section(run)):
+        if section:
+            ktitle, krows, knotes = section
+            parts += [f"<p><b>{html.escape(ktitle)}</b></p>", _html_table(krows),
+                      "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in knotes) + "</ul>"]
     parts += ["<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>"]
     if errors := error_texts(run):
         md += ["<details><summary>Full error texts</summary>", ""]

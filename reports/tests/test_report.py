@@ -18,7 +18,8 @@ from gpt2bench_report import charts
 from gpt2bench_report.__main__ import main
 from gpt2bench_report.findings import headline
 from gpt2bench_report.generations import bound_by, cost_table, generations_table, times
-from gpt2bench_report.render import build_figures, eager_gaps, kernel_section, ladder_table, rung_why, run_notes
+from gpt2bench_report.render import (build_figures, eager_gaps, gemm_section, kernel_section, ladder_table, rung_why,
+                                     run_notes)
 from gpt2bench_report.stats import against_previous, differs, drifts, mann_whitney_p
 
 ROOT = FIXTURES.parents[2]
@@ -742,6 +743,34 @@ def test_how_a_gpu_s_kernels_were_timed_is_said(tmp_path):
     assert ("fused_classifier: 'ATen: linear, then cross_entropy' timed eagerly, its host's launches included "
             "(CUDA graph capture failed: operation not permitted).") in notes
     assert not any(n.startswith("Timed eagerly") for n in notes)
+
+
+def test_the_step_s_matmuls_against_cublaslt_s_heuristics(tmp_path):
+    # kernels.json's gemms (a GPU's; the committed H100 kernels.json predates them): ATen's pick, the heuristic's
+    # first and its fastest, and what ATen's picks cost the step. A CPU's says it was skipped: no section.
+    assert gemm_section(load_run(FIXTURES / "cpu_2threads")) is None
+    run_dir = tmp_path / "run"
+    shutil.copytree(ROOT / "reports/reference/gpu-nvidia-h100-80gb-hbm3/20261127-030430-gpu-124m", run_dir)
+    assert gemm_section(load_run(run_dir)) is None
+    k = json.loads((run_dir / "kernels.json").read_text())
+
+    def gemm(name, calls, ms):
+        flops = 2 * 8192 * 3072 * 768
+        return {"name": name, "M": 8192, "N": 3072, "K": 768, "calls": calls, "flops": flops,
+                "sides": [{"name": f"side {i}", "timed": "graph", "median_ms": t, "ms": [t]} for i, t in enumerate(ms)],
+                "tflops": [flops / (t * 1e9) for t in ms], "max_rel_diff": [0.0] * (len(ms) - 1)}
+    k["gemms"] = [gemm("fc1 forward", 12, [0.060, 0.061, 0.050]), gemm("fc1 dX", 12, [0.050, 0.050]),
+                  {"name": "head dW", "error": "CUBLAS_STATUS_NOT_SUPPORTED"}]
+    (run_dir / "kernels.json").write_text(json.dumps(k))
+    title, rows, notes = gemm_section(load_run(run_dir))
+    assert title.startswith("The step's matmuls against cuBLASLt's heuristic algorithms")
+    assert rows[1] == ["fc1 forward", "8192 x 3072 x 768", "12", "0.0600", "644", "634", "#1", "773", "1.20x"]
+    assert rows[2][6:] == ["#0", "773", "1.00x"]
+    assert rows[3][0] == "head dW" and rows[3][6] == "error: CUBLAS_STATUS_NOT_SUPPORTED"
+    assert "The step's matmuls as ATen runs them: 1.32 ms a step; each at its fastest algorithm: 1.20 ms (0.12 ms, " \
+           "9.1% less)." in notes
+    md = (write_report([load_run(run_dir)], tmp_path / "report") / "report.md").read_text()
+    assert "**The step's matmuls against cuBLASLt's heuristic algorithms (kernels.json: gemms)**" in md
 
 
 def test_a_kernels_json_of_another_device_or_layout_is_refused(tmp_path):
