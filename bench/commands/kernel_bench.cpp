@@ -227,40 +227,51 @@ void print_case(const KernelCase& c) {
   if (!c.note.empty()) std::printf("  %s\n", c.note.c_str());
 }
 
-// One of the step's matmuls: ATen's at::mm against each algorithm of cuBLASLt's heuristic list, in turns; TFLOP/s
-// a side, and each algorithm's output against ATen's (its largest difference over ATen's largest element).
+void print_gemm(const KernelCase& c, const nlohmann::json& j) {
+  std::printf("%s  (%s; %s)\n", c.variant.c_str(), c.shape.c_str(),
+              c.sides[0].timed == "graph" ? "as CUDA graph replays" : "launched eagerly");
+  for (size_t i = 0; i < c.sides.size(); ++i) {
+    std::printf("  %-80s %9.4f ms %6.0f TFLOP/s", c.sides[i].name.c_str(), c.sides[i].median_ms,
+                j["tflops"][i].get<double>());
+    if (i > 0) std::printf("   %.2fx ATen's speed, differs %.1e", 1 / c.ratio(i), j["max_rel_diff"][i - 1].get<double>());
+    std::printf("\n");
+  }
+  for (const auto& f : j["failed"]) std::printf("  %s\n", f.get<std::string>().c_str());
+}
+
+// One of the step's matmuls: ATen's at::mm against each algorithm of cuBLASLt's heuristic list that runs, in
+// turns; TFLOP/s a side, and each algorithm's output against ATen's (its largest difference over ATen's largest
+// element). An algorithm whose call fails is listed in `failed` with why, and not timed.
 nlohmann::json gemm_case(const kernels::StepGemm& g, const DeviceInfo& dev, at::ScalarType dtype, int rounds,
                          const Timing& timing) {
   const auto opts = at::device(torch_device(dev)).dtype(dtype);
   const at::Tensor a = g.a_transposed ? at::randn({g.K, g.M}, opts) : at::randn({g.M, g.K}, opts);
   const at::Tensor b = g.b_transposed ? at::randn({g.N, g.K}, opts) : at::randn({g.K, g.N}, opts);
   const at::Tensor a_op = g.a_transposed ? a.t() : a, b_op = g.b_transposed ? b.t() : b;
-  at::Tensor want = at::empty({g.M, g.N}, opts), out = at::empty({g.M, g.N}, opts);
+  at::Tensor want = at::mm(a_op, b_op), out = at::empty({g.M, g.N}, opts);
+  const double scale = want.abs().max().item<double>();
   std::vector<Pass> sides = {{"ATen: at::mm", [&] { at::mm_out(want, a_op, b_op); }}};
+  nlohmann::json diffs = nlohmann::json::array(), failed = nlohmann::json::array(), tflops = nlohmann::json::array();
   const std::vector<kernels::LtAlgo> algos = kernels::heuristic_algos(g, a, b, out, 8);
-  for (size_t i = 0; i < algos.size(); ++i)
-    sides.emplace_back("cuBLASLt #" + std::to_string(i) + ": " + algos[i].config, algos[i].call);
+  for (size_t i = 0; i < algos.size(); ++i) {
+    const std::string name = "cuBLASLt #" + std::to_string(i) + ": " + algos[i].config;
+    try {
+      algos[i].call();
+      diffs.push_back((out.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<double>() / scale);
+      sides.emplace_back(name, algos[i].call);
+    } catch (const std::exception& e) {
+      failed.push_back(name + " failed: " + first_line(error_text(e)));
+    }
+  }
   std::ostringstream shape;
   shape << "M=" << g.M << " N=" << g.N << " K=" << g.K << " " << c10::toString(dtype) << ", " << g.calls << " a step";
   const KernelCase c = time_in_turns("matmul " + g.name, shape.str(), sides, rounds, 5.0, timing);
-  nlohmann::json j = case_json(c), tflops = nlohmann::json::array(), diffs = nlohmann::json::array();
-  at::mm_out(want, a_op, b_op);
-  const double scale = want.abs().max().item<double>();
-  for (const auto& algo : algos) {
-    algo.call();
-    diffs.push_back((out.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<double>() / scale);
-  }
-  std::printf("matmul %s  (%s; %s)\n", g.name.c_str(), c.shape.c_str(),
-              c.sides[0].timed == "graph" ? "as CUDA graph replays" : "launched eagerly");
-  for (size_t i = 0; i < c.sides.size(); ++i) {
-    tflops.push_back(g.flops() / (c.sides[i].median_ms * 1e9));
-    std::printf("  %-80s %9.4f ms %6.0f TFLOP/s", c.sides[i].name.c_str(), c.sides[i].median_ms, tflops.back().get<double>());
-    if (i > 0) std::printf("   %.2fx ATen's speed, differs %.1e", 1 / c.ratio(i), diffs[i - 1].get<double>());
-    std::printf("\n");
-  }
+  for (const auto& side : c.sides) tflops.push_back(g.flops() / (side.median_ms * 1e9));
+  nlohmann::json j = case_json(c);
   j.erase("variant");
   j.update({{"name", g.name}, {"M", g.M}, {"N", g.N}, {"K", g.K}, {"calls", g.calls}, {"flops", g.flops()},
-            {"tflops", tflops}, {"max_rel_diff", diffs}});
+            {"tflops", tflops}, {"max_rel_diff", diffs}, {"failed", failed}});
+  print_gemm(c, j);
   return j;
 }
 

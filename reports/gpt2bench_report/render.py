@@ -270,6 +270,7 @@ def gemm_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
              "(#0 is what cuBLASLt itself would pick); ATen / fastest > 1: an algorithm ATen did not pick is faster.",
              f"The step's matmuls as ATen runs them: {aten_ms:.2f} ms a step; each at its fastest algorithm: "
              f"{best_ms:.2f} ms ({aten_ms - best_ms:.2f} ms, {100 * (1 - best_ms / aten_ms):.1f}% less)."]
+    notes += [f"{g['name']}: {_first_line(f)}" for g in gemms for f in g.get("failed", [])]
     return "The step's matmuls against cuBLASLt's heuristic algorithms (kernels.json: gemms)", rows, notes
 
 

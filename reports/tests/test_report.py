@@ -759,7 +759,8 @@ def test_the_step_s_matmuls_against_cublaslt_s_heuristics(tmp_path):
         return {"name": name, "M": 8192, "N": 3072, "K": 768, "calls": calls, "flops": flops,
                 "sides": [{"name": f"side {i}", "timed": "graph", "median_ms": t, "ms": [t]} for i, t in enumerate(ms)],
                 "tflops": [flops / (t * 1e9) for t in ms], "max_rel_diff": [0.0] * (len(ms) - 1)}
-    k["gemms"] = [gemm("fc1 forward", 12, [0.060, 0.061, 0.050]), gemm("fc1 dX", 12, [0.050, 0.050]),
+    k["gemms"] = [gemm("fc1 forward", 12, [0.060, 0.061, 0.050]),
+                  dict(gemm("fc1 dX", 12, [0.050, 0.050]), failed=["cuBLASLt #1: algo 6 failed: not supported"]),
                   {"name": "head dW", "error": "CUBLAS_STATUS_NOT_SUPPORTED"}]
     (run_dir / "kernels.json").write_text(json.dumps(k))
     title, rows, notes = gemm_section(load_run(run_dir))
@@ -769,6 +770,7 @@ def test_the_step_s_matmuls_against_cublaslt_s_heuristics(tmp_path):
     assert rows[3][0] == "head dW" and rows[3][6] == "error: CUBLAS_STATUS_NOT_SUPPORTED"
     assert "The step's matmuls as ATen runs them: 1.32 ms a step; each at its fastest algorithm: 1.20 ms (0.12 ms, " \
            "9.1% less)." in notes
+    assert "fc1 dX: cuBLASLt #1: algo 6 failed: not supported" in notes
     md = (write_report([load_run(run_dir)], tmp_path / "report") / "report.md").read_text()
     assert "**The step's matmuls against cuBLASLt's heuristic algorithms (kernels.json: gemms)**" in md
 
