@@ -147,11 +147,12 @@ void on_flag(bool on, F&& f) {
     f(std::false_type{});
 }
 
-// The packs a lane holds with the row in registers (its C / kVec packs over 32 lanes), where asked for and at
-// most kMaxHeldPacks; 0, the sweeps, otherwise.
-int held_packs(bool held, int64_t packs) {
-  const int64_t k = (packs + lanes::kLanes - 1) / lanes::kLanes;
-  return held && k <= kMaxHeldPacks ? static_cast<int>(k) : 0;
+// The packs a lane holds with the row in registers (its C / kVec packs over 32 lanes), where asked for and
+// holds_rows; 0, the sweeps, otherwise.
+template <typename T>
+int held_packs(bool held, int64_t C) {
+  if (!held || !holds_rows(C, c10::CppTypeToScalarType<T>::value)) return 0;
+  return static_cast<int>((C / kPack<T> + lanes::kLanes - 1) / lanes::kLanes);
 }
 
 // f(kVec, kMax, kDropout) as template constants: kVec the pack or, where the rows do not pack, one element (and
@@ -223,7 +224,7 @@ AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor
                    *pb = beta.data_ptr<scalar_t>(), *pbias = f.biased ? bias.data_ptr<scalar_t>() : nullptr;
     scalar_t *ps = f.s.data_ptr<scalar_t>(), *py = f.y.data_ptr<scalar_t>();
     const bool packed = packable<scalar_t>(C, {px, pr, pg, pb, ps, py, pbias ? pbias : pb});
-    dispatch<scalar_t>(packed, held_packs(held, C / kPack<scalar_t>), dropout, [&](auto vec, auto max, auto with_dropout) {
+    dispatch<scalar_t>(packed, held_packs<scalar_t>(held, C), dropout, [&](auto vec, auto max, auto with_dropout) {
       add_ln_forward_kernel<scalar_t, decltype(vec)::value, decltype(max)::value, decltype(with_dropout)::value>
           <<<blocks, kWarpsPerBlock * 32, 0, at::cuda::getCurrentCUDAStream()>>>(
               px, pr, pg, pb, ps, py, f.mean.data_ptr<float>(), f.rstd.data_ptr<float>(), N, C, static_cast<float>(eps),
@@ -252,7 +253,7 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
                    *ps = f.s.data_ptr<scalar_t>(), *pg = gamma.data_ptr<scalar_t>();
     scalar_t *pds = ds.data_ptr<scalar_t>(), *pdr = dr.data_ptr<scalar_t>();
     const bool packed = packable<scalar_t>(C, {po ? po : pdy, pdy, ps, pg, pds, pdr});
-    dispatch<scalar_t>(packed, held_packs(f.held, C / kPack<scalar_t>), dropout, [&](auto vec, auto max, auto with_dropout) {
+    dispatch<scalar_t>(packed, held_packs<scalar_t>(f.held, C), dropout, [&](auto vec, auto max, auto with_dropout) {
       constexpr int kVec = decltype(vec)::value, kMax = decltype(max)::value;
       constexpr bool kDropout = decltype(with_dropout)::value;
       const size_t smem = sizeof(float) * sums * C * (kMax == 0 ? kWarpsPerBlock : 1);
