@@ -1,6 +1,7 @@
 // The CPU build's side of the kernels' CUDA seam (CMake picks this file or kernels/cuda/*.cu).
 #include <c10/util/Exception.h>
 
+#include "kernels/adamw.h"
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
 #include "kernels/column_sums_cuda.h"
@@ -20,6 +21,11 @@ std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor&, con
 
 at::Tensor column_sums_cuda(const at::Tensor&, int64_t, int64_t, at::ScalarType) {
   TORCH_CHECK(false, "column_sums_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
+}
+
+void adamw_one_launch_cuda_(at::TensorList, at::TensorList, at::TensorList, at::TensorList, const at::Tensor&,
+                            const AdamWHyper&, const at::Tensor&, const at::Tensor&) {
+  TORCH_CHECK(false, "adamw_one_launch_cuda_: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 
 bool gelu_epilogues_built() { return false; }

@@ -1,4 +1,4 @@
-// defines: Pack, load, store, mul_rn, GPT2_LANE_FN, GPT2_UNROLL — what our CUDA kernels' per-thread bodies are
+// defines: Pack, load, store, mul_rn, GPT2_LANE_FN, GPT2_UNROLL, GPT2_NO_UNROLL — what our CUDA kernels' per-thread bodies are
 //          written with so that they are plain C++ on the host too, where the CPU tests run them: kVec elements of T
 //          moved as one (16 bytes for kVec = 16 / sizeof(T), a single vector instruction on the GPU; one
 //          element for kVec = 1). No libtorch here: T is float, c10::Half or c10::BFloat16.
@@ -10,9 +10,11 @@
 #if defined(__CUDACC__)
 #define GPT2_LANE_FN __host__ __device__ __forceinline__
 #define GPT2_UNROLL _Pragma("unroll")
+#define GPT2_NO_UNROLL _Pragma("unroll 1")
 #else
 #define GPT2_LANE_FN inline
 #define GPT2_UNROLL  // GCC does not know nvcc's pragma (and unrolls what -O3 finds worth it)
+#define GPT2_NO_UNROLL
 #endif
 
 namespace gpt2::kernels {

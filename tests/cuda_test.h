@@ -1,7 +1,9 @@
 // defines: test::CudaTest — the fixture of the `_CUDA` tests: the first CUDA device, or the test skipped
-//          with the reason (a CPU build, no GPU).
+//          with the reason (a CPU build, no GPU); test::KernelsCuda, our kernels' (the GPU runbook runs them first).
 #pragma once
 #include <gtest/gtest.h>
+
+#include <c10/core/TensorOptions.h>
 
 #include <exception>
 
@@ -19,6 +21,11 @@ class CudaTest : public ::testing::Test {
     }
   }
   DeviceInfo dev_;
+};
+
+class KernelsCuda : public CudaTest {
+ protected:
+  at::TensorOptions on_gpu() const { return at::device(torch_device(dev_)); }
 };
 
 }  // namespace gpt2::test

@@ -651,10 +651,7 @@ TEST(Kernels, TrainingWithTheFusedResidualNormHasTheBaselinesLosses) {
   expect_baseline_losses([](ModelOptions& m) { m.fused_residual_norm = true, m.layers = LayerImpl::kNative; });
 }
 
-class KernelsCuda : public test::CudaTest {
- protected:
-  at::TensorOptions on_gpu() const { return at::device(torch_device(dev_)); }
-};
+using test::KernelsCuda;
 
 TEST_F(KernelsCuda, KernelMatchesTheReference_CUDA) {
   at::manual_seed(4);

@@ -59,10 +59,11 @@ TEST(TrainStep, TokensPerStepAndBaselineOptimizer) {
   EXPECT_EQ(ts.tokens_per_step(), 3 * 16);
 }
 
-// The three AdamW forms are the same math: equal parameters after a few steps.
-TEST(AdamW, LoopForeachAndFusedAgree) {
+// The four AdamW forms are the same math: equal parameters after a few steps.
+TEST(AdamW, LoopForeachFusedAndOneLaunchAgree) {
   std::vector<std::vector<at::Tensor>> results;
-  for (auto kind : {OptimizerKind::kAdamwLoop, OptimizerKind::kAdamwForeach, OptimizerKind::kAdamwFused}) {
+  for (auto kind : {OptimizerKind::kAdamwLoop, OptimizerKind::kAdamwForeach, OptimizerKind::kAdamwFused,
+                    OptimizerKind::kAdamwOneLaunch}) {
     at::manual_seed(0);
     std::vector<at::Tensor> params = {at::randn({5, 3}).requires_grad_(), at::randn({7}).requires_grad_()};
     OptimizerOptions o;
@@ -93,33 +94,35 @@ TEST(AdamW, MatchesTheFormulaForOneStep) {
   EXPECT_EQ(opt.state_bytes(), 2 * 4);
 }
 
-// A step the fp16 scaler skips (found_inf = 1) must leave no trace: the fused kernel leaves the
+// A step the fp16 scaler skips (found_inf = 1) must leave no trace: the fused kernels (ATen's, ours) leave the
 // parameters alone, and the device step counter is taken back, so the next step's bias correction
 // is the first step's (as torch.optim's fused AdamW).
 TEST(AdamW, FusedStepSkippedOnInfDoesNotCount) {
-  auto make = [] {
-    at::manual_seed(0);
-    return std::vector<at::Tensor>{at::randn({5, 3}).requires_grad_()};
-  };
-  OptimizerOptions o;
-  o.kind = OptimizerKind::kAdamwFused;
-  auto skipped = make(), clean = make();
-  AdamW a(skipped, o), b(clean, o);
-  const auto one = at::ones({}), inf = at::ones({}), none = at::zeros({});
-  const auto before = skipped[0].detach().clone();
-  (skipped[0].pow(2).sum()).backward();
-  a.step(one, inf);
-  EXPECT_TRUE(at::equal(skipped[0].detach(), before));  // the update was skipped
-  EXPECT_EQ(a.state_tensors().back().item<float>(), 0.0f);  // and not counted
-  a.step(one, none);
-  (clean[0].pow(2).sum()).backward();
-  b.step(one, none);
-  EXPECT_EQ(a.state_tensors().back().item<float>(), 1.0f);
-  EXPECT_TRUE(at::allclose(skipped[0], clean[0], 0, 0)) << "the step after a skipped one differs from a first step";
+  for (auto kind : {OptimizerKind::kAdamwFused, OptimizerKind::kAdamwOneLaunch}) {
+    auto make = [] {
+      at::manual_seed(0);
+      return std::vector<at::Tensor>{at::randn({5, 3}).requires_grad_()};
+    };
+    OptimizerOptions o;
+    o.kind = kind;
+    auto skipped = make(), clean = make();
+    AdamW a(skipped, o), b(clean, o);
+    const auto one = at::ones({}), inf = at::ones({}), none = at::zeros({});
+    const auto before = skipped[0].detach().clone();
+    (skipped[0].pow(2).sum()).backward();
+    a.step(one, inf);
+    EXPECT_TRUE(at::equal(skipped[0].detach(), before));  // the update was skipped
+    EXPECT_EQ(a.state_tensors().back().item<float>(), 0.0f);  // and not counted
+    a.step(one, none);
+    (clean[0].pow(2).sum()).backward();
+    b.step(one, none);
+    EXPECT_EQ(a.state_tensors().back().item<float>(), 1.0f);
+    EXPECT_TRUE(at::allclose(skipped[0], clean[0], 0, 0)) << "the step after a skipped one differs from a first step";
+  }
 }
 
 // The parity trajectory's first gradient norm is the whole gradient of the seed's weights on the first batch,
-// read back from AdamW's first moment, whichever form (loop, foreach, fused) took the step.
+// read back from AdamW's first moment, whichever form (loop, foreach, fused, one-launch) took the step.
 TEST(TrainStep, TheTrajectoryReadsTheFirstStepsWholeGradient) {
   StepSpec s = tiny_spec(4);
   s.model.dropout = 0.0;
@@ -132,7 +135,8 @@ TEST(TrainStep, TheTrajectoryReadsTheFirstStepsWholeGradient) {
   for (const auto& p : m->parameters()) sq += p.grad().to(at::kDouble).square().sum().item<double>();
   const double direct = std::sqrt(sq);
   ASSERT_GT(direct, 0);
-  for (auto kind : {OptimizerKind::kAdamwLoop, OptimizerKind::kAdamwForeach, OptimizerKind::kAdamwFused}) {
+  for (auto kind : {OptimizerKind::kAdamwLoop, OptimizerKind::kAdamwForeach, OptimizerKind::kAdamwFused,
+                    OptimizerKind::kAdamwOneLaunch}) {
     s.optimizer.kind = kind;
     const Trajectory t = loss_trajectory(s, cpu(), tokens, 5, 2);
     EXPECT_NEAR(t.first_grad_norm / direct, 1.0, 1e-5) << to_string(kind);

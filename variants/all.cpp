@@ -29,6 +29,7 @@ const std::vector<const Variant*>& registry() {
       &fused_residual_norm,
       &sync_every_step,
       &fp8_linears,
+      &adamw_one_launch,
   };
   return list;
 }

@@ -15,12 +15,14 @@
 #include "bench/ladder/run_dir.h"
 #include "bench/measure/choosers.h"
 #include "bench/runtime/device.h"
+#include "bench/step/optim.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "config/profile.h"
 #include "kernels/classifier.h"
 #include "kernels/gemm_survey.h"
 #include "kernels/residual_norm.h"
+#include "model/gpt2.h"
 #include "model/layers.h"
 #include "variants/registry.h"
 
@@ -189,12 +191,41 @@ KernelCase classifier_case(const StepSpec& base, const DeviceInfo& dev, int roun
   return k;
 }
 
+// One optimizer step over the top rung's parameters (their shapes and dtype; random gradients), ours in one
+// launch against ATen's fused AdamW, each on its own copy.
+KernelCase adamw_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
+  const StepSpec s = spec_with(base, dev, {"fused_adamw"});
+  const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
+  std::vector<std::vector<int64_t>> shapes;
+  int64_t numel = 0;
+  for (const auto& p : GPT2(s.model)->parameters()) shapes.push_back(p.sizes().vec()), numel += p.numel();
+  auto optimizer = [&](OptimizerKind kind) {
+    std::vector<at::Tensor> params;
+    for (const auto& shape : shapes) {
+      params.push_back(at::randn(shape, opts));
+      params.back().mutable_grad() = at::randn(shape, opts).mul_(0.01);
+    }
+    OptimizerOptions o = s.optimizer;
+    o.kind = kind;
+    return std::make_shared<AdamW>(params, o);
+  };
+  const auto ours = optimizer(OptimizerKind::kAdamwOneLaunch), aten = optimizer(OptimizerKind::kAdamwFused);
+  std::ostringstream shape;
+  shape << shapes.size() << " tensors, " << numel << " elements " << c10::toString(opts.dtype().toScalarType())
+        << "; one AdamW step";
+  return time_in_turns("adamw_one_launch", shape.str(),
+                       {{"ours: every parameter's update in one launch (kernels/adamw)", [ours] { ours->step(); }},
+                        {"ATen: _fused_adamw_ (multi_tensor_apply: a launch per 320 chunks)", [aten] { aten->step(); }}},
+                       rounds, 5.0, timing);
+}
+
 using MakeCase = KernelCase (*)(const StepSpec&, const DeviceInfo&, int, const Timing&);
 const std::pair<const char*, MakeCase> kCases[] = {{"fused_residual_norm", &residual_norm_case},
                                                    {"fused_gelu_backward", &gelu_backward_case},
                                                    {"gelu_epilogues", &gelu_epilogues_case},
                                                    {"fused_classifier", &classifier_case},
-                                                   {"fp8_linears", &fp8_case}};
+                                                   {"fp8_linears", &fp8_case},
+                                                   {"adamw_one_launch", &adamw_case}};
 
 nlohmann::json case_json(const KernelCase& c) {
   nlohmann::json sides = nlohmann::json::array(), speedups = nlohmann::json::array();

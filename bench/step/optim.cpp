@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "kernels/adamw.h"
+
 namespace gpt2 {
 
 AdamW::AdamW(std::vector<at::Tensor> params, const OptimizerOptions& o) : o_(o), params_(std::move(params)) {
@@ -12,6 +14,8 @@ AdamW::AdamW(std::vector<at::Tensor> params, const OptimizerOptions& o) : o_(o),
     exp_avg_sq_.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
     if (o_.kind == OptimizerKind::kAdamwFused) step_t_.push_back(at::zeros({}, p.options().dtype(at::kFloat)));
   }
+  if (o_.kind == OptimizerKind::kAdamwOneLaunch && !params_.empty())
+    step_t_.push_back(at::zeros({}, params_[0].options().dtype(at::kFloat)));
 }
 
 int64_t AdamW::state_bytes() const {
@@ -42,6 +46,7 @@ void AdamW::step(const at::Tensor& grad_scale, const at::Tensor& found_inf) {
     case OptimizerKind::kAdamwLoop: return step_loop(live);
     case OptimizerKind::kAdamwForeach: return step_foreach(live);
     case OptimizerKind::kAdamwFused: return step_fused(live, grad_scale, found_inf);
+    case OptimizerKind::kAdamwOneLaunch: return step_one_launch(live, grad_scale, found_inf);
   }
 }
 
@@ -58,9 +63,15 @@ void AdamW::step_loop(const std::vector<size_t>& live) {
   }
 }
 
+AdamW::Lists AdamW::lists(const std::vector<size_t>& live) const {
+  Lists l;
+  for (size_t i : live)
+    l.p.push_back(params_[i]), l.g.push_back(params_[i].grad()), l.m.push_back(exp_avg_[i]), l.v.push_back(exp_avg_sq_[i]);
+  return l;
+}
+
 void AdamW::step_foreach(const std::vector<size_t>& live) {
-  std::vector<at::Tensor> p, g, m, v;
-  for (size_t i : live) p.push_back(params_[i]), g.push_back(params_[i].grad()), m.push_back(exp_avg_[i]), v.push_back(exp_avg_sq_[i]);
+  auto [p, g, m, v] = lists(live);
   if (p.empty()) return;
   const double bc1 = 1.0 - std::pow(o_.beta1, step_), bc2 = 1.0 - std::pow(o_.beta2, step_);
   at::_foreach_mul_(p, 1.0 - o_.lr * o_.weight_decay);
@@ -74,10 +85,9 @@ void AdamW::step_foreach(const std::vector<size_t>& live) {
 }
 
 void AdamW::step_fused(const std::vector<size_t>& live, const at::Tensor& grad_scale, const at::Tensor& found_inf) {
-  std::vector<at::Tensor> p, g, m, v, s;
-  for (size_t i : live)
-    p.push_back(params_[i]), g.push_back(params_[i].grad()), m.push_back(exp_avg_[i]), v.push_back(exp_avg_sq_[i]),
-        s.push_back(step_t_[i]);
+  auto [p, g, m, v] = lists(live);
+  std::vector<at::Tensor> s;
+  for (size_t i : live) s.push_back(step_t_[i]);
   if (p.empty()) return;
   // The step count lives on the device (as torch.optim's fused path keeps it), so no host value
   // enters the kernel's arguments and the step can be captured in a CUDA graph.
@@ -89,6 +99,13 @@ void AdamW::step_fused(const std::vector<size_t>& live, const at::Tensor& grad_s
   // A step the scaler skipped (inf/nan gradients) must not count: the kernel left the parameters
   // alone, so take the increment back on the device, as torch.optim's fused AdamW does.
   if (found_inf.defined()) at::_foreach_sub_(s, std::vector<at::Tensor>(s.size(), found_inf));
+}
+
+void AdamW::step_one_launch(const std::vector<size_t>& live, const at::Tensor& grad_scale, const at::Tensor& found_inf) {
+  const auto [p, g, m, v] = lists(live);
+  if (p.empty()) return;
+  kernels::adamw_one_launch_(p, g, m, v, step_t_[0], {o_.lr, o_.beta1, o_.beta2, o_.weight_decay, o_.eps}, grad_scale,
+                             found_inf);
 }
 
 }  // namespace gpt2

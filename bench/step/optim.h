@@ -1,6 +1,7 @@
 // defines: AdamW — the seed's optimizer in the three forms PyTorch has: a per-tensor loop (Python's
 //          _single_tensor_adamw), foreach ops (_multi_tensor_adamw) and the fused kernel
-//          (at::_fused_adamw_). Same math in all three; none reads a value back to the host.
+//          (at::_fused_adamw_); and a fourth, ours: the fused kernel's arithmetic in one launch
+//          (kernels/adamw.h). Same math in all; none reads a value back to the host.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -13,8 +14,8 @@ namespace gpt2 {
 class AdamW {
  public:
   AdamW(std::vector<at::Tensor> params, const OptimizerOptions& o);
-  // Parameters without a gradient are left as they are. With `grad_scale`/`found_inf` (fused
-  // only, device tensors) the kernel unscales the gradients and skips the update on inf/nan.
+  // Parameters without a gradient are left as they are. With `grad_scale`/`found_inf` (fused and
+  // one-launch only, device tensors) the kernel unscales the gradients and skips the update on inf/nan.
   void step(const at::Tensor& grad_scale = {}, const at::Tensor& found_inf = {});
   void zero_grad();  // grads set to undefined (set_to_none=True, PyTorch's default)
   // Bytes of optimizer state (exp_avg + exp_avg_sq + step counters), for the memory breakdown.
@@ -27,13 +28,20 @@ class AdamW {
   double beta1() const { return o_.beta1; }
 
  private:
+  struct Lists {
+    std::vector<at::Tensor> p, g, m, v;  // the live parameters, their gradients, exp_avg, exp_avg_sq
+  };
+  Lists lists(const std::vector<size_t>& live) const;
   void step_loop(const std::vector<size_t>& live);
   void step_foreach(const std::vector<size_t>& live);
   void step_fused(const std::vector<size_t>& live, const at::Tensor& grad_scale, const at::Tensor& found_inf);
+  void step_one_launch(const std::vector<size_t>& live, const at::Tensor& grad_scale, const at::Tensor& found_inf);
 
   OptimizerOptions o_;
   std::vector<at::Tensor> params_, exp_avg_, exp_avg_sq_;
-  std::vector<at::Tensor> step_t_;  // fused only: float32 step counters on the parameter's device
+  // fused: float32 step counters on the parameter's device; one-launch: one counter for all (every parameter
+  // of our models gets a gradient every step, so all counts are equal)
+  std::vector<at::Tensor> step_t_;
   int64_t step_ = 0;                // loop/foreach keep the count on the host, as PyTorch does
 };
 

@@ -14,7 +14,8 @@ NLOHMANN_JSON_SERIALIZE_ENUM(Precision, {{Precision::kFp32, "fp32"},
                                          {Precision::kFp16Autocast, "fp16_autocast"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(OptimizerKind, {{OptimizerKind::kAdamwLoop, "adamw_loop"},
                                              {OptimizerKind::kAdamwForeach, "adamw_foreach"},
-                                             {OptimizerKind::kAdamwFused, "adamw_fused"}})
+                                             {OptimizerKind::kAdamwFused, "adamw_fused"},
+                                             {OptimizerKind::kAdamwOneLaunch, "adamw_one_launch"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(SdpaBackend, {{SdpaBackend::kAuto, "auto"}, {SdpaBackend::kFlash, "flash"},
                                            {SdpaBackend::kEfficient, "efficient"}, {SdpaBackend::kCudnn, "cudnn"},
                                            {SdpaBackend::kMath, "math"}, {SdpaBackend::kFastest, "fastest"}})

@@ -18,7 +18,8 @@ enum class Precision {
   kBf16Autocast,  // fp32 master weights, autocast to bf16 over forward and loss
   kFp16Autocast,  // fp32 master weights, autocast to fp16, with a gradient scaler
 };
-enum class OptimizerKind { kAdamwLoop, kAdamwForeach, kAdamwFused };
+// kAdamwOneLaunch: torch's fused AdamW arithmetic, every parameter in one kernel of ours (kernels/adamw.h).
+enum class OptimizerKind { kAdamwLoop, kAdamwForeach, kAdamwFused, kAdamwOneLaunch };
 // kAuto: PyTorch's own choice; kFastest: each kernel timed on the rung's attention, the fastest kept
 // (bench/measure/choosers.h); the others force that kernel.
 enum class SdpaBackend { kAuto, kFlash, kEfficient, kCudnn, kMath, kFastest };

@@ -187,7 +187,8 @@ at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {
       for (const auto& p : opt_->params())
         if (p.grad().defined()) grads.push_back(p.grad());
       found_inf_.zero_();
-      const bool fused = spec_.optimizer.kind == OptimizerKind::kAdamwFused;
+      const bool fused = spec_.optimizer.kind == OptimizerKind::kAdamwFused ||
+                         spec_.optimizer.kind == OptimizerKind::kAdamwOneLaunch;
       at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, fused ? at::ones_like(scale_) : scale_.reciprocal());
       if (fused)
         opt_->step(scale_, found_inf_);
