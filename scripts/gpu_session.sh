@@ -53,6 +53,8 @@ CHECKPOINT_S=${GPU_SESSION_CHECKPOINT_S:-20} ROUNDS=${GPU_SESSION_ROUNDS:-6} WAR
 SECONDS=0
 left_s() { echo $((LIMIT_S - SECONDS)); }
 mkdir -p "$OUT"
+SCRATCH=$(mktemp -d)  # this call's own files (the reference's config, the warm log, the budgeted profile)
+trap 'rm -rf "$SCRATCH"' EXIT
 # What comes back from OUT is at most 8 files (the device tool's limit; the rest are left out): so a stage writes
 # at most 6 there: machine-STAGE.txt (the machine's versions, the carried binaries' check, the doctor's report),
 # kernels.log and kernels.json, cuda-tests.log (tests), STAGE.log and the tarred run (ladder stages; while it is
@@ -144,7 +146,7 @@ build_with_tests() {
 warmers=() warm_log="" warm_began=0
 warm_start() {
   local cfg form
-  cfg=$(mktemp --suffix=-ref_torch_compile.json) warm_log=$(mktemp --suffix=-warm.log)
+  cfg=$SCRATCH/ref_torch_compile.json warm_log=$SCRATCH/warm.log
   if ! "${RUN[@]}" build-cuda/gpt2bench reference-config --profile profiles/gpu-124m.yaml >"$cfg" 2>>"$warm_log"; then
     { echo "== torch.compile's caches: not warmed (no reference config)"; cat "$warm_log"; } >>"$M"
     echo "gpu_session: torch.compile's caches not warmed: gpt2bench reference-config failed ($M)"
@@ -260,7 +262,7 @@ if [ "${#resume[@]}" -eq 0 ]; then  # ladder, first, or resume on another device
   resume=(--out "$run")
 fi
 $carried || "$KIT/build.sh" true || exit 1
-profile=$(mktemp --suffix=-gpu-124m.yaml)  # not under OUT (its files are few); rungs.json records the budget
+profile=$SCRATCH/gpu-124m.yaml  # not under OUT (its files are few); rungs.json records the budget
 # budget_profile: gpu-124m with the budget the call has left less the reserve, into $profile; 1 under a minute
 budget_profile() {
   budget_s=$(($(left_s) - RESERVE_S))

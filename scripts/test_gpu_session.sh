@@ -11,6 +11,8 @@ set -u
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/gpu_session.sh"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+export TMPDIR=$T/tmp  # what the script's calls leave there: nothing, unless killed (checked before that case)
+mkdir -p "$TMPDIR"
 fail=0
 check() {  # check WHAT CONDITION...
   local what=$1; shift
@@ -232,6 +234,7 @@ rm -rf runs
 out=$(OUT="$T/out" "$SCRIPT" resume 2>&1); rc=$?
 check "resume with no run: exit 2" [ $rc -eq 2 ]
 check "resume with no run: what to carry said" grep -q "carry runs/<name>" <<<"$out"
+check "no temporary file left behind by the calls so far" [ -z "$(ls -A "$TMPDIR")" ]
 
 # a call ended from outside before the script's own stop (the device tool's limit where less device time was left,
 # a lost machine): the run as packed while the ladder ran is under OUT, whole
@@ -274,7 +277,7 @@ check "first, warm: exit 0, the ladder ran" bash -c "[ $rc -eq 0 ] && grep -q 'l
 check "first, warm: a process a form" [ "$(wc -l <"$T/warm-calls")" -eq 3 ]
 for f in parity model model_and_loss; do
   check "first, warm: $f warmed with the config gpt2bench printed" \
-    grep -qE -- "^--warm [^ ]*-ref_torch_compile.json $f [{]\"name\": \"ref_torch_compile\"[}]$" "$T/warm-calls"
+    grep -qE -- "^--warm [^ ]*/ref_torch_compile.json $f [{]\"name\": \"ref_torch_compile\"[}]$" "$T/warm-calls"
 done
 check "first, warm: the kernels' tests beside it" grep -q "tests: beside the warm" "$T/out/kernels.log"
 check "first, warm: the timings after it, in the window moved on by the wait" \
