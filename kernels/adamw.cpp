@@ -3,10 +3,6 @@
 
 #include <ATen/ATen.h>
 
-#include <memory>
-#include <vector>
-
-#include "kernels/adamw_tiles.h"
 
 namespace gpt2::kernels {
 namespace {
@@ -61,19 +57,13 @@ void adamw_one_launch_host_(at::TensorList params, at::TensorList grads, at::Ten
                             const at::Tensor& grad_scale, const at::Tensor& found_inf) {
   if (found_inf.defined() && found_inf.item<float>() == 1.0f) return;
   const float scale = grad_scale.defined() ? grad_scale.item<float>() : 0.0f;
-  const adamw::Coeffs c = adamw::coeffs({float(h.lr), float(h.beta1), float(h.beta2), float(h.weight_decay),
-                                         float(h.eps)},
-                                        step.item<float>());
+  const adamw::Coeffs c = adamw::coeffs(adamw_hyper(h), step.item<float>());
   auto run = [&](auto zero) {
-    using T = decltype(zero);
-    const auto ops = adamw_operands<T>(params, grads, exp_avgs, exp_avg_sqs);
-    auto table = std::make_unique<adamw::Table<T>>();
-    for (size_t next = 0; next < ops.size();) {
-      next += adamw::fill(*table, ops.data() + next, ops.size() - next);
-      for (int64_t tile = 0; tile < table->tiles; ++tile)
+    for_each_table<decltype(zero)>(params, grads, exp_avgs, exp_avg_sqs, [&](const auto& table) {
+      for (int64_t tile = 0; tile < table.tiles; ++tile)
         for (int lane = 0; lane < adamw::kThreads; ++lane)
-          adamw::tile_lane(*table, tile, lane, c, grad_scale.defined() ? &scale : nullptr);
-    }
+          adamw::tile_lane(table, tile, lane, c, grad_scale.defined() ? &scale : nullptr);
+    });
   };
   switch (params[0].scalar_type()) {
     case at::kFloat: return run(float{});

@@ -7,8 +7,6 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
-#include <memory>
-#include <vector>
 
 #include "kernels/adamw.h"
 
@@ -25,6 +23,17 @@ __global__ void __launch_bounds__(adamw::kThreads)
     adamw::tile_lane(table, tile, static_cast<int>(threadIdx.x), c, grad_scale);
 }
 
+// The kernel's resident blocks an SM, asked once (not at every eager step).
+template <typename T>
+int64_t blocks_per_sm() {
+  static const int64_t n = [] {
+    int per_sm = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, adamw_kernel<T>, adamw::kThreads, 0));
+    return int64_t{std::max(per_sm, 1)};
+  }();
+  return n;
+}
+
 }  // namespace
 
 void adamw_one_launch_cuda_(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs,
@@ -32,24 +41,20 @@ void adamw_one_launch_cuda_(at::TensorList params, at::TensorList grads, at::Ten
                             const at::Tensor& grad_scale, const at::Tensor& found_inf) {
   TORCH_CHECK(params[0].is_cuda(), "adamw_one_launch_cuda_: CUDA tensors expected");
   const c10::cuda::CUDAGuard guard(params[0].device());
-  const adamw::Hyper hyper{float(h.lr), float(h.beta1), float(h.beta2), float(h.weight_decay), float(h.eps)};
+  const adamw::Hyper hyper = adamw_hyper(h);
   const float* scale = grad_scale.defined() ? grad_scale.data_ptr<float>() : nullptr;
   const float* inf = found_inf.defined() ? found_inf.data_ptr<float>() : nullptr;
+  const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   auto run = [&](auto zero) {
     using T = decltype(zero);
-    int per_sm = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, adamw_kernel<T>, adamw::kThreads, 0));
-    const int64_t resident = int64_t{std::max(per_sm, 1)} * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-    const auto ops = adamw_operands<T>(params, grads, exp_avgs, exp_avg_sqs);
-    auto table = std::make_unique<adamw::Table<T>>();
-    for (size_t next = 0; next < ops.size();) {  // one launch for up to kMaxTensors tensors (GPT-2 124M: ~150)
-      next += adamw::fill(*table, ops.data() + next, ops.size() - next);
-      if (table->tiles == 0) continue;
-      const auto blocks = static_cast<unsigned>(std::min(table->tiles, resident));
+    const int64_t resident = blocks_per_sm<T>() * sms;
+    for_each_table<T>(params, grads, exp_avgs, exp_avg_sqs, [&](const adamw::Table<T>& table) {
+      // one launch for up to kMaxTensors tensors (GPT-2 124M: ~150)
+      const auto blocks = static_cast<unsigned>(std::min(table.tiles, resident));
       adamw_kernel<T><<<blocks, adamw::kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-          *table, hyper, step.data_ptr<float>(), scale, inf);
+          table, hyper, step.data_ptr<float>(), scale, inf);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
+    });
   };
   switch (params[0].scalar_type()) {
     case at::kFloat: return run(float{});
