@@ -16,7 +16,9 @@ namespace gpt2::kernels {
 // of one dtype. The CUDA kernel for CUDA tensors, the reference otherwise.
 std::pair<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, const at::Tensor& pre);
 std::pair<at::Tensor, at::Tensor> bias_gelu_backward_reference(const at::Tensor& grad, const at::Tensor& pre);
-std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor& grad, const at::Tensor& pre);
+// The CUDA kernel: a block walks `slab` rows of 128 packs of columns (`gpt2bench kernels` times 8 to 64).
+std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor& grad, const at::Tensor& pre,
+                                                          int64_t slab = 32);
 
 // GELU_tanh(x·wᵀ + b) for x (N × C), w (F × C), b (F), differentiable in all three, its backward through
 // bias_gelu_backward. Under autocast it computes in the autocast dtype, as at::linear would.

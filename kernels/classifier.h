@@ -22,8 +22,11 @@ at::Tensor softmax_xent_backward_(at::Tensor& logits, const at::Tensor& targets,
 // The same with ATen ops, on any device, the softmax in fp32: the reference the kernel is tested against.
 at::Tensor softmax_xent_backward_reference_(at::Tensor& logits, const at::Tensor& targets, double scale);
 
-// The CUDA kernel (kernels/cuda/classifier.cu); a build without CUDA throws (kernels/no_cuda.cpp).
-at::Tensor softmax_xent_backward_cuda_(at::Tensor& logits, const at::Tensor& targets, double scale);
+// The CUDA kernel (kernels/cuda/classifier.cu), a block of `threads` (256, 512 or 1024) a row, which reads the
+// row twice from global memory, or once where `staged` (1024 threads; the row kept in shared memory). A build
+// without CUDA throws (kernels/no_cuda.cpp).
+at::Tensor softmax_xent_backward_cuda_(at::Tensor& logits, const at::Tensor& targets, double scale, int threads = 512,
+                                       bool staged = false);
 
 // mean over rows of cross_entropy(h·wᵀ, targets) for h (N × C), w (V × C), targets (N), differentiable in h
 // and w, computed chunk_tokens rows at a time (the last chunk shorter). The same value as

@@ -11,11 +11,11 @@
 
 namespace gpt2::kernels {
 
-at::Tensor softmax_xent_backward_cuda_(at::Tensor&, const at::Tensor&, double) {
+at::Tensor softmax_xent_backward_cuda_(at::Tensor&, const at::Tensor&, double, int, bool) {
   TORCH_CHECK(false, "softmax_xent_backward_cuda_: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 
-std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor&, const at::Tensor&) {
+std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor&, const at::Tensor&, int64_t) {
   TORCH_CHECK(false, "bias_gelu_backward_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 

@@ -659,13 +659,30 @@ TEST_F(KernelsCuda, KernelMatchesTheReference_CUDA) {
     for (auto dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
       const at::Tensor logits = (at::randn({37, V}, on_gpu()) * 3).to(dtype);
       const at::Tensor t = targets_for(37, V, on_gpu());
-      at::Tensor got = logits.clone(), want = logits.clone();
-      const at::Tensor losses = kernels::softmax_xent_backward_cuda_(got, t, 1.0 / 37);
+      at::Tensor want = logits.clone();
       const at::Tensor want_losses = softmax_xent_backward_reference_(want, t, 1.0 / 37);
-      EXPECT_TRUE(at::allclose(losses, want_losses, 1e-5, 1e-4)) << V << " " << dtype;
-      const double atol = dtype == at::kFloat ? 1e-7 : 1e-4;  // one bf16/fp16 rounding of a value under 1/37
-      EXPECT_TRUE(at::allclose(got.to(at::kFloat), want.to(at::kFloat), 1e-2, atol))
-          << V << " " << dtype << ": " << (got.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<float>();
+      // the step's block; those `gpt2bench kernels` times beside it, 1024 threads also with the row staged
+      for (auto [threads, staged] : {std::pair{512, false}, {256, false}, {1024, false}, {1024, true}}) {
+        at::Tensor got = logits.clone();
+        const at::Tensor losses = kernels::softmax_xent_backward_cuda_(got, t, 1.0 / 37, threads, staged);
+        EXPECT_TRUE(at::allclose(losses, want_losses, 1e-5, 1e-4)) << V << " " << dtype << " " << threads;
+        const double atol = dtype == at::kFloat ? 1e-7 : 1e-4;  // one bf16/fp16 rounding of a value under 1/37
+        EXPECT_TRUE(at::allclose(got.to(at::kFloat), want.to(at::kFloat), 1e-2, atol))
+            << V << " " << dtype << " " << threads << ": "
+            << (got.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<float>();
+      }
+    }
+  }
+  at::Tensor z = at::randn({2, 64}, on_gpu()), wide = at::randn({1, 1 << 20}, on_gpu());  // 4 MiB: no block's
+  for (auto [x, threads, staged, says] : {
+           std::tuple<at::Tensor*, int, bool, const char*>{&z, 300, false, "must be 256, 512 or 1024 (1024 staged), got 300"},
+           {&z, 512, true, "must be 256, 512 or 1024 (1024 staged), got 512 staged"},
+           {&wide, 1024, true, "a row of 1048576 Float does not fit in a block's shared memory"}}) {
+    try {
+      (void)kernels::softmax_xent_backward_cuda_(*x, targets_for(x->size(0), x->size(1), on_gpu()), 1.0, threads, staged);
+      ADD_FAILURE() << threads << (staged ? " staged" : "") << " accepted";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
     }
   }
 }
@@ -707,12 +724,25 @@ TEST_F(KernelsCuda, BiasGeluBackwardKernelMatchesTheReference_CUDA) {
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1000, 300}, {33, 1032}, {8192, 3072}, {1, 7}}) {
       const at::Tensor pre = (at::randn({rows, cols}, on_gpu()) * 2).to(dtype);
       const at::Tensor grad = at::randn({rows, cols}, on_gpu()).to(dtype);
-      auto [d_pre, d_bias] = kernels::bias_gelu_backward_cuda(grad, pre);
       auto [want_pre, want_bias] = kernels::bias_gelu_backward_reference(grad, pre);
-      const double tol = dtype == at::kFloat ? 1e-5 : 1e-2;
-      EXPECT_TRUE(at::allclose(d_pre.to(at::kFloat), want_pre.to(at::kFloat), tol, tol)) << dtype << " " << rows;
-      EXPECT_TRUE(at::allclose(d_bias.to(at::kFloat), want_bias.to(at::kFloat), tol, tol * std::sqrt(double(rows))))
-          << dtype << " " << rows;
+      for (int64_t slab : {32, 16, 8, 64, 1}) {  // the step's slab, those `gpt2bench kernels` times, one row
+        auto [d_pre, d_bias] = kernels::bias_gelu_backward_cuda(grad, pre, slab);
+        const double tol = dtype == at::kFloat ? 1e-5 : 1e-2;
+        EXPECT_TRUE(at::allclose(d_pre.to(at::kFloat), want_pre.to(at::kFloat), tol, tol))
+            << dtype << " " << rows << " " << slab;
+        EXPECT_TRUE(at::allclose(d_bias.to(at::kFloat), want_bias.to(at::kFloat), tol, tol * std::sqrt(double(rows))))
+            << dtype << " " << rows << " " << slab;
+      }
+    }
+  }
+  const at::Tensor x = at::randn({70000, 8}, on_gpu());  // 70,000 slabs of one row: more than a grid's y holds
+  for (auto [slab, says] : {std::pair<int64_t, const char*>{0, "rows a block must be >= 1, got 0"},
+                            {1, "70000 rows at 1 a block are more slabs than a grid's y holds (65,535)"}}) {
+    try {
+      (void)kernels::bias_gelu_backward_cuda(x, x, slab);
+      ADD_FAILURE() << "slab " << slab << " accepted";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
     }
   }
 }

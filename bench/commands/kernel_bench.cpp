@@ -18,7 +18,9 @@
 #include "bench/step/optim.h"
 #include "common/errors.h"
 #include "common/files.h"
+#include "common/format.h"
 #include "config/profile.h"
+#include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
 #include "kernels/gemm_survey.h"
 #include "kernels/residual_norm.h"
@@ -219,13 +221,81 @@ KernelCase adamw_case(const StepSpec& base, const DeviceInfo& dev, int rounds, c
                        rounds, 5.0, timing);
 }
 
+// One of our memory-bound CUDA kernels alone at each of its launch shapes, then ATen's ops for the same result
+// and a device copy of the bytes the pass must move (each operand read once, each output written once): the
+// note gives each side's GB/s over those bytes, how near the copy's a setting comes.
+KernelCase bandwidth_case(const char* variant, const std::string& shape, std::vector<Pass> sides, double bytes,
+                          const at::TensorOptions& opts, int rounds, const Timing& timing) {
+  const int64_t n = static_cast<int64_t>(bytes / 2 / opts.dtype().itemsize());
+  const at::Tensor src = at::randn({n}, opts), dst = at::empty({n}, opts);
+  sides.emplace_back("a copy of as many bytes (at::Tensor::copy_)", [src, dst]() mutable { dst.copy_(src); });
+  KernelCase k = time_in_turns(variant, shape, sides, rounds, 5.0, timing);
+  k.note = strf("GB/s over the %.0f MB a pass must move:", bytes / 1e6);
+  for (const auto& side : k.sides) k.note += strf(" %.0f,", bytes / (side.median_ms * 1e6));
+  k.note.back() = ' ';
+  k.note += "(the sides in order, the copy last)";
+  return k;
+}
+
+// fused_gelu_backward's kernel alone on the MLP's (N × 4C) pre-activation, a block walking 32 rows (the step's)
+// or 16, 8, 64.
+KernelCase bias_gelu_kernel_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
+  const StepSpec s = spec_with(base, dev, {});
+  const int64_t N = s.batch * s.model.context, F = 4 * s.model.n_embd;
+  const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
+  const at::Tensor grad = at::randn({N, F}, opts), pre = at::randn({N, F}, opts);
+  std::vector<Pass> sides;
+  for (const int64_t slab : {32, 16, 8, 64})
+    sides.emplace_back("ours: bias_gelu_backward alone, " + std::to_string(slab) + " rows a block" +
+                           (slab == 32 ? " (the step's)" : ""),
+                       [&grad, &pre, slab] { (void)kernels::bias_gelu_backward_cuda(grad, pre, slab); });
+  sides.emplace_back("ATen: gelu_backward, then its sum over the rows",
+                     [&] { (void)kernels::bias_gelu_backward_reference(grad, pre); });
+  const std::string shape = strf("N=%lld F=%lld %s, the kernel alone", static_cast<long long>(N),
+                                 static_cast<long long>(F), c10::toString(opts.dtype().toScalarType()));
+  return bandwidth_case("fused_gelu_backward", shape, sides, 3.0 * N * F * opts.dtype().itemsize(), opts, rounds,
+                        timing);
+}
+
+// fused_classifier's softmax cross-entropy kernel alone on one chunk's logits, in place, a block of 512 threads
+// a row (the step's) or 256 or 1024 (fewer rows in flight leave more of its second read of a row to L2), or
+// 1024 with the row staged in shared memory (one read from global memory).
+KernelCase xent_kernel_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
+  const StepSpec s = spec_with(base, dev, {"fused_classifier"});
+  // the profile's chunk; all the step's tokens where it is `fastest` (the H100 run's choice at B=8)
+  const int64_t N = s.batch * s.model.context, V = s.model.padded_vocab();
+  const int64_t n = s.settings.classifier_chunk_fastest ? N : std::min(s.model.classifier_chunk, N);
+  const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
+  at::Tensor logits = at::randn({n, V}, opts);  // each pass overwrites it with its gradient: the same work
+  const at::Tensor t = at::randint(s.model.vocab_size, {n}, at::device(torch_device(dev)).dtype(at::kLong));
+  std::vector<Pass> sides;
+  for (const int threads : {512, 256, 1024})
+    sides.emplace_back("ours: softmax_xent_backward_ alone, " + std::to_string(threads) + " threads a row" +
+                           (threads == 512 ? " (the step's)" : ""),
+                       [&logits, &t, threads] { (void)kernels::softmax_xent_backward_cuda_(logits, t, 1.0, threads); });
+  sides.emplace_back("ours: softmax_xent_backward_ alone, 1024 threads a row, the row staged in shared memory",
+                     [&logits, &t] { (void)kernels::softmax_xent_backward_cuda_(logits, t, 1.0, 1024, true); });
+  sides.emplace_back("ATen: log_softmax, its loss and gradient",
+                     [&logits, &t] { (void)kernels::softmax_xent_backward_reference_(logits, t, 1.0); });
+  const std::string shape = strf("rows=%lld V=%lld %s, the kernel alone, in place", static_cast<long long>(n),
+                                 static_cast<long long>(V), c10::toString(opts.dtype().toScalarType()));
+  return bandwidth_case("fused_classifier", shape, sides, 2.0 * n * V * opts.dtype().itemsize(), opts, rounds, timing);
+}
+
 using MakeCase = KernelCase (*)(const StepSpec&, const DeviceInfo&, int, const Timing&);
-const std::pair<const char*, MakeCase> kCases[] = {{"fused_residual_norm", &residual_norm_case},
-                                                   {"fused_gelu_backward", &gelu_backward_case},
-                                                   {"gelu_epilogues", &gelu_epilogues_case},
-                                                   {"fused_classifier", &classifier_case},
-                                                   {"fp8_linears", &fp8_case},
-                                                   {"adamw_one_launch", &adamw_case}};
+struct Case {
+  const char* variant;
+  MakeCase make;
+  bool gpu_only = false;  // a CUDA kernel alone: nothing to time on a CPU
+};
+const Case kCases[] = {{"fused_residual_norm", &residual_norm_case},
+                       {"fused_gelu_backward", &gelu_backward_case},
+                       {"gelu_epilogues", &gelu_epilogues_case},
+                       {"fused_classifier", &classifier_case},
+                       {"fp8_linears", &fp8_case},
+                       {"adamw_one_launch", &adamw_case},
+                       {"fused_gelu_backward", &bias_gelu_kernel_case, true},
+                       {"fused_classifier", &xent_kernel_case, true}};
 
 nlohmann::json case_json(const KernelCase& c) {
   nlohmann::json sides = nlohmann::json::array(), speedups = nlohmann::json::array();
@@ -370,8 +440,9 @@ int run_kernel_bench(const KernelBenchOptions& o) {
   nlohmann::json cases = nlohmann::json::array();
   const char* fault = std::getenv("GPT2BENCH_FAULT_KERNEL");  // tests: that case fails as a kernel would
   int failed = 0;
-  for (const auto& [variant, make] : kCases) {
-    const Support s = find_variant(variant)->supports(dev);  // every case is a registered variant's
+  for (const auto& [variant, make, gpu_only] : kCases) {
+    Support s = find_variant(variant)->supports(dev);  // every case is a registered variant's
+    if (s.ok && gpu_only && !dev.cuda()) s = {false, "the CUDA kernel alone: needs a CUDA GPU"};
     if (!s.ok) {  // FP8 below sm89: nothing of ours to time
       std::printf("%s  skipped here: %s\n", variant, s.why_not.c_str());
       cases.push_back({{"variant", variant}, {"skipped", s.why_not}});

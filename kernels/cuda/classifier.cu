@@ -13,15 +13,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/classifier.h"
 #include "kernels/packs.h"  // Pack, load, store
 
 namespace gpt2::kernels {
 namespace {
-
-constexpr int kThreads = 512;
-constexpr int kWarps = kThreads / 32;
 
 struct MaxSum {
   float m, s;  // running max, sum of exp(x - m)
@@ -40,10 +38,16 @@ __device__ __forceinline__ MaxSum warp_reduce(MaxSum v) {
   return v;
 }
 
-template <typename T, int kVec>
+// kThreads a block, one block a row: `gpt2bench kernels` times 256, 512 (the step's) and 1024, fewer rows in
+// flight keeping more of the second read in L2. kStaged: the first read also keeps the row in shared memory
+// (dynamic, V elements of T) and the second pass reads it there: one read of the logits from global memory.
+template <typename T, int kVec, int kThreads, bool kStaged>
 __global__ void __launch_bounds__(kThreads)
     softmax_xent_backward_kernel(T* __restrict__ logits, const int64_t* __restrict__ targets,
                                  float* __restrict__ losses, int64_t V, float scale) {
+  constexpr int kWarps = kThreads / 32;
+  extern __shared__ __align__(16) unsigned char staged_row[];
+  Pack<T, kVec>* staged = reinterpret_cast<Pack<T, kVec>*>(staged_row);
   __shared__ MaxSum warps[kWarps];
   __shared__ MaxSum row_total;
   const int64_t row = blockIdx.x;
@@ -54,6 +58,7 @@ __global__ void __launch_bounds__(kThreads)
   MaxSum v{-INFINITY, 0.0f};
   for (int64_t p = threadIdx.x; p < packs; p += kThreads) {
     const Pack<T, kVec> pk = load<T, kVec>(x, p);
+    if constexpr (kStaged) staged[p] = pk;  // read back by this thread alone, below
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const float xj = static_cast<float>(pk.v[k]);
@@ -79,7 +84,9 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const float m = row_total.m, inv_sum = 1.0f / row_total.s;
   for (int64_t p = threadIdx.x; p < packs; p += kThreads) {
-    Pack<T, kVec> pk = load<T, kVec>(x, p);
+    Pack<T, kVec> pk;
+    if constexpr (kStaged) pk = staged[p];
+    else pk = load<T, kVec>(x, p);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const float prob = expf(static_cast<float>(pk.v[k]) - m) * inv_sum;
@@ -89,27 +96,47 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename T>
+template <typename T, int kThreads, bool kStaged>
 void launch(T* logits, const int64_t* targets, float* losses, int64_t n, int64_t V, float scale) {
   const auto stream = at::cuda::getCurrentCUDAStream();
+  const size_t smem = kStaged ? static_cast<size_t>(V) * sizeof(T) : 0;
+  auto go = [&](auto kernel) {
+    if constexpr (kStaged) C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    kernel<<<static_cast<unsigned>(n), kThreads, smem, stream>>>(logits, targets, losses, V, scale);
+  };
   if (packable<T>(V, {logits}))
-    softmax_xent_backward_kernel<T, kPack<T>><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(logits, targets, losses, V, scale);
+    go(softmax_xent_backward_kernel<T, kPack<T>, kThreads, kStaged>);
   else
-    softmax_xent_backward_kernel<T, 1><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(logits, targets, losses, V, scale);
+    go(softmax_xent_backward_kernel<T, 1, kThreads, kStaged>);
 }
 
 }  // namespace
 
-at::Tensor softmax_xent_backward_cuda_(at::Tensor& logits, const at::Tensor& targets, double scale) {
+at::Tensor softmax_xent_backward_cuda_(at::Tensor& logits, const at::Tensor& targets, double scale, int threads,
+                                       bool staged) {
   TORCH_CHECK(logits.is_cuda() && logits.is_contiguous() && logits.dim() == 2,
               "softmax_xent_backward_cuda_: logits must be a contiguous CUDA (n, V) tensor");
+  TORCH_CHECK(staged ? threads == 1024 : threads == 256 || threads == 512 || threads == 1024,
+              "softmax_xent_backward_cuda_: threads a block must be 256, 512 or 1024 (1024 staged), got ", threads,
+              staged ? " staged" : "");
   const c10::cuda::CUDAGuard guard(logits.device());
   const int64_t n = logits.size(0), V = logits.size(1);
+  const size_t fits = at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin - 1024;  // beside the static
+  TORCH_CHECK(!staged || static_cast<size_t>(V) * logits.element_size() <= fits, "softmax_xent_backward_cuda_: a row of ",
+              V, " ", logits.scalar_type(), " does not fit in a block's shared memory (", fits, " bytes) to be staged");
   at::Tensor losses = at::empty({n}, logits.options().dtype(at::kFloat));
   if (n == 0) return losses;
   const at::Tensor t = targets.contiguous();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "softmax_xent_backward_cuda_", [&] {
-    launch(logits.data_ptr<scalar_t>(), t.data_ptr<int64_t>(), losses.data_ptr<float>(), n, V, static_cast<float>(scale));
+    auto go = [&](auto k, auto st) {
+      launch<scalar_t, decltype(k)::value, decltype(st)::value>(logits.data_ptr<scalar_t>(), t.data_ptr<int64_t>(),
+                                                                losses.data_ptr<float>(), n, V, static_cast<float>(scale));
+    };
+    using std::integral_constant;
+    if (staged) go(integral_constant<int, 1024>{}, std::true_type{});
+    else if (threads == 256) go(integral_constant<int, 256>{}, std::false_type{});
+    else if (threads == 1024) go(integral_constant<int, 1024>{}, std::false_type{});
+    else go(integral_constant<int, 512>{}, std::false_type{});
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return losses;
