@@ -324,7 +324,9 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
     EXPECT_EQ(k["kept"][4]["why"], "its rung: skipped") << k["kept"];
     EXPECT_EQ(kept_variants(k["kept"]), std::vector<std::string>{"fused_classifier"}) << k["kept"];
     for (const auto& e : k["kept"])  // beside the top, judged (the skipped one: no timing to judge)
-      if (e["why"] != "its rung: skipped") EXPECT_EQ(e["again"]["rung"], again["name"]) << e;
+      if (e["why"] != "its rung: skipped") {
+        EXPECT_EQ(e["again"]["rung"], again["name"]) << e;
+      }
     ASSERT_EQ(k["status"], "ok") << k;
     EXPECT_EQ(k["applied"].back(), "fused_classifier");
     EXPECT_EQ(k["spec"]["model"]["classifier_chunk"], 1024);
