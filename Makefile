@@ -43,7 +43,7 @@ ladder: build
 test-cpu:
 	@$(MAKE) --no-print-directory build-all TORCH=cpu
 	cd build && ctest --output-on-failure -j $(JOBS)
-	.venv/bin/python -m pytest -q reports/tests
+	.venv/bin/python -m pytest -q -n $(JOBS) reports/tests
 
 # The GPU path never rots: the CUDA build (against the CUDA libtorch) compiles and links every
 # target; its doctor runs here without a GPU, and its _CUDA tests report themselves skipped.
@@ -63,12 +63,12 @@ kernels/cuda/gemm_survey.cpp (cuBLASLt heuristics)"
 
 # Every test again, built with AddressSanitizer and UndefinedBehaviorSanitizer (gcc): our code is
 # instrumented, libtorch is not; the end-to-end tests run the sanitized gpt2bench. Leak checking is off
-# (libtorch keeps process-lifetime singletons).
+# (libtorch keeps process-lifetime singletons). A shard a core, each one process.
 asan:
 	@scripts/setup.sh asan
 	@cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ./gpt2bench_tests --gtest_brief=1
+	  ../scripts/gtest_shards.sh $(JOBS) ./gpt2bench_tests --gtest_brief=1
 
 test: test-cpu cuda-check asan fuzz
 

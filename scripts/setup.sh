@@ -78,8 +78,9 @@ if [ "$flavor" = cuda ] && [ -z "${Torch_DIR:-}" ]; then
 fi
 
 # --- Python virtual environment with the torch wheel -------------------------------------------
-# matplotlib/pytest serve the report step and its tests; numpy silences torch's start-up warning.
-reqs="$torch_req numpy matplotlib pytest"
+# matplotlib/pytest serve the report step and its tests (pytest-xdist: a worker a core); numpy silences
+# torch's start-up warning.
+reqs="$torch_req numpy matplotlib pytest pytest-xdist"
 stamp="$venv/.gpt2bench-requirements"
 if [ ! -x "$venv/bin/python" ]; then
   say "creating $venv"

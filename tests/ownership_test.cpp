@@ -19,19 +19,19 @@
 namespace gpt2 {
 namespace {
 
-const std::string kSlow =
+const std::string kFive =
     "name: own\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cpu\nbatch: 4\nwarmup_steps: 1\n"
-    "steps: 400\nrepetitions: 2\nparity_steps: 2\nbreakdown_steps: 0\nseed: 5\n"
+    "steps: 3\nrepetitions: 2\nparity_steps: 2\nbreakdown_steps: 0\nseed: 5\n"
     "variants: [mask_on_the_fly, native_layers, fused_adamw, sdpa]\n";
 
 
 // gpt2bench `args` started in the background, its output to `log`; returns its pid.
-pid_t start(const std::string& args, const std::string& log) {
+pid_t start(const std::string& args, const std::string& log, const std::string& env = "") {
   const pid_t pid = fork();
   if (pid == 0) {
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1), dup2(fd, 2);
-    execl("/bin/sh", "sh", "-c", (std::string("exec ") + GPT2BENCH_BINARY + " " + args).c_str(), nullptr);
+    execl("/bin/sh", "sh", "-c", ("exec env " + env + " " + GPT2BENCH_BINARY + " " + args).c_str(), nullptr);
     _exit(127);
   }
   return pid;
@@ -50,9 +50,11 @@ bool wait_for(const std::function<bool()>& ready, double seconds = 120) {
 // nothing of the first's is touched. Killed (SIGKILL), the first leaves its lock to the kernel: --resume takes over.
 TEST(Ownership, ASecondProcessOnALiveRunDirectoryIsRefusedAndAKilledOnesIsTakenOver) {
   test::TempDir d;
-  const auto profile = test::write_tiny_profile(d, kSlow);
+  const auto profile = test::write_tiny_profile(d, kFive);
   const std::string run = d / "run";
-  const pid_t first = start("ladder --profile " + profile + " --out " + run, d / "first.log");
+  // The first held in its second rung: a host waiting on a kernel that never ends (60 s), no watch to end it.
+  const pid_t first = start("ladder --profile " + profile + " --out " + run, d / "first.log",
+                            "GPT2BENCH_FAULT_DEVICE=01_mask_on_the_fly:hang GPT2BENCH_HANG_S=0");
   const std::string me = "pid " + std::to_string(first) + " on ";
   ASSERT_TRUE(wait_for([&] { return test::read_text(d / "first.log").find("[2/5]") != std::string::npos; }))
       << test::read_text(d / "first.log");
