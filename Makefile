@@ -70,7 +70,10 @@ asan:
 	cd build-asan && ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ../scripts/gtest_shards.sh $(JOBS) ./gpt2bench_tests --gtest_brief=1
 
-test: test-cpu cuda-check asan fuzz
+# Each stage in turn, with its wall time: CI's limit is the whole's.
+test:
+	@for t in test-cpu cuda-check asan fuzz; do s=$$SECONDS; $(MAKE) --no-print-directory $$t || exit 1; \
+	  echo "make test: $$t took $$(( (SECONDS - s) / 60 )) min $$(( (SECONDS - s) % 60 )) s"; done
 
 clean:
 	rm -rf build build-cuda build-asan build-fuzz runs
