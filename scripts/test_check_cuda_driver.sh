@@ -4,18 +4,12 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fail=0
+source "$here/expect.sh"
 fake() {  # fake DRIVER CUDA: an nvidia-smi printing that header
   mkdir -p "$tmp/$2"
   printf '#!/bin/sh\necho "| NVIDIA-SMI %s             Driver Version: %s     CUDA Version: %s     |"\n' "$1" "$1" "$2" \
     > "$tmp/$2/nvidia-smi"
   chmod +x "$tmp/$2/nvidia-smi"
-}
-expect() {  # expect CODE TEXT -- command...
-  local code=$1 text=$2; shift 3
-  out=$("$@" 2>&1); rc=$?
-  [ "$rc" = "$code" ] || { echo "FAIL: '$*' exited $rc, expected $code: $out"; fail=1; }
-  case "$out" in *"$text"*) ;; *) echo "FAIL: '$*' did not say '$text': $out"; fail=1 ;; esac
 }
 fake 535.183.01 12.2
 fake 580.65.06 13.0

@@ -7,15 +7,10 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 printf '#!/bin/sh\necho "shard $GTEST_SHARD_INDEX of $GTEST_TOTAL_SHARDS: $*"\n[ "$GTEST_SHARD_INDEX" != 1 ] || exit 7\n' \
   > "$tmp/fake_tests"
 chmod +x "$tmp/fake_tests"
-fail=0
-expect() {  # expect CODE TEXT -- command...
-  local code=$1 text=$2; shift 3
-  out=$("$@" 2>&1); rc=$?
-  [ "$rc" = "$code" ] || { echo "FAIL: '$*' exited $rc, expected $code: $out"; fail=1; }
-  case "$out" in *"$text"*) ;; *) echo "FAIL: '$*' did not say '$text': $out"; fail=1 ;; esac
-}
-expect 7 "shard 2 of 3: exit 7" -- "$here/gtest_shards.sh" 3 "$tmp/fake_tests" --gtest_brief=1
-for i in 0 1 2; do expect 7 "shard $i of 3: --gtest_brief=1" -- "$here/gtest_shards.sh" 3 "$tmp/fake_tests" --gtest_brief=1; done
+source "$here/expect.sh"
+for said in "shard 2 of 3: exit 7" "shard 0 of 3: --gtest_brief=1" "shard 1 of 3: --gtest_brief=1" "shard 2 of 3: --gtest_brief=1"; do
+  expect 7 "$said" -- "$here/gtest_shards.sh" 3 "$tmp/fake_tests" --gtest_brief=1
+done
 expect 0 "shard 0 of 1: " -- "$here/gtest_shards.sh" 1 "$tmp/fake_tests"
 expect 2 "N='0': expected a count, 1 or more" -- "$here/gtest_shards.sh" 0 "$tmp/fake_tests"
 expect 2 "usage: gtest_shards.sh N BINARY" -- "$here/gtest_shards.sh" 2
