@@ -248,12 +248,12 @@ if [ "$stage" = resume ]; then
     exit 2
   }
   resume=(--resume "$run")
-  # a run is one device's: on another (a lease of the other kind) gpt2bench refuses to resume it, so a new run here
+  # a run is one device's: on another GPU model gpt2bench refuses to resume it, so a new run here
   was=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["device"]["name"])' "$run/rungs.json" 2>/dev/null)
   here=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
   if [ -n "$was" ] && [ -n "$here" ] && [ "$was" != "$here" ]; then
-    echo "gpu_session: $run was run on $was, this is $here: a new run here instead (resume that one on a lease of" \
-      "its kind: the device tool's kind argument)"
+    echo "gpu_session: $run was run on $was, this is $here: a new run here instead (that one resumes" \
+      "only on a lease of its own GPU model)"
     resume=()
   fi
 fi
