@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Our CUDA kernels' registers, stack and local memory for each architecture built, read from the compiled
 # objects (cuobjdump): exits 1 where one uses stack or local memory (spilled registers, or an array the compiler
-# could not keep in registers), which a change to a kernel's body can cause without any test failing.
+# could not keep in registers), which a change to a kernel's body can cause without any test failing; and that
+# every kernel built to move 16-byte packs (its first template arguments T, 16 / sizeof(T); adamw_kernel's tiles)
+# reads and writes global memory with 16-byte instructions in its sm_90 code (LDG.E.128, STG.E.128).
 #   scripts/kernel_resources.sh [BUILD_DIR] [--list]     (default build-cuda; --list prints every kernel)
 set -uo pipefail
 build=${1:-build-cuda}
@@ -25,4 +27,27 @@ if [ -n "$bad" ]; then
   echo "kernel_resources: kernels using stack or local memory (arch registers stack local kernel):"; echo "$bad"
   exit 1
 fi
-echo "kernel_resources: $n kernels (all architectures) in registers, no stack or local memory ($tool)"
+
+# sm_90 SASS (CMake builds 80 and 90): whether each kernel has a 16-byte global load and store; the packed
+# kernels (the rule in awk) that lack one are listed.
+SCRATCH_N=$(mktemp)
+trap 'rm -f "$SCRATCH_N"' EXIT
+narrow=$(for o in $objs; do "$tool" --dump-sass -arch sm_90 "$o"; done | awk '
+  /Function :/ { if (fn != "") print fn, ld, st; fn = $3; ld = st = 0 }
+  /LDG\.E\.128/ { ld = 1 } /STG\.E\.128/ { st = 1 }
+  END { if (fn != "") print fn, ld, st }' | c++filt | sed -E 's/\(anonymous namespace\):://g; s/gpt2::kernels:://g; s/c10:://g' |
+  awk '{ ld = $(NF - 1); st = $NF; packed = /^void adamw_kernel</ || /<(Half|BFloat16), 8[,>]/ || /<float, 4[,>]/ ||
+         /<double, 2[,>]/; n += packed; if (packed && !(ld && st)) { sub(/\(.*/, ""); print } } END { print n > "/dev/stderr" }' \
+  2>"$SCRATCH_N")
+packed=$(cat "$SCRATCH_N")
+if [ "${packed:-0}" -eq 0 ]; then
+  echo "kernel_resources: no packed kernel found in the sm_90 code (a name pattern here out of date?)"
+  exit 1
+fi
+if [ -n "$narrow" ]; then
+  echo "kernel_resources: kernels meant to move 16-byte packs without a 16-byte global load and store (sm_90):"
+  echo "$narrow"
+  exit 1
+fi
+echo "kernel_resources: $n kernels (all architectures) in registers, no stack or local memory; $packed packed" \
+  "kernels with 16-byte global loads and stores on sm_90 ($tool)"
