@@ -100,10 +100,11 @@ at each of their launch shapes, with each side's GB/s against a copy of as many 
 each of the top rung's matmuls with ATen's at::mm against every algorithm cuBLASLt's heuristic offers for its
 shape (TFLOP/s, configuration, difference from ATen's output).
 On a CPU our ops run their ATen references: the figures say nothing of a GPU. A failing case is recorded, the
-others run, and the exit status is 1 (GPT2BENCH_FAULT_KERNEL=<variant> fails one in tests).
+others run, and the exit status is 1 (tests: GPT2BENCH_FAULT_KERNEL=<variant> fails one, <variant>:term stops there).
 
   --profile FILE   YAML run profile (model, batch, seed, device)
-  --out FILE       also write the timings as JSON; as RUN/kernels.json the report shows them beside that run
+  --out FILE       also write the timings as JSON, again after each case ("complete": true once all ran); as
+                   RUN/kernels.json the report shows them beside that run
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
   --rounds N       rounds of turns (default 15)
 )";

@@ -1,8 +1,9 @@
 // gpt2bench kernels: the timing's schedule on a fake timer (warm-up, passes a round, turns, the ratio), and the
 // command end to end on the tiny model (every case, its sides, its JSON, bad input refused by name).
 #include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
+
+#include <csignal>
 
 #include "bench/commands/kernel_bench.h"
 #include "bench/ladder/run_dir.h"
@@ -84,6 +85,7 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   EXPECT_NE(r.output.find(" passes, launched eagerly)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("   ours "), std::string::npos) << r.output;
   const auto doc = test::read_json(d / "kernels.json");
+  EXPECT_EQ(doc["complete"], true);
   EXPECT_EQ(doc["rounds"], 3);
   EXPECT_EQ(doc["device"]["type"], "cpu");
   EXPECT_EQ(doc["build"]["cuda"], build_has_cuda());  // what made it, as a run's rungs.json says (the report shows it)
@@ -161,6 +163,17 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   EXPECT_TRUE(failed["cases"][6].contains("skipped")) << failed["cases"][6];  // skipped here before the fault
   EXPECT_EQ(failed["cases"][1]["error"], "injected fault (GPT2BENCH_FAULT_KERNEL)");
   EXPECT_EQ(failed["cases"][3]["sides"].size(), 2u);  // the classifier ran after it
+
+  // Stopped by SIGTERM at the classifier (a lent GPU's deadline): the file holds the cases before it, not complete.
+  r = test::run_gpt2bench("kernels --profile " + profile + " --rounds 2 --out " + (d / "stopped.json"),
+                          "GPT2BENCH_FAULT_KERNEL=fused_classifier:term");
+  EXPECT_TRUE(r.exit_code == 128 + SIGTERM || r.exit_code == -1) << r.exit_code << r.output;
+  EXPECT_EQ(r.output.find("fused_classifier  ("), std::string::npos) << r.output;
+  const auto stopped = test::read_json(d / "stopped.json");
+  EXPECT_EQ(stopped["complete"], false);
+  ASSERT_EQ(stopped["cases"].size(), 3u) << stopped["cases"];
+  EXPECT_EQ(stopped["cases"][2]["variant"], "gelu_epilogues");
+  EXPECT_TRUE(stopped["gemms"].is_null());
 
   r = test::run_gpt2bench("kernels --profile " + profile + " --rounds 0");
   EXPECT_EQ(r.exit_code, 2);

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <functional>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -378,7 +380,7 @@ nlohmann::json gemm_case(const kernels::StepGemm& g, const DeviceInfo& dev, at::
 
 // The top rung's matmuls (fused QKV, the classifier's chunk): does ATen get cuBLAS's best kernel for each?
 nlohmann::json gemm_survey(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing,
-                           int& failed) {
+                           int& failed, const std::function<void(const nlohmann::json&)>& on_each) {
   if (!dev.cuda() || !kernels::gemm_survey_built()) {
     const std::string why = dev.cuda() ? "this build found no cuBLASLt library" : "cuBLASLt's heuristics need a CUDA GPU";
     std::printf("matmuls  skipped here: %s\n", why.c_str());
@@ -397,6 +399,7 @@ nlohmann::json gemm_survey(const StepSpec& base, const DeviceInfo& dev, int roun
       ++failed;
     }
     std::fflush(stdout);
+    on_each(out);
     empty_cache(dev);
   }
   return out;
@@ -437,8 +440,18 @@ int run_kernel_bench(const KernelBenchOptions& o) {
   std::cerr << "gpt2bench kernels: our kernels against what they replace, profile '" << prof.name << "' on "
             << dev.name << (dev.cuda() ? " (cuda)" : " (cpu: our kernels' ATen references, not the CUDA kernels)")
             << "\n";
-  nlohmann::json cases = nlohmann::json::array();
-  const char* fault = std::getenv("GPT2BENCH_FAULT_KERNEL");  // tests: that case fails as a kernel would
+  nlohmann::json cases = nlohmann::json::array(), gemms;
+  // Written again after each case and matmul, "complete" at the end: a command stopped at a deadline (a lent
+  // GPU's call) leaves what it timed.
+  const auto save = [&](bool complete) {
+    if (o.out.empty()) return;
+    nlohmann::json doc = kernels_doc(prof, dev, o.rounds, cases, gemms);
+    doc["complete"] = complete;
+    files::write_file_atomic(o.out, doc.dump(2) + "\n");
+  };
+  // tests: GPT2BENCH_FAULT_KERNEL=<variant> fails that case as a kernel would; <variant>:term stops the command
+  // there with SIGTERM, as a deadline does
+  const std::string fault = std::getenv("GPT2BENCH_FAULT_KERNEL") ? std::getenv("GPT2BENCH_FAULT_KERNEL") : "";
   int failed = 0;
   for (const auto& [variant, make, gpu_only] : kCases) {
     Support s = find_variant(variant)->supports(dev);  // every case is a registered variant's
@@ -449,7 +462,8 @@ int run_kernel_bench(const KernelBenchOptions& o) {
       continue;
     }
     try {
-      if (fault && std::string(variant) == fault) throw std::runtime_error("injected fault (GPT2BENCH_FAULT_KERNEL)");
+      if (fault == variant + std::string(":term")) std::raise(SIGTERM);
+      if (fault == variant) throw std::runtime_error("injected fault (GPT2BENCH_FAULT_KERNEL)");
       const KernelCase c = make(base, dev, o.rounds, timing);
       print_case(c);
       cases.push_back(case_json(c));
@@ -460,15 +474,17 @@ int run_kernel_bench(const KernelBenchOptions& o) {
       ++failed;
     }
     std::fflush(stdout);  // each case as it ends, in order with the progress on stderr
+    save(false);
     empty_cache(dev);
   }
   std::printf("(ours Nx: the median time of what it replaces over ours, > 1: ours is faster; in brackets the\n"
               " Hodges-Lehmann interval of that ratio from every pair of rounds)\n");
-  const nlohmann::json gemms = gemm_survey(base, dev, o.rounds, timing, failed);
-  if (!o.out.empty()) {
-    files::write_file_atomic(o.out, kernels_doc(prof, dev, o.rounds, cases, gemms).dump(2) + "\n");
-    std::cout << "results: " << o.out << "\n";
-  }
+  gemms = gemm_survey(base, dev, o.rounds, timing, failed, [&](const nlohmann::json& so_far) {
+    gemms = so_far;
+    save(false);
+  });
+  save(true);
+  if (!o.out.empty()) std::cout << "results: " << o.out << "\n";
   return failed ? 1 : 0;
 }
 

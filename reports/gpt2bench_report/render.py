@@ -198,6 +198,10 @@ def _kernel_timing_notes(k: dict) -> list[str]:
     return notes
 
 
+_PARTIAL_KERNELS = ("kernels.json is partial: gpt2bench kernels was stopped (a deadline, a crash) after what is "
+                    "listed; the rest was not timed.")
+
+
 def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
     """RUN/kernels.json as (title, table, notes): each of our ops against each thing it replaces, one forward +
     backward alone (gpt2bench kernels), beside what the ladder's top+kept rung made of it for the whole step."""
@@ -215,6 +219,8 @@ def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
              "the rung it was compared with, and over the top timed again after the extras (intervals as above)."]
     if build.get("git_sha") and run.build.get("git_sha") and build["git_sha"] != run.build["git_sha"]:
         notes.append(f"kernels.json was built at {build['git_sha']}, the run at {run.build['git_sha']}.")
+    if k.get("complete") is False:  # files from before the key are whole
+        notes.append(_PARTIAL_KERNELS)
     if d.get("type") == "cpu":
         notes.append("On a CPU our ops run their ATen references (no CUDA kernels there): these figures say "
                      "nothing of a GPU.")
@@ -271,6 +277,8 @@ def gemm_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
              f"The step's matmuls as ATen runs them: {aten_ms:.2f} ms a step; each at its fastest algorithm: "
              f"{best_ms:.2f} ms ({aten_ms - best_ms:.2f} ms, {100 * (1 - best_ms / aten_ms):.1f}% less)."]
     notes += [f"{g['name']}: {_first_line(f)}" for g in gemms for f in g.get("failed", [])]
+    if run.kernels.get("complete") is False:
+        notes.append(_PARTIAL_KERNELS + " The sums above cover the matmuls listed.")
     return "The step's matmuls against cuBLASLt's heuristic algorithms (kernels.json: gemms)", rows, notes
 
 

@@ -724,6 +724,17 @@ def test_our_kernels_op_by_op_beside_what_the_step_kept(tmp_path):
     md = (write_report([load_run(run_dir)], tmp_path / "report") / "report.md").read_text()
     assert "**Our kernels op by op (kernels.json: gpt2bench kernels" in md
     assert "| fused_classifier | " in md and "| ours slower | not kept: 0.95x (0.93-0.97x) over 12_batch_scaling, " in md
+    assert not any("partial" in n for n in notes)
+
+    # A command stopped before its end (a lent GPU's deadline) wrote "complete": false: said under both tables.
+    k["complete"] = False
+    k["gemms"] = [{"name": "qkv forward", "M": 8192, "N": 2304, "K": 768, "calls": 12, "tflops": [500.0, 520.0],
+                   "sides": [{"name": "ATen: at::mm", "median_ms": 0.1}, {"name": "#0", "median_ms": 0.096}]}]
+    (run_dir / "kernels.json").write_text(json.dumps(k))
+    _, _, notes = kernel_section(load_run(run_dir))
+    assert sum(n.startswith("kernels.json is partial: gpt2bench kernels was stopped") for n in notes) == 1
+    _, _, gemm_notes = gemm_section(load_run(run_dir))
+    assert gemm_notes[-1].endswith("the rest was not timed. The sums above cover the matmuls listed.")
 
 
 def test_how_a_gpu_s_kernels_were_timed_is_said(tmp_path):
