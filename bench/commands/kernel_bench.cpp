@@ -405,6 +405,33 @@ nlohmann::json gemm_survey(const StepSpec& base, const DeviceInfo& dev, int roun
   return out;
 }
 
+// One case: its JSON entry (its sides, or why it was skipped, or its error: the other cases go on).
+nlohmann::json run_case(const Case& k, const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing,
+                        int& failed) {
+  Support s = find_variant(k.variant)->supports(dev);  // every case is a registered variant's
+  if (s.ok && k.gpu_only && !dev.cuda()) s = {false, "the CUDA kernel alone: needs a CUDA GPU"};
+  if (!s.ok) {  // FP8 below sm89: nothing of ours to time
+    std::printf("%s  skipped here: %s\n", k.variant, s.why_not.c_str());
+    return {{"variant", k.variant}, {"skipped", s.why_not}};
+  }
+  // tests: GPT2BENCH_FAULT_KERNEL=<variant> fails that case as a kernel would; <variant>:term stops the command
+  // there with SIGTERM, as a deadline does
+  const char* env = std::getenv("GPT2BENCH_FAULT_KERNEL");
+  const std::string fault = env ? env : "";
+  try {
+    if (fault == k.variant + std::string(":term")) std::raise(SIGTERM);
+    if (fault == k.variant) throw std::runtime_error("injected fault (GPT2BENCH_FAULT_KERNEL)");
+    const KernelCase c = k.make(base, dev, rounds, timing);
+    print_case(c);
+    return case_json(c);
+  } catch (const std::exception& e) {  // out of memory, a kernel's error
+    const std::string what = first_line(error_text(e));
+    std::printf("%s  error: %s\n", k.variant, what.c_str());
+    ++failed;
+    return {{"variant", k.variant}, {"error", what}};
+  }
+}
+
 nlohmann::json kernels_doc(const Profile& prof, const DeviceInfo& dev, int rounds, const nlohmann::json& cases,
                            const nlohmann::json& gemms) {
   nlohmann::json dev_json;
@@ -449,30 +476,9 @@ int run_kernel_bench(const KernelBenchOptions& o) {
     doc["complete"] = complete;
     files::write_file_atomic(o.out, doc.dump(2) + "\n");
   };
-  // tests: GPT2BENCH_FAULT_KERNEL=<variant> fails that case as a kernel would; <variant>:term stops the command
-  // there with SIGTERM, as a deadline does
-  const std::string fault = std::getenv("GPT2BENCH_FAULT_KERNEL") ? std::getenv("GPT2BENCH_FAULT_KERNEL") : "";
   int failed = 0;
-  for (const auto& [variant, make, gpu_only] : kCases) {
-    Support s = find_variant(variant)->supports(dev);  // every case is a registered variant's
-    if (s.ok && gpu_only && !dev.cuda()) s = {false, "the CUDA kernel alone: needs a CUDA GPU"};
-    if (!s.ok) {  // FP8 below sm89: nothing of ours to time
-      std::printf("%s  skipped here: %s\n", variant, s.why_not.c_str());
-      cases.push_back({{"variant", variant}, {"skipped", s.why_not}});
-      continue;
-    }
-    try {
-      if (fault == variant + std::string(":term")) std::raise(SIGTERM);
-      if (fault == variant) throw std::runtime_error("injected fault (GPT2BENCH_FAULT_KERNEL)");
-      const KernelCase c = make(base, dev, o.rounds, timing);
-      print_case(c);
-      cases.push_back(case_json(c));
-    } catch (const std::exception& e) {  // out of memory, a kernel's error: said, and the other cases go on
-      const std::string what = first_line(error_text(e));
-      std::printf("%s  error: %s\n", variant, what.c_str());
-      cases.push_back({{"variant", variant}, {"error", what}});
-      ++failed;
-    }
+  for (const Case& k : kCases) {
+    cases.push_back(run_case(k, base, dev, o.rounds, timing, failed));
     std::fflush(stdout);  // each case as it ends, in order with the progress on stderr
     save(false);
     empty_cache(dev);
