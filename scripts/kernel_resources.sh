@@ -28,19 +28,16 @@ if [ -n "$bad" ]; then
   exit 1
 fi
 
-# sm_90 SASS (CMake builds 80 and 90): whether each kernel has a 16-byte global load and store; the packed
-# kernels (the rule in awk) that lack one are listed.
-SCRATCH_N=$(mktemp)
-trap 'rm -f "$SCRATCH_N"' EXIT
-narrow=$(for o in $objs; do "$tool" --dump-sass -arch sm_90 "$o"; done | awk '
+# sm_90 SASS (CMake builds 80 and 90): each packed kernel (the rule in awk), "wide" where it has a 16-byte global
+# load and store, else "narrow".
+packed=$(for o in $objs; do "$tool" --dump-sass -arch sm_90 "$o"; done | awk '
   /Function :/ { if (fn != "") print fn, ld, st; fn = $3; ld = st = 0 }
   /LDG\.E\.128/ { ld = 1 } /STG\.E\.128/ { st = 1 }
   END { if (fn != "") print fn, ld, st }' | c++filt | sed -E 's/\(anonymous namespace\):://g; s/gpt2::kernels:://g; s/c10:://g' |
-  awk '{ ld = $(NF - 1); st = $NF; packed = /^void adamw_kernel</ || /<(Half|BFloat16), 8[,>]/ || /<float, 4[,>]/ ||
-         /<double, 2[,>]/; n += packed; if (packed && !(ld && st)) { sub(/\(.*/, ""); print } } END { print n > "/dev/stderr" }' \
-  2>"$SCRATCH_N")
-packed=$(cat "$SCRATCH_N")
-if [ "${packed:-0}" -eq 0 ]; then
+  awk '/^void adamw_kernel</ || /<(Half|BFloat16), 8[,>]/ || /<float, 4[,>]/ || /<double, 2[,>]/ {
+         wide = $(NF - 1) && $NF; sub(/\(.*/, ""); print (wide ? "wide" : "narrow"), $0 }')
+narrow=$(echo "$packed" | sed -n 's/^narrow //p')
+if [ -z "$packed" ]; then
   echo "kernel_resources: no packed kernel found in the sm_90 code (a name pattern here out of date?)"
   exit 1
 fi
@@ -49,5 +46,5 @@ if [ -n "$narrow" ]; then
   echo "$narrow"
   exit 1
 fi
-echo "kernel_resources: $n kernels (all architectures) in registers, no stack or local memory; $packed packed" \
+echo "kernel_resources: $n kernels (all architectures) in registers, no stack or local memory; $(echo "$packed" | grep -c .) packed" \
   "kernels with 16-byte global loads and stores on sm_90 ($tool)"

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <functional>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
