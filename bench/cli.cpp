@@ -95,8 +95,8 @@ faster) with its Hodges-Lehmann interval. The classifier also runs at 2x, 4x ...
 classifier_chunk, and the fastest is named; on a GPU the residual norm also runs with each row held in registers
 (settings.residual_norm: held) where its width allows; the MLP in FP8 runs where FP8 does (sm89+), else it is
 skipped, with why; on a GPU one AdamW step over the top's parameters, ours in one launch against ATen's
-fused AdamW (else skipped, with why); on a GPU our bias-GELU backward and softmax cross-entropy kernels alone
-at each of their launch shapes, with each side's GB/s against a copy of as many bytes. On a GPU it then times
+fused AdamW (else skipped, with why); on a GPU our bias-GELU backward, softmax cross-entropy and classifier
+backward kernels alone at each of their launch shapes, with each side's GB/s against a copy of as many bytes. On a GPU it then times
 each of the top rung's matmuls with ATen's at::mm against every algorithm cuBLASLt's heuristic offers for its
 shape (TFLOP/s, configuration, difference from ATen's output).
 On a CPU our ops run their ATen references: the figures say nothing of a GPU. A failing case is recorded, the

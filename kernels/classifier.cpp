@@ -61,8 +61,8 @@ void dw_from_chunk(at::Tensor& dw, const at::Tensor& z, const at::Tensor& h, boo
 }
 
 // (mean loss, dloss/dh, dloss/dw), chunk_tokens rows at a time; the gradients only when asked for. Over several
-// chunks dw is summed in fp32 and rounded once at the end; in one chunk it is one GEMM in w's dtype (cuBLAS sums
-// in fp32 and rounds once as well), without the fp32 copy's 4 bytes a weight written, read and converted.
+// chunks dw is summed in fp32, and the backward rounds it once into w's dtype as it scales it; in one chunk it is
+// one GEMM in w's dtype (cuBLAS sums in fp32 and rounds once as well), without an fp32 copy to write and read.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> chunked(const at::Tensor& h, const at::Tensor& w,
                                                        const at::Tensor& targets, int64_t chunk_tokens, bool grads) {
   const int64_t n_rows = h.size(0);
@@ -83,7 +83,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> chunked(const at::Tensor& h, cons
     at::mm_out(dh_rows, z, w);
     dw_from_chunk(dw, z, hc, /*first=*/i == 0);
   }
-  return {loss.mul_(scale), dh, grads ? dw.to(w.scalar_type()) : dw};
+  return {loss.mul_(scale), dh, dw};
 }
 
 struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
@@ -96,14 +96,10 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_out) {
     const auto saved = ctx->get_saved_variables();
-    // g as a one-element fp32 tensor, not a 0-dim one: it then takes part in type promotion, so each product
-    // is made in fp32 and rounded once into the gradient's dtype (a 0-dim g would be cast to bf16 first).
     const at::Tensor g = grad_out[0].to(at::kFloat).reshape({1});
-    auto scaled = [&g](const at::Tensor& kept) {
-      at::Tensor out = at::empty_like(kept);
-      return at::mul_out(out, kept, g);
-    };
-    return {scaled(saved[0]), scaled(saved[1]), at::Tensor(), at::Tensor(), at::Tensor()};
+    const at::ScalarType dtype = saved[0].scalar_type();  // h's, which is w's
+    return {scaled_gradient(saved[0], g, dtype), scaled_gradient(saved[1], g, dtype), at::Tensor(), at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -119,6 +115,23 @@ at::Tensor softmax_xent_backward_reference_(at::Tensor& logits, const at::Tensor
   d.scatter_add_(1, t, at::full({t.size(0), 1}, -1.0f, d.options()));
   logits.copy_(d.mul_(scale));
   return losses;
+}
+
+at::Tensor scaled_gradient_reference(const at::Tensor& kept, const at::Tensor& g, at::ScalarType dtype) {
+  // g one-element, not 0-dim: it then takes part in type promotion, so each product is made in fp32 (a 0-dim g
+  // would be cast to bf16 first) and rounded once into `out`
+  at::Tensor out = at::empty(kept.sizes(), kept.options().dtype(dtype));
+  return at::mul_out(out, kept, g);
+}
+
+at::Tensor scaled_gradient(const at::Tensor& kept, const at::Tensor& g, at::ScalarType dtype) {
+  TORCH_CHECK(kept.scalar_type() == dtype || kept.scalar_type() == at::kFloat, "scaled_gradient: a ", dtype,
+              " gradient from ", kept.scalar_type(), " (expected ", dtype, " or Float)");
+  TORCH_CHECK(g.numel() == 1 && g.dim() == 1 && g.scalar_type() == at::kFloat && g.device() == kept.device(),
+              "scaled_gradient: g must be one fp32 element (shape [1]) on ", kept.device(), ", got ", g.sizes(), " ",
+              g.scalar_type(), " on ", g.device());
+  const bool ours = kept.is_cuda() && (dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf);
+  return ours ? scaled_gradient_cuda(kept.contiguous(), g, dtype) : scaled_gradient_reference(kept, g, dtype);
 }
 
 at::Tensor softmax_xent_backward_(at::Tensor& logits, const at::Tensor& targets, double scale) {

@@ -28,6 +28,13 @@ at::Tensor softmax_xent_backward_reference_(at::Tensor& logits, const at::Tensor
 at::Tensor softmax_xent_backward_cuda_(at::Tensor& logits, const at::Tensor& targets, double scale, int threads = 512,
                                        bool staged = false);
 
+// kept·g (g: one fp32 element, on kept's device) computed in fp32 and rounded once into `dtype`; kept is of that
+// dtype or fp32. The classifier's backward: its gradients kept from the forward times the incoming gradient. The
+// CUDA kernel (16-byte packs, g read on the device) for float, bf16 and fp16 on CUDA, the reference elsewhere.
+at::Tensor scaled_gradient(const at::Tensor& kept, const at::Tensor& g, at::ScalarType dtype);
+at::Tensor scaled_gradient_reference(const at::Tensor& kept, const at::Tensor& g, at::ScalarType dtype);
+at::Tensor scaled_gradient_cuda(const at::Tensor& kept, const at::Tensor& g, at::ScalarType dtype);
+
 // mean over rows of cross_entropy(h·wᵀ, targets) for h (N × C), w (V × C), targets (N), differentiable in h
 // and w, computed chunk_tokens rows at a time (the last chunk shorter). The same value as
 // at::cross_entropy_loss(at::linear(h, w), targets) up to summation order.

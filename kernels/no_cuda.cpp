@@ -15,6 +15,10 @@ at::Tensor softmax_xent_backward_cuda_(at::Tensor&, const at::Tensor&, double, i
   TORCH_CHECK(false, "softmax_xent_backward_cuda_: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 
+at::Tensor scaled_gradient_cuda(const at::Tensor&, const at::Tensor&, at::ScalarType) {
+  TORCH_CHECK(false, "scaled_gradient_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
+}
+
 std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor&, const at::Tensor&, int64_t) {
   TORCH_CHECK(false, "bias_gelu_backward_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }

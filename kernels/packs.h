@@ -1,4 +1,4 @@
-// defines: Pack, load, store, mul_rn, GPT2_LANE_FN, GPT2_UNROLL, GPT2_NO_UNROLL — what our CUDA kernels' per-thread bodies are
+// defines: Pack, load, store, mul_rn, scaled, GPT2_LANE_FN, GPT2_UNROLL, GPT2_NO_UNROLL — what our CUDA kernels' per-thread bodies are
 //          written with so that they are plain C++ on the host too, where the CPU tests run them: kVec elements of T
 //          moved as one (16 bytes for kVec = 16 / sizeof(T), a single vector instruction on the GPU; one
 //          element for kVec = 1). No libtorch here: T is float, c10::Half or c10::BFloat16.
@@ -67,6 +67,16 @@ GPT2_LANE_FN void store(T* row, int64_t p, const Pack<T, kVec>& v) {
 #else
   std::memcpy(row + p * kVec, &v, sizeof(v));
 #endif
+}
+
+// A pack of In times s in fp32, each product rounded once into T: what ATen's multiply by a one-element fp32
+// tensor makes (kernels/classifier.h, scaled_gradient).
+template <typename T, int kVec, typename In>
+GPT2_LANE_FN Pack<T, kVec> scaled(const Pack<In, kVec>& in, float s) {
+  Pack<T, kVec> out;
+  GPT2_UNROLL
+  for (int k = 0; k < kVec; ++k) out.v[k] = static_cast<T>(mul_rn(static_cast<float>(in.v[k]), s));
+  return out;
 }
 
 }  // namespace gpt2::kernels

@@ -25,6 +25,7 @@
 #include "kernels/fp8_linear.h"
 #include "kernels/gelu_epilogues.h"
 #include "kernels/gemm_survey.h"
+#include "kernels/packs.h"
 #include "kernels/philox.h"
 #include "kernels/residual_norm.h"
 #include "kernels/residual_norm_lanes.h"
@@ -127,22 +128,75 @@ TEST(Kernels, ChunkedClassifierInBf16IsWithinBf16OfFp32) {
 }
 
 // The gradients kept from the forward are scaled by the incoming gradient in fp32, then rounded once to their
-// dtype: an incoming 1/3 (gradient accumulation over three micro-batches) is not first rounded to bf16.
+// dtype: an incoming 1/3 (gradient accumulation over three micro-batches) is not first rounded to bf16, and dw
+// summed in fp32 over several chunks is rounded once, as it is scaled, not before.
 TEST(Kernels, ChunkedClassifierScalesItsBf16GradientsInFp32) {
   at::manual_seed(3);
   const at::Tensor h = at::randn({24, 32}).to(at::kBFloat16), w = (at::randn({64, 32}) * 0.2).to(at::kBFloat16);
   const at::Tensor t = targets_for(24, 64);
-  auto grads = [&](double g) {
-    at::Tensor hh = h.clone().requires_grad_(), ww = w.clone().requires_grad_();
-    (linear_cross_entropy(hh, ww, t, 10) * g).backward();
-    return std::make_pair(hh.grad(), ww.grad());
-  };
-  const auto [dh1, dw1] = grads(1.0);
-  const auto [dh3, dw3] = grads(1.0 / 3.0);
   const at::Tensor third = at::full({}, 1.0f / 3.0f);
-  EXPECT_TRUE(at::equal(dh3, (dh1.to(at::kFloat) * third).to(at::kBFloat16)));
-  EXPECT_TRUE(at::equal(dw3, (dw1.to(at::kFloat) * third).to(at::kBFloat16)));
-  EXPECT_FALSE(at::equal(dw3, dw1 * third.to(at::kBFloat16)));  // what rounding 1/3 to bf16 first would give
+  for (int64_t chunk : {24, 10}) {  // one chunk: dw by one bf16 GEMM; three: dw summed in fp32
+    auto grads = [&](double g) {
+      at::Tensor hh = h.clone().requires_grad_(), ww = w.clone().requires_grad_();
+      (linear_cross_entropy(hh, ww, t, chunk) * g).backward();
+      return std::make_pair(hh.grad(), ww.grad());
+    };
+    const auto [dh1, dw1] = grads(1.0);
+    const auto [dh3, dw3] = grads(1.0 / 3.0);
+    EXPECT_TRUE(at::equal(dh3, (dh1.to(at::kFloat) * third).to(at::kBFloat16))) << chunk;
+    if (chunk == 24) {
+      EXPECT_TRUE(at::equal(dw3, (dw1.to(at::kFloat) * third).to(at::kBFloat16)));
+      EXPECT_FALSE(at::equal(dw3, dw1 * third.to(at::kBFloat16)));  // what rounding 1/3 to bf16 first would give
+      continue;
+    }
+    at::Tensor sum = at::zeros({64, 32});  // the chunks' dw as the forward sums them, in fp32
+    for (int64_t i = 0; i < 24; i += chunk) {
+      const int64_t n = std::min<int64_t>(chunk, 24 - i);
+      at::Tensor z = h.narrow(0, i, n).mm(w.t());
+      (void)softmax_xent_backward_reference_(z, t.narrow(0, i, n), 1.0 / 24);
+      sum.add_(z.t().mm(h.narrow(0, i, n)));
+    }
+    EXPECT_TRUE(at::equal(dw1, sum.to(at::kBFloat16)));
+    EXPECT_TRUE(at::equal(dw3, (sum * third).to(at::kBFloat16)));
+    EXPECT_FALSE(at::equal(dw3, (dw1.to(at::kFloat) * third).to(at::kBFloat16)));  // rounded twice
+  }
+}
+
+// The CUDA kernel's pack body (kernels/packs.h, scaled), run here: the product in fp32 rounded once, as ATen's
+// multiply by a one-element fp32 tensor rounds it, from a gradient of the dtype or from fp32.
+template <typename T, int kVec, typename In>
+void expect_scaled_packs_are_the_reference(at::ScalarType dtype, at::ScalarType in_dtype) {
+  const at::Tensor kept = (at::randn({40 * kVec}) * 100).to(in_dtype), g = at::full({1}, 1.0f / 3.0f);
+  at::Tensor got = at::empty({40 * kVec}, at::TensorOptions().dtype(dtype));
+  for (int64_t p = 0; p < 40; ++p)
+    kernels::store<T, kVec>(got.data_ptr<T>(), p,
+                            kernels::scaled<T, kVec, In>(kernels::load<In, kVec>(kept.data_ptr<In>(), p), 1.0f / 3.0f));
+  EXPECT_TRUE(at::equal(got, kernels::scaled_gradient_reference(kept, g, dtype))) << dtype << " from " << in_dtype;
+}
+
+TEST(Kernels, ScaledGradientPacksRoundOnceAsTheReference) {
+  at::manual_seed(17);
+  expect_scaled_packs_are_the_reference<c10::BFloat16, 8, c10::BFloat16>(at::kBFloat16, at::kBFloat16);
+  expect_scaled_packs_are_the_reference<c10::BFloat16, 8, float>(at::kBFloat16, at::kFloat);
+  expect_scaled_packs_are_the_reference<c10::Half, 8, float>(at::kHalf, at::kFloat);
+  expect_scaled_packs_are_the_reference<float, 4, float>(at::kFloat, at::kFloat);
+  expect_scaled_packs_are_the_reference<c10::BFloat16, 1, float>(at::kBFloat16, at::kFloat);
+}
+
+TEST(Kernels, ScaledGradientRefusesWhatItCannotScale) {
+  const at::Tensor g = at::ones({1});
+  for (auto [kept, gg, says] : {
+           std::tuple<at::Tensor, at::Tensor, const char*>{at::ones({4}, at::kHalf), g, "a BFloat16 gradient from Half"},
+           {at::ones({4}), at::ones({2}), "g must be one fp32 element (shape [1])"},
+           {at::ones({4}), at::ones({}), "g must be one fp32 element (shape [1])"},
+           {at::ones({4}), at::ones({1}, at::kDouble), "g must be one fp32 element (shape [1])"}}) {
+    try {
+      (void)kernels::scaled_gradient(kept, gg, at::kBFloat16);
+      ADD_FAILURE() << says << ": accepted";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Kernels, ChunkedClassifierNeverHoldsTheWholeLogits) {
@@ -960,6 +1014,23 @@ TEST_F(KernelsCuda, EveryHeuristicAlgorithmComputesTheStepsMatmul_CUDA) {
       algo.call();
       EXPECT_LE((out.to(at::kFloat) - want).abs().max().item<double>(), 2e-2 * want.abs().max().item<double>())
           << g.name << ": " << algo.config;
+    }
+  }
+}
+
+// The classifier backward's scaling kernel: what the reference makes, bit for bit, in 16-byte packs (a bf16
+// gradient from itself or from fp32) and one element a thread (an odd length, a gradient not aligned to a pack).
+TEST_F(KernelsCuda, ScaledGradientKernelIsTheReference_CUDA) {
+  at::manual_seed(18);
+  const at::Tensor g = at::full({1}, 1.0f / 3.0f, on_gpu());
+  for (auto [dtype, from] : {std::pair{at::kBFloat16, at::kBFloat16}, {at::kBFloat16, at::kFloat},
+                             {at::kHalf, at::kHalf}, {at::kHalf, at::kFloat}, {at::kFloat, at::kFloat}}) {
+    const at::Tensor big = (at::randn({4097 * 8}, on_gpu()) * 100).to(from);
+    for (const at::Tensor& kept : {big.narrow(0, 0, 4096 * 8), big.narrow(0, 0, 1001), big.narrow(0, 1, 4096 * 8)}) {
+      const at::Tensor got = kernels::scaled_gradient(kept, g, dtype);
+      EXPECT_EQ(got.scalar_type(), dtype);
+      EXPECT_TRUE(at::equal(got, kernels::scaled_gradient_reference(kept, g, dtype)))
+          << dtype << " from " << from << ", " << kept.numel() << " at offset " << kept.storage_offset();
     }
   }
 }

@@ -268,6 +268,8 @@ TEST(CuptiAggregation, Categories) {
                      "c10::BFloat16 const*, int)", "kernel"), "attention");
   EXPECT_EQ(category("void gpt2::kernels::(anonymous namespace)::softmax_xent_backward_kernel<c10::BFloat16, 8>("
                      "c10::BFloat16*, long const*, float*, long, float)", "kernel"), "loss");
+  EXPECT_EQ(category("void gpt2::kernels::(anonymous namespace)::scaled_gradient_kernel<c10::BFloat16, 8, float>("
+                     "float const*, c10::BFloat16*, float const*, long)", "kernel"), "loss");
   for (const char* k : {"void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernelTemplate<c10::BFloat16, "
                         "float, 32u, 16u, 128u, false, true>(long, long, c10::BFloat16 const*, c10::BFloat16 const*, "
                         "float const*, float const*, c10::BFloat16*, c10::BFloat16*)",

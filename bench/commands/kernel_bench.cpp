@@ -284,6 +284,30 @@ KernelCase xent_kernel_case(const StepSpec& base, const DeviceInfo& dev, int rou
   return bandwidth_case("fused_classifier", shape, sides, 2.0 * n * V * opts.dtype().itemsize(), opts, rounds, timing);
 }
 
+// fused_classifier's backward alone: dh and dw, kept from the forward, times the incoming gradient (dw from fp32
+// where the step's tokens are more than one chunk), by our kernel or by ATen's multiply.
+KernelCase scale_kernel_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
+  const StepSpec s = spec_with(base, dev, {"fused_classifier"});
+  const int64_t N = s.batch * s.model.context, C = s.model.n_embd, V = s.model.padded_vocab();
+  const bool chunks = !s.settings.classifier_chunk_fastest && s.model.classifier_chunk < N;
+  const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
+  const auto dtype = opts.dtype().toScalarType();
+  const at::Tensor dh = at::randn({N, C}, opts), dw = at::randn({V, C}, chunks ? opts.dtype(at::kFloat) : opts);
+  const at::Tensor g = at::ones({1}, opts.dtype(at::kFloat));
+  const std::vector<Pass> sides = {
+      {"ours: scaled_gradient (16-byte packs, g read on the device)", [&, dtype] {
+         (void)kernels::scaled_gradient_cuda(dh, g, dtype), (void)kernels::scaled_gradient_cuda(dw, g, dtype);
+       }},
+      {"ATen: a multiply by the one-element fp32 gradient", [&, dtype] {
+         (void)kernels::scaled_gradient_reference(dh, g, dtype), (void)kernels::scaled_gradient_reference(dw, g, dtype);
+       }}};
+  const double bytes = 2.0 * dh.nbytes() + dw.nbytes() + static_cast<double>(V * C) * opts.dtype().itemsize();
+  const std::string shape = strf("dh %lldx%lld, dw %lldx%lld from %s, the backward alone", static_cast<long long>(N),
+                                 static_cast<long long>(C), static_cast<long long>(V), static_cast<long long>(C),
+                                 c10::toString(dw.scalar_type()));
+  return bandwidth_case("fused_classifier", shape, sides, bytes, opts, rounds, timing);
+}
+
 using MakeCase = KernelCase (*)(const StepSpec&, const DeviceInfo&, int, const Timing&);
 struct Case {
   const char* variant;
@@ -297,7 +321,8 @@ const Case kCases[] = {{"fused_residual_norm", &residual_norm_case},
                        {"fp8_linears", &fp8_case},
                        {"adamw_one_launch", &adamw_case},
                        {"fused_gelu_backward", &bias_gelu_kernel_case, true},
-                       {"fused_classifier", &xent_kernel_case, true}};
+                       {"fused_classifier", &xent_kernel_case, true},
+                       {"fused_classifier", &scale_kernel_case, true}};
 
 nlohmann::json case_json(const KernelCase& c) {
   nlohmann::json sides = nlohmann::json::array(), speedups = nlohmann::json::array();

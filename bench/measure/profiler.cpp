@@ -247,8 +247,8 @@ std::string category(const std::string& raw, const std::string& kind, const std:
     return false;
   };
   // ATen's CUDA log-softmax is cunn_SoftMax*<..., LogSoftMax*Epilogue>: the loss's, not the attention's softmax;
-  // softmax_xent_* is our fused classifier's (kernels/cuda/classifier.cu).
-  if (has({"cross_entropy", "nll_loss", "log_softmax", "logsoftmax", "softmax_xent"})) return "loss";
+  // softmax_xent_* and scaled_gradient_* are our fused classifier's (kernels/cuda/classifier.cu).
+  if (has({"cross_entropy", "nll_loss", "log_softmax", "logsoftmax", "softmax_xent", "scaled_gradient"})) return "loss";
   if (has({"scaled_dot_product", "flash", "attention", "fmha", "softmax", "masked_fill", "triu"})) return "attention";
   // Batched matmuls (scores, weighted values) only occur in attention in this model; on the GPU
   // they are GEMM kernels like any other and count as matmul.

@@ -16,7 +16,7 @@
 #include <type_traits>
 
 #include "kernels/classifier.h"
-#include "kernels/packs.h"  // Pack, load, store
+#include "kernels/packs.h"  // Pack, load, store, scaled
 
 namespace gpt2::kernels {
 namespace {
@@ -110,7 +110,52 @@ void launch(T* logits, const int64_t* targets, float* losses, int64_t n, int64_t
     go(softmax_xent_backward_kernel<T, 1, kThreads, kStaged>);
 }
 
+// The backward's scaling: a pack of kVec elements a thread (16 bytes of T; In is T or fp32), g read here, so
+// the step neither synchronizes for it nor needs it on the host.
+template <typename T, int kVec, typename In>
+__global__ void scaled_gradient_kernel(const In* __restrict__ in, T* __restrict__ out, const float* __restrict__ g,
+                                       int64_t packs) {
+  const int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p < packs) store<T, kVec>(out, p, scaled<T, kVec, In>(load<In, kVec>(in, p), *g));
+}
+
+template <typename T, typename In>
+void launch_scaled(const In* in, T* out, const float* g, int64_t n) {
+  constexpr int kThreads = 256;
+  auto go = [&](auto kernel, int64_t packs) {
+    if (packs == 0) return;
+    kernel<<<static_cast<unsigned>((packs + kThreads - 1) / kThreads), kThreads, 0,
+             at::cuda::getCurrentCUDAStream()>>>(in, out, g, packs);
+  };
+  // a pack of In must be aligned to its own size (32 bytes for 8 fp32) as well as T's to 16
+  const bool wide = packable<T>(n, {out}) && reinterpret_cast<uintptr_t>(in) % (sizeof(In) * kPack<T>) == 0;
+  if (wide) go(scaled_gradient_kernel<T, kPack<T>, In>, n / kPack<T>);
+  else go(scaled_gradient_kernel<T, 1, In>, n);
+}
+
 }  // namespace
+
+at::Tensor scaled_gradient_cuda(const at::Tensor& kept, const at::Tensor& g, at::ScalarType dtype) {
+  TORCH_CHECK(kept.is_cuda() && kept.is_contiguous() && g.is_cuda() && g.scalar_type() == at::kFloat &&
+                  (kept.scalar_type() == dtype || kept.scalar_type() == at::kFloat),
+              "scaled_gradient_cuda: a contiguous CUDA gradient of ", dtype, " or Float and an fp32 g expected, got ",
+              kept.scalar_type(), " and ", g.scalar_type());
+  const c10::cuda::CUDAGuard guard(kept.device());
+  at::Tensor out = at::empty(kept.sizes(), kept.options().dtype(dtype));
+  const float* pg = g.data_ptr<float>();
+  const int64_t n = kept.numel();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, dtype, "scaled_gradient_cuda", [&] {
+    if constexpr (std::is_same_v<scalar_t, double>) {
+      TORCH_CHECK(false, "scaled_gradient_cuda: float, bfloat16 or half gradients (double: the reference)");
+    } else if (kept.scalar_type() == dtype) {
+      launch_scaled<scalar_t, scalar_t>(kept.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), pg, n);
+    } else {
+      launch_scaled<scalar_t, float>(kept.data_ptr<float>(), out.data_ptr<scalar_t>(), pg, n);
+    }
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
+}
 
 at::Tensor softmax_xent_backward_cuda_(at::Tensor& logits, const at::Tensor& targets, double scale, int threads,
                                        bool staged) {
