@@ -16,8 +16,9 @@ namespace gpt2::kernels {
 
 // In place: logits (n × V, fp32/bf16/fp16, contiguous) become scale·(softmax(logits) − onehot(targets));
 // returns each row's cross-entropy (n, fp32). Targets: int64 in [0, V). Runs the CUDA kernel for CUDA
-// tensors, softmax_xent_backward_reference_ otherwise.
-at::Tensor softmax_xent_backward_(at::Tensor& logits, const at::Tensor& targets, double scale);
+// tensors (with `threads` and `staged`), softmax_xent_backward_reference_ otherwise.
+at::Tensor softmax_xent_backward_(at::Tensor& logits, const at::Tensor& targets, double scale, int threads = 512,
+                                  bool staged = false);
 
 // The same with ATen ops, on any device, the softmax in fp32: the reference the kernel is tested against.
 at::Tensor softmax_xent_backward_reference_(at::Tensor& logits, const at::Tensor& targets, double scale);
@@ -37,8 +38,9 @@ at::Tensor scaled_gradient_cuda(const at::Tensor& kept, const at::Tensor& g, at:
 
 // mean over rows of cross_entropy(h·wᵀ, targets) for h (N × C), w (V × C), targets (N), differentiable in h
 // and w, computed chunk_tokens rows at a time (the last chunk shorter). The same value as
-// at::cross_entropy_loss(at::linear(h, w), targets) up to summation order.
+// at::cross_entropy_loss(at::linear(h, w), targets) up to summation order. On CUDA its kernel runs with
+// `threads` a row, `staged` or not (softmax_xent_backward_cuda_).
 at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& w, const at::Tensor& targets,
-                                int64_t chunk_tokens);
+                                int64_t chunk_tokens, int threads = 512, bool staged = false);
 
 }  // namespace gpt2::kernels

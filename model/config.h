@@ -33,6 +33,8 @@ struct ModelOptions {
   bool fused_qkv = false;       // one (C -> 3C) matmul instead of three
   bool fused_bias_gelu = false; // FeedForward's first Linear+GELU as one addmm with a GELU epilogue
   int64_t classifier_chunk = 0; // > 0: head + cross-entropy fused, this many tokens at a time (kernels/classifier.h)
+  int classifier_threads = 512; // its CUDA kernel's threads a row (256, 512, 1024), the row staged in shared memory or not
+  bool classifier_staged = false;
   bool fused_gelu_backward = false;  // FeedForward's Linear+GELU keeps its pre-activation; our fused backward (kernels/bias_gelu.h)
   bool fused_residual_norm = false;  // each residual add (and its branch's bias and dropout) fused with the LayerNorm after
                                      // it (kernels/residual_norm.h)

@@ -753,6 +753,14 @@ TEST_F(KernelsCuda, ChunkedClassifierOnTheGpuMatchesTheUnfusedOne_CUDA) {
   EXPECT_NEAR(loss.item<double>(), want.loss.item<double>(), 1e-4);
   EXPECT_TRUE(at::allclose(hh.grad(), want.dh, 1e-3, 1e-6));
   EXPECT_TRUE(at::allclose(ww.grad(), want.dw, 1e-3, 1e-6));
+  for (auto [threads, staged] : {std::pair{256, false}, {1024, false}, {1024, true}}) {  // settings.classifier_kernel
+    at::Tensor hl = h.clone().requires_grad_(), wl = w.clone().requires_grad_();
+    at::Tensor ll = linear_cross_entropy(hl, wl, t, 256, threads, staged);
+    ll.backward();
+    EXPECT_NEAR(ll.item<double>(), want.loss.item<double>(), 1e-4) << threads << (staged ? " staged" : "");
+    EXPECT_TRUE(at::allclose(hl.grad(), want.dh, 1e-3, 1e-6)) << threads << (staged ? " staged" : "");
+    EXPECT_TRUE(at::allclose(wl.grad(), want.dw, 1e-3, 1e-6)) << threads << (staged ? " staged" : "");
+  }
   // under bf16 autocast: the logits in bf16, dw accumulated in fp32 by cuBLAS (addmm's out_dtype)
   at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
   for (int64_t chunk : {256, 1000}) {  // over four chunks, and in one (dw by one GEMM in bf16)

@@ -8,4 +8,7 @@ const gpt2::Variant gpt2::variants::fused_classifier{.name = "fused_classifier",
     .why = "LM head + cross-entropy + its gradient in one pass per chunk of tokens (our CUDA kernel; ATen "
            "elsewhere): the full logits and their gradient are never in memory",
     .source = "llm.c's fused classifier; Liger-Kernel's fused linear cross-entropy",
-    .apply = [](StepSpec& s) { s.model.classifier_chunk = s.settings.classifier_chunk; }};
+    .apply = [](StepSpec& s) {
+      s.model.classifier_chunk = s.settings.classifier_chunk;
+      use_classifier_kernel(s.model, s.settings.classifier_kernel);  // fastest: choosers.h
+    }};

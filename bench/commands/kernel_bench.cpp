@@ -260,7 +260,7 @@ KernelCase bias_gelu_kernel_case(const StepSpec& base, const DeviceInfo& dev, in
 }
 
 // fused_classifier's softmax cross-entropy kernel alone on one chunk's logits, in place, a block of 512 threads
-// a row (the step's) or 256 or 1024 (fewer rows in flight leave more of its second read of a row to L2), or
+// a row (the default; settings.classifier_kernel) or 256 or 1024 (fewer rows in flight leave more of its second read of a row to L2), or
 // 1024 with the row staged in shared memory (one read from global memory).
 KernelCase xent_kernel_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
   const StepSpec s = spec_with(base, dev, {"fused_classifier"});
@@ -273,7 +273,7 @@ KernelCase xent_kernel_case(const StepSpec& base, const DeviceInfo& dev, int rou
   std::vector<Pass> sides;
   for (const int threads : {512, 256, 1024})
     sides.emplace_back("ours: softmax_xent_backward_ alone, " + std::to_string(threads) + " threads a row" +
-                           (threads == 512 ? " (the step's)" : ""),
+                           (threads == 512 ? " (the default)" : ""),
                        [&logits, &t, threads] { (void)kernels::softmax_xent_backward_cuda_(logits, t, 1.0, threads); });
   sides.emplace_back("ours: softmax_xent_backward_ alone, 1024 threads a row, the row staged in shared memory",
                      [&logits, &t] { (void)kernels::softmax_xent_backward_cuda_(logits, t, 1.0, 1024, true); });

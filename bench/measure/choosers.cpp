@@ -147,6 +147,46 @@ std::string classifier_chunk_key(const StepSpec& spec) {
   return o.str();
 }
 
+std::vector<std::string> classifier_kernel_candidates(const DeviceInfo& dev) {
+  if (!dev.cuda()) return {"512"};
+  return {"512", "256", "1024", "staged"};
+}
+
+Choice pick_classifier_kernel(const std::vector<std::string>& candidates, int rounds,
+                              const std::function<double(const std::string&)>& trial) {
+  Choice c{"classifier_kernel", "", "each launch's median time of the softmax cross-entropy kernel alone on one "
+           "chunk's logits, in place; 512 threads a row kept unless another is faster by more than the margin",
+           "", "512", 0.01, {}, ""};
+  return time_candidates(c, candidates, rounds, trial);
+}
+
+Choice choose_classifier_kernel(const StepSpec& spec, const DeviceInfo& dev, int rounds, int iters) {
+  const auto& m = spec.model;
+  const int64_t n = std::min(m.classifier_chunk, spec.batch * m.context), V = m.padded_vocab();
+  const auto on = at::device(torch_device(dev));
+  at::Tensor logits = at::randn({n, V}, on.dtype(attention_dtype(spec)));  // each pass leaves a gradient: same work
+  const at::Tensor t = at::randint(m.vocab_size, {n}, on.dtype(at::kLong));
+  ModelOptions launch;
+  Choice c = pick_classifier_kernel(classifier_kernel_candidates(dev), rounds, [&](const std::string& name) {
+    use_classifier_kernel(launch, name);
+    return seconds_per_pass(dev, iters, [&] {
+      (void)kernels::softmax_xent_backward_(logits, t, 1.0, launch.classifier_threads, launch.classifier_staged);
+    });
+  });
+  c.key = classifier_kernel_key(spec);
+  logits.reset();
+  empty_cache(dev);
+  return c;
+}
+
+std::string classifier_kernel_key(const StepSpec& spec) {
+  const auto& m = spec.model;
+  std::ostringstream o;
+  o << "rows=" << std::min(m.classifier_chunk, spec.batch * m.context) << " V=" << m.padded_vocab() << " "
+    << c10::toString(attention_dtype(spec));
+  return o.str();
+}
+
 std::vector<std::string> residual_norm_candidates(const DeviceInfo& dev) {
   if (!dev.cuda()) return {"sweeps"};  // ATen's reference either way
   return {"sweeps", "held"};
@@ -193,7 +233,7 @@ std::string residual_norm_key(const StepSpec& spec) {
 }
 
 // In the order a rung runs them: the SDPA kernel at the planned batch (a batch search then runs with it), the
-// chunk at the batch the rung runs.
+// chunk at the batch the rung runs, then the classifier kernel's launch on that chunk, then the row traversal.
 std::vector<Chooser>& choosers() {
   static std::vector<Chooser> all = {
       {"sdpa_backend", false,
@@ -206,6 +246,10 @@ std::vector<Chooser>& choosers() {
        [](StepSpec& s, const std::string& chosen) {
          if (s.model.classifier_chunk > 0) s.model.classifier_chunk = std::stoll(chosen);
        }},
+      {"classifier_kernel", true,
+       [](const StepSpec& s) { return s.model.classifier_chunk > 0 && s.settings.classifier_kernel == "fastest"; },
+       classifier_kernel_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_classifier_kernel(s, d); },
+       [](StepSpec& s, const std::string& chosen) { use_classifier_kernel(s.model, chosen); }},
       {"residual_norm", true,
        [](const StepSpec& s) { return s.model.fused_residual_norm && s.settings.residual_norm_fastest; },
        residual_norm_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_residual_norm(s, d); },

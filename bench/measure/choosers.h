@@ -1,6 +1,7 @@
 // defines: the settings settled by timing (bench/measure/choice.h): settings.sdpa_backend: fastest, the SDPA kernel
 //          timed on the rung's attention; settings.classifier_chunk: fastest, the fused classifier's chunk timed on
-//          its LM head; settings.residual_norm: fastest, the fused residual norm's row traversal timed on its rows.
+//          its LM head; settings.classifier_kernel: fastest, its CUDA kernel's launch timed on a chunk's logits;
+//          settings.residual_norm: fastest, the fused residual norm's row traversal timed on its rows.
 //          pick_*: the rule on a trial's times; choose_*: the same on the device; *_key: what is timed.
 #pragma once
 #include <cstdint>
@@ -35,6 +36,17 @@ Choice pick_classifier_chunk(const std::vector<int64_t>& candidates, int rounds,
 Choice choose_classifier_chunk(const StepSpec& spec, const DeviceInfo& dev, int rounds = 7, int iters = 2);
 // "N=8192 C=768 V=50304 BFloat16 from 1024": rungs with the same head share one timing.
 std::string classifier_chunk_key(const StepSpec& spec);
+
+// 512 threads a row (the default), 256, 1024 and 1024 with the row staged in shared memory on a CUDA device;
+// elsewhere 512 alone (ATen's reference runs whatever the launch).
+std::vector<std::string> classifier_kernel_candidates(const DeviceInfo& dev);
+// `trial(name)`: the kernel alone on a chunk's logits; 512 kept unless another is faster by more than the margin.
+Choice pick_classifier_kernel(const std::vector<std::string>& candidates, int rounds,
+                              const std::function<double(const std::string&)>& trial);
+// On one chunk's logits (the rung's chunk, at most its tokens; its padded vocabulary and dtype), in place.
+Choice choose_classifier_kernel(const StepSpec& spec, const DeviceInfo& dev, int rounds = 9, int iters = 10);
+// "rows=8192 V=50304 BFloat16": rungs with the same chunk of logits share one timing.
+std::string classifier_kernel_key(const StepSpec& spec);
 
 // sweeps and held on a CUDA device; elsewhere sweeps alone (both are ATen's reference there).
 std::vector<std::string> residual_norm_candidates(const DeviceInfo& dev);

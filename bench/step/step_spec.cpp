@@ -52,6 +52,11 @@ SdpaBackend sdpa_backend_from(const std::string& name) {
   throw std::invalid_argument("unknown SDPA backend '" + name + "'");
 }
 
+void use_classifier_kernel(ModelOptions& m, const std::string& name) {
+  m.classifier_staged = name == "staged";
+  m.classifier_threads = name == "256" ? 256 : name == "1024" || name == "staged" ? 1024 : 512;
+}
+
 void to_json(nlohmann::json& j, const StepSpec& s) {
   const auto& m = s.model;
   j = {{"model",
@@ -61,7 +66,8 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
          {"attention", to_string(m.attention)}, {"layers", to_string(m.layers)}, {"fused_qkv", m.fused_qkv},
          {"fused_bias_gelu", m.fused_bias_gelu}, {"classifier_chunk", m.classifier_chunk},
          {"fused_gelu_backward", m.fused_gelu_backward}, {"fused_residual_norm", m.fused_residual_norm},
-         {"residual_norm_held", m.residual_norm_held},
+         {"residual_norm_held", m.residual_norm_held}, {"classifier_threads", m.classifier_threads},
+         {"classifier_staged", m.classifier_staged},
          {"gelu_epilogues", m.gelu_epilogues}, {"fp8_linears", m.fp8_linears},
          {"parameters", parameter_count(m)}}},
        {"precision", to_string(s.precision)},
@@ -82,6 +88,7 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
          {"max_batch", s.settings.max_batch}, {"cpu_memory_budget", s.settings.cpu_memory_budget},
          {"classifier_chunk", s.settings.classifier_chunk_fastest ? nlohmann::json("fastest")
                                                                   : nlohmann::json(s.settings.classifier_chunk)},
+         {"classifier_kernel", s.settings.classifier_kernel},
          {"residual_norm", s.settings.residual_norm_fastest ? "fastest"
                            : s.settings.residual_norm_held  ? "held"
                                                             : "sweeps"}}}};

@@ -1,0 +1,120 @@
+// settings.classifier_kernel — the fused classifier's CUDA kernel launch: 512 threads a row (the default), 256,
+// 1024, or 1024 with the row staged in shared memory; fastest: each timed alone on the rung's chunk of logits, 512
+// kept unless another beats it by the margin. The rule is tested with fake timings; on the CPU only the reference
+// runs, so one candidate.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/ladder/results.h"
+#include "bench/measure/choosers.h"
+#include "bench/runtime/device.h"
+#include "config/profile.h"
+#include "config/yaml_reader.h"
+#include "tests/helpers.h"
+#include "variants/registry.h"
+
+namespace gpt2 {
+namespace {
+
+std::function<double(const std::string&)> fake_trial(std::map<std::string, double> ms) {
+  return [ms](const std::string& name) { return ms.at(name) / 1e3; };
+}
+
+TEST(ClassifierKernelChoice, FiveTwelveIsKeptUnlessAnotherIsFasterByTheMargin) {
+  const std::vector<std::string> all = {"512", "256", "1024", "staged"};
+  const Choice c = pick_classifier_kernel(all, 2, fake_trial({{"512", 0.83}, {"256", 0.9}, {"1024", 0.8}, {"staged", 0.6}}));
+  EXPECT_EQ(c.setting, "classifier_kernel");
+  EXPECT_EQ(c.chosen, "staged");
+  EXPECT_EQ(c.incumbent, "512");
+  ASSERT_EQ(c.tries.size(), 4u);
+  EXPECT_DOUBLE_EQ(*c.tries[3].ms, 0.6);
+  EXPECT_EQ(pick_classifier_kernel(all, 2, fake_trial({{"512", 0.830}, {"256", 0.9}, {"1024", 0.826}, {"staged", 0.9}}))
+                .chosen,
+            "512");  // within 1%
+  // a launch that cannot run (a row too wide to stage) is recorded with why, the rest compete
+  const Choice wide = pick_classifier_kernel(all, 2, [](const std::string& name) -> double {
+    if (name == "staged") throw std::runtime_error("a row of 1048576 Float does not fit");
+    return name == "256" ? 1e-3 : 2e-3;
+  });
+  EXPECT_EQ(wide.chosen, "256");
+  EXPECT_FALSE(wide.tries[3].ms.has_value());
+  EXPECT_NE(wide.tries[3].why.find("does not fit"), std::string::npos) << wide.tries[3].why;
+}
+
+TEST(ClassifierKernelChoice, OnTheCpuTheReferenceRunsUntimed) {
+  const DeviceInfo cpu = detect_device("cpu");
+  DeviceInfo gpu;
+  gpu.type = DeviceType::kCuda;
+  EXPECT_EQ(classifier_kernel_candidates(gpu), (std::vector<std::string>{"512", "256", "1024", "staged"}));
+  StepSpec s = baseline_spec(test::tiny_model(), 4, cpu);
+  s.settings.classifier_kernel = "fastest";
+  s.settings.classifier_chunk = 48;
+  find_variant("fused_classifier")->apply(s);
+  const Chooser* chooser = find_chooser("classifier_kernel");
+  ASSERT_NE(chooser, nullptr);
+  EXPECT_TRUE(chooser->wanted(s));
+  const Choice c = chooser->choose(s, cpu);
+  EXPECT_EQ(c.chosen, "512");
+  ASSERT_EQ(c.tries.size(), 1u);
+  EXPECT_EQ(c.tries[0].why, "not timed: the only candidate");
+  EXPECT_EQ(c.key, "rows=48 V=" + std::to_string(s.model.padded_vocab()) + " Float");
+  s.batch = 1;  // a chunk past the tokens: the tokens
+  EXPECT_EQ(chooser->key(s), "rows=" + std::to_string(s.model.context) + " V=" + std::to_string(s.model.padded_vocab()) +
+                                 " Float");
+  s.settings.classifier_kernel = "512";
+  EXPECT_FALSE(chooser->wanted(s));
+  s.settings.classifier_kernel = "fastest", s.model.classifier_chunk = 0;  // no fused classifier, nothing to choose
+  EXPECT_FALSE(chooser->wanted(s));
+}
+
+// The rung runs with the launch chosen, rungs.json keeps the timing, --resume reads it back.
+TEST(ClassifierKernelChoice, TheChoiceIsTheRungsOutcomeAndSurvivesResume) {
+  RungRecord r;
+  r.plan.rung.name = "17_top+fused_classifier";
+  r.plan.rung.spec.model.classifier_chunk = 1024;
+  r.plan.rung.spec.settings.classifier_kernel = "fastest";
+  r.out.status = RungStatus::kOk;
+  r.out.choices.push_back(pick_classifier_kernel({"512", "staged"}, 1, fake_trial({{"512", 0.8}, {"staged", 0.5}})));
+  EXPECT_EQ(r.spec().model.classifier_threads, 1024);
+  EXPECT_TRUE(r.spec().model.classifier_staged);
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["choices"][0]["chosen"], "staged");
+  EXPECT_EQ(j["spec"]["model"]["classifier_threads"], 1024);
+  EXPECT_EQ(j["spec"]["model"]["classifier_staged"], true);
+  EXPECT_EQ(j["spec"]["settings"]["classifier_kernel"], "fastest");
+  RungRecord back;
+  back.plan = r.plan;
+  restore(back, j);
+  EXPECT_TRUE(back.spec().model.classifier_staged);
+}
+
+TEST(ClassifierKernelChoice, TheProfileNamesALaunchOrFastest) {
+  test::TempDir d;
+  auto load = [&](const std::string& how) {
+    return load_profile(test::write_tiny_profile(d, "name: p\nmodel: tiny\nsettings: {classifier_kernel: " + how + "}\n"));
+  };
+  for (auto [how, threads, staged] : {std::tuple{"512", 512, false}, {"256", 256, false}, {"1024", 1024, false},
+                                      {"staged", 1024, true}, {"fastest", 512, false}}) {
+    StepSpec s;
+    s.settings = load(how).settings;
+    EXPECT_EQ(s.settings.classifier_kernel, how);
+    find_variant("fused_classifier")->apply(s);  // fastest: the default until the chooser's pick
+    EXPECT_EQ(s.model.classifier_threads, threads) << how;
+    EXPECT_EQ(s.model.classifier_staged, staged) << how;
+  }
+  try {
+    load("2048");
+    FAIL() << "an unknown launch was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("classifier_kernel"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("staged"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gpt2
