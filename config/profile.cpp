@@ -77,6 +77,9 @@ void read_settings(MapReader& r, const std::string& path, Settings& settings) {
   // classifier_kernel: the fused classifier's CUDA kernel, threads a row or staged, or fastest (each timed per chunk)
   settings.classifier_kernel =
       sr.get_choice("classifier_kernel", settings.classifier_kernel, {"512", "256", "1024", "staged", "fastest"});
+  // gelu_backward_slab: fused_gelu_backward's CUDA kernel's rows a block, or fastest (each timed per shape)
+  settings.gelu_backward_slab =
+      sr.get_choice("gelu_backward_slab", settings.gelu_backward_slab, {"32", "16", "8", "64", "fastest"});
   // residual_norm: how fused_residual_norm's CUDA kernels traverse a row, or fastest (both timed per shape)
   const std::string rn = sr.get_choice("residual_norm", "sweeps", {"sweeps", "held", "fastest"});
   settings.residual_norm_held = rn == "held", settings.residual_norm_fastest = rn == "fastest";

@@ -23,7 +23,7 @@ void check_args(const at::Tensor& grad, const at::Tensor& pre) {
 
 struct LinearBiasGelu : torch::autograd::Function<LinearBiasGelu> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
-                            const at::Tensor& b) {
+                            const at::Tensor& b, int64_t slab) {
     // (N, F) each. On CUDA one GEMM whose epilogue adds the bias, applies GELU and writes the pre-activation
     // beside (cuBLASLt GELU_AUX_BIAS, gelu_epilogues's forward): on the H100 at batch 32 that GEMM took 3.66 ms
     // a step where the GEMM with its bias and then ATen's GELU took 2.85 + 1.64 (the first run's breakdowns of
@@ -33,14 +33,15 @@ struct LinearBiasGelu : torch::autograd::Function<LinearBiasGelu> {
                         ? linear_gelu_aux(x.contiguous(), w.contiguous(), b.contiguous())
                         : linear_gelu_aux_reference(x, w, b);
     ctx->save_for_backward({x, w, pre});
+    ctx->saved_data["slab"] = slab;
     return h;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &x = saved[0], &w = saved[1], &pre = saved[2];
-    auto [d_pre, d_bias] = bias_gelu_backward(grad[0].contiguous(), pre);
-    return {d_pre.mm(w), d_pre.t().mm(x), d_bias};
+    auto [d_pre, d_bias] = bias_gelu_backward(grad[0].contiguous(), pre, ctx->saved_data["slab"].toInt());
+    return {d_pre.mm(w), d_pre.t().mm(x), d_bias, at::Tensor()};
   }
 };
 
@@ -52,15 +53,15 @@ std::pair<at::Tensor, at::Tensor> bias_gelu_backward_reference(const at::Tensor&
   return {d_pre, d_pre.sum(0, /*keepdim=*/false, at::kFloat).to(pre.scalar_type())};
 }
 
-std::pair<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, const at::Tensor& pre) {
+std::pair<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, const at::Tensor& pre, int64_t slab) {
   check_args(grad, pre);
-  return pre.is_cuda() ? bias_gelu_backward_cuda(grad, pre) : bias_gelu_backward_reference(grad, pre);
+  return pre.is_cuda() ? bias_gelu_backward_cuda(grad, pre, slab) : bias_gelu_backward_reference(grad, pre);
 }
 
-at::Tensor linear_bias_gelu(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+at::Tensor linear_bias_gelu(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int64_t slab) {
   TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && b.dim() == 1 && x.size(1) == w.size(1) && b.size(0) == w.size(0),
               "linear_bias_gelu: x (N, C), w (F, C), b (F), got ", x.sizes(), ", ", w.sizes(), ", ", b.sizes());
-  return LinearBiasGelu::apply(cast_as_autocast(x), cast_as_autocast(w), cast_as_autocast(b));
+  return LinearBiasGelu::apply(cast_as_autocast(x), cast_as_autocast(w), cast_as_autocast(b), slab);
 }
 
 }  // namespace gpt2::kernels

@@ -13,15 +13,16 @@
 namespace gpt2::kernels {
 
 // (d_pre in grad's dtype, d_bias (F) in pre's dtype, summed in fp32) from grad and pre, both (N × F) contiguous,
-// of one dtype. The CUDA kernel for CUDA tensors, the reference otherwise.
-std::pair<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, const at::Tensor& pre);
+// of one dtype. The CUDA kernel (`slab` rows a block) for CUDA tensors, the reference otherwise.
+std::pair<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, const at::Tensor& pre, int64_t slab = 32);
 std::pair<at::Tensor, at::Tensor> bias_gelu_backward_reference(const at::Tensor& grad, const at::Tensor& pre);
 // The CUDA kernel: a block walks `slab` rows of 128 packs of columns (`gpt2bench kernels` times 8 to 64).
 std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor& grad, const at::Tensor& pre,
                                                           int64_t slab = 32);
 
 // GELU_tanh(x·wᵀ + b) for x (N × C), w (F × C), b (F), differentiable in all three, its backward through
-// bias_gelu_backward. Under autocast it computes in the autocast dtype, as at::linear would.
-at::Tensor linear_bias_gelu(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
+// bias_gelu_backward (its kernel at `slab` rows a block). Under autocast it computes in the autocast dtype, as
+// at::linear would.
+at::Tensor linear_bias_gelu(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int64_t slab = 32);
 
 }  // namespace gpt2::kernels

@@ -36,6 +36,7 @@ struct ModelOptions {
   int classifier_threads = 512; // its CUDA kernel's threads a row (256, 512, 1024), the row staged in shared memory or not
   bool classifier_staged = false;
   bool fused_gelu_backward = false;  // FeedForward's Linear+GELU keeps its pre-activation; our fused backward (kernels/bias_gelu.h)
+  int64_t gelu_backward_slab = 32;   // its CUDA kernel's rows a block
   bool fused_residual_norm = false;  // each residual add (and its branch's bias and dropout) fused with the LayerNorm after
                                      // it (kernels/residual_norm.h)
   bool residual_norm_held = false;   // its CUDA kernels keep each row in registers between their sweeps

@@ -72,6 +72,7 @@ FeedForwardImpl::FeedForwardImpl(const ModelOptions& o)
     : impl(o.layers),
       fused_bias_gelu(o.fused_bias_gelu),
       fused_gelu_backward(o.fused_gelu_backward),
+      gelu_backward_slab(o.gelu_backward_slab),
       gelu_epilogues(o.gelu_epilogues),
       fp8(o.fp8_linears) {
   fc1 = register_module("fc1", torch::nn::Linear(o.n_embd, 4 * o.n_embd));
@@ -93,7 +94,8 @@ std::pair<at::Tensor, at::Tensor> FeedForwardImpl::forward_bias_apart(const at::
 at::Tensor FeedForwardImpl::activations(const at::Tensor& x) {
   at::Tensor h;  // (B, T, 4C)
   if (fused_gelu_backward && !fp8) {  // the pre-activation kept, our kernel in the backward
-    h = kernels::linear_bias_gelu(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias).view({x.size(0), x.size(1), -1});
+    h = kernels::linear_bias_gelu(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias, gelu_backward_slab)
+            .view({x.size(0), x.size(1), -1});
   } else if (fused_bias_gelu && !fp8) {
     // One GEMM with bias and GELU(tanh) in its epilogue, on (B·T, C) rows.
     auto rows = x.reshape({-1, x.size(-1)});

@@ -35,6 +35,7 @@ struct FeedForwardImpl : torch::nn::Module {
   LayerImpl impl;
   bool fused_bias_gelu;
   bool fused_gelu_backward;
+  int64_t gelu_backward_slab;
   bool gelu_epilogues;
   bool fp8;  // fp8_linears
 };

@@ -820,17 +820,19 @@ TEST_F(KernelsCuda, LinearBiasGeluOnTheGpuMatchesLinearThenGelu_CUDA) {
     auto t = [&](std::vector<int64_t> shape, double scale) { return (at::randn(shape, on_gpu()) * scale).to(dtype); };
     const at::Tensor x = t({N, C}, 1), w = t({4 * C, C}, 0.05), b = t({4 * C}, 0.1), g = t({N, 4 * C}, 1);
     const UnfusedGelu want = unfused_gelu(x, w, b, g);
-    at::Tensor xx = x.clone().requires_grad_(), ww = w.clone().requires_grad_(), bb = b.clone().requires_grad_();
-    at::Tensor y = kernels::linear_bias_gelu(xx, ww, bb);
-    y.backward(g);
-    const double tol = dtype == at::kFloat ? 1e-4 : 2e-2;
-    auto close = [&](const at::Tensor& a, const at::Tensor& r, double atol) {
-      return at::allclose(a.to(at::kFloat), r.to(at::kFloat), tol, atol);
-    };
-    EXPECT_TRUE(close(y, want.y, tol)) << dtype;
-    EXPECT_TRUE(close(xx.grad(), want.dx, tol)) << dtype;
-    EXPECT_TRUE(close(ww.grad(), want.dw, tol * std::sqrt(double(N)))) << dtype;
-    EXPECT_TRUE(close(bb.grad(), want.db, tol * std::sqrt(double(N)))) << dtype;
+    for (int64_t slab : {32, 8}) {  // settings.gelu_backward_slab reaches the kernel
+      at::Tensor xx = x.clone().requires_grad_(), ww = w.clone().requires_grad_(), bb = b.clone().requires_grad_();
+      at::Tensor y = kernels::linear_bias_gelu(xx, ww, bb, slab);
+      y.backward(g);
+      const double tol = dtype == at::kFloat ? 1e-4 : 2e-2;
+      auto close = [&](const at::Tensor& a, const at::Tensor& r, double atol) {
+        return at::allclose(a.to(at::kFloat), r.to(at::kFloat), tol, atol);
+      };
+      EXPECT_TRUE(close(y, want.y, tol)) << dtype << " " << slab;
+      EXPECT_TRUE(close(xx.grad(), want.dx, tol)) << dtype << " " << slab;
+      EXPECT_TRUE(close(ww.grad(), want.dw, tol * std::sqrt(double(N)))) << dtype << " " << slab;
+      EXPECT_TRUE(close(bb.grad(), want.db, tol * std::sqrt(double(N)))) << dtype << " " << slab;
+    }
   }
 }
 

@@ -5,4 +5,7 @@ const gpt2::Variant gpt2::variants::fused_gelu_backward{.name = "fused_gelu_back
            "and the bias gradient in one pass (our CUDA kernel; ATen elsewhere)",
     .source = "llm.c's GELU backward with the bias reduction",
     .conflicts = {"fuse_bias_gelu"},
-    .apply = [](StepSpec& s) { s.model.fused_gelu_backward = true; }};
+    .apply = [](StepSpec& s) {
+      s.model.fused_gelu_backward = true;
+      use_gelu_backward_slab(s.model, s.settings.gelu_backward_slab);  // fastest: choosers.h
+    }};

@@ -239,8 +239,8 @@ KernelCase bandwidth_case(const char* variant, const std::string& shape, std::ve
   return k;
 }
 
-// fused_gelu_backward's kernel alone on the MLP's (N × 4C) pre-activation, a block walking 32 rows (the step's)
-// or 16, 8, 64.
+// fused_gelu_backward's kernel alone on the MLP's (N × 4C) pre-activation, a block walking 32 rows (the default;
+// settings.gelu_backward_slab) or 16, 8, 64.
 KernelCase bias_gelu_kernel_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
   const StepSpec s = spec_with(base, dev, {});
   const int64_t N = s.batch * s.model.context, F = 4 * s.model.n_embd;
@@ -249,7 +249,7 @@ KernelCase bias_gelu_kernel_case(const StepSpec& base, const DeviceInfo& dev, in
   std::vector<Pass> sides;
   for (const int64_t slab : {32, 16, 8, 64})
     sides.emplace_back("ours: bias_gelu_backward alone, " + std::to_string(slab) + " rows a block" +
-                           (slab == 32 ? " (the step's)" : ""),
+                           (slab == 32 ? " (the default)" : ""),
                        [&grad, &pre, slab] { (void)kernels::bias_gelu_backward_cuda(grad, pre, slab); });
   sides.emplace_back("ATen: gelu_backward, then its sum over the rows",
                      [&] { (void)kernels::bias_gelu_backward_reference(grad, pre); });

@@ -12,6 +12,7 @@
 #include "bench/runtime/device.h"
 #include "bench/step/train_step.h"
 #include "common/errors.h"
+#include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
 #include "kernels/residual_norm.h"
 #include "model/layers.h"
@@ -187,6 +188,40 @@ std::string classifier_kernel_key(const StepSpec& spec) {
   return o.str();
 }
 
+std::vector<std::string> gelu_backward_slab_candidates(const DeviceInfo& dev) {
+  if (!dev.cuda()) return {"32"};
+  return {"32", "16", "8", "64"};
+}
+
+Choice pick_gelu_backward_slab(const std::vector<std::string>& candidates, int rounds,
+                               const std::function<double(const std::string&)>& trial) {
+  Choice c{"gelu_backward_slab", "", "each slab's median time of the bias-GELU backward kernel alone on the MLP's "
+           "pre-activation; 32 rows a block kept unless another is faster by more than the margin",
+           "", "32", 0.01, {}, ""};
+  return time_candidates(c, candidates, rounds, trial);
+}
+
+Choice choose_gelu_backward_slab(const StepSpec& spec, const DeviceInfo& dev, int rounds, int iters) {
+  const auto& m = spec.model;
+  const auto opts = at::device(torch_device(dev)).dtype(attention_dtype(spec));
+  at::Tensor grad = at::randn({spec.batch * m.context, 4 * m.n_embd}, opts), pre = at::randn_like(grad);
+  Choice c = pick_gelu_backward_slab(gelu_backward_slab_candidates(dev), rounds, [&](const std::string& name) {
+    const int64_t slab = std::stoll(name);
+    return seconds_per_pass(dev, iters, [&] { (void)kernels::bias_gelu_backward(grad, pre, slab); });
+  });
+  c.key = gelu_backward_slab_key(spec);
+  grad.reset(), pre.reset();
+  empty_cache(dev);
+  return c;
+}
+
+std::string gelu_backward_slab_key(const StepSpec& spec) {
+  const auto& m = spec.model;
+  std::ostringstream o;
+  o << "N=" << spec.batch * m.context << " F=" << 4 * m.n_embd << " " << c10::toString(attention_dtype(spec));
+  return o.str();
+}
+
 std::vector<std::string> residual_norm_candidates(const DeviceInfo& dev) {
   if (!dev.cuda()) return {"sweeps"};  // ATen's reference either way
   return {"sweeps", "held"};
@@ -233,7 +268,8 @@ std::string residual_norm_key(const StepSpec& spec) {
 }
 
 // In the order a rung runs them: the SDPA kernel at the planned batch (a batch search then runs with it), the
-// chunk at the batch the rung runs, then the classifier kernel's launch on that chunk, then the row traversal.
+// chunk at the batch the rung runs, then the classifier kernel's launch on that chunk, the GELU backward's slab,
+// the row traversal.
 std::vector<Chooser>& choosers() {
   static std::vector<Chooser> all = {
       {"sdpa_backend", false,
@@ -250,6 +286,10 @@ std::vector<Chooser>& choosers() {
        [](const StepSpec& s) { return s.model.classifier_chunk > 0 && s.settings.classifier_kernel == "fastest"; },
        classifier_kernel_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_classifier_kernel(s, d); },
        [](StepSpec& s, const std::string& chosen) { use_classifier_kernel(s.model, chosen); }},
+      {"gelu_backward_slab", true,
+       [](const StepSpec& s) { return s.model.fused_gelu_backward && s.settings.gelu_backward_slab == "fastest"; },
+       gelu_backward_slab_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_gelu_backward_slab(s, d); },
+       [](StepSpec& s, const std::string& chosen) { use_gelu_backward_slab(s.model, chosen); }},
       {"residual_norm", true,
        [](const StepSpec& s) { return s.model.fused_residual_norm && s.settings.residual_norm_fastest; },
        residual_norm_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_residual_norm(s, d); },

@@ -1,7 +1,8 @@
 // defines: the settings settled by timing (bench/measure/choice.h): settings.sdpa_backend: fastest, the SDPA kernel
 //          timed on the rung's attention; settings.classifier_chunk: fastest, the fused classifier's chunk timed on
 //          its LM head; settings.classifier_kernel: fastest, its CUDA kernel's launch timed on a chunk's logits;
-//          settings.residual_norm: fastest, the fused residual norm's row traversal timed on its rows.
+//          settings.gelu_backward_slab: fastest, the fused GELU backward kernel's rows a block timed on the MLP's
+//          pre-activation; settings.residual_norm: fastest, the fused residual norm's row traversal timed on its rows.
 //          pick_*: the rule on a trial's times; choose_*: the same on the device; *_key: what is timed.
 #pragma once
 #include <cstdint>
@@ -47,6 +48,16 @@ Choice pick_classifier_kernel(const std::vector<std::string>& candidates, int ro
 Choice choose_classifier_kernel(const StepSpec& spec, const DeviceInfo& dev, int rounds = 9, int iters = 10);
 // "rows=8192 V=50304 BFloat16": rungs with the same chunk of logits share one timing.
 std::string classifier_kernel_key(const StepSpec& spec);
+
+// 32 rows a block (the default), 16, 8 and 64 on a CUDA device; elsewhere 32 alone (the reference runs).
+std::vector<std::string> gelu_backward_slab_candidates(const DeviceInfo& dev);
+// `trial(name)`: the kernel alone; 32 kept unless another is faster by more than the margin.
+Choice pick_gelu_backward_slab(const std::vector<std::string>& candidates, int rounds,
+                               const std::function<double(const std::string&)>& trial);
+// On the MLP's (batch × context, 4C) gradient and pre-activation in the rung's dtype.
+Choice choose_gelu_backward_slab(const StepSpec& spec, const DeviceInfo& dev, int rounds = 9, int iters = 10);
+// "N=8192 F=3072 BFloat16": rungs with the same MLP share one timing.
+std::string gelu_backward_slab_key(const StepSpec& spec);
 
 // sweeps and held on a CUDA device; elsewhere sweeps alone (both are ATen's reference there).
 std::vector<std::string> residual_norm_candidates(const DeviceInfo& dev);

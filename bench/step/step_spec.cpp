@@ -57,6 +57,10 @@ void use_classifier_kernel(ModelOptions& m, const std::string& name) {
   m.classifier_threads = name == "256" ? 256 : name == "1024" || name == "staged" ? 1024 : 512;
 }
 
+void use_gelu_backward_slab(ModelOptions& m, const std::string& name) {
+  m.gelu_backward_slab = name == "fastest" ? 32 : std::stoll(name);
+}
+
 void to_json(nlohmann::json& j, const StepSpec& s) {
   const auto& m = s.model;
   j = {{"model",
@@ -65,7 +69,8 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
          {"dropout", m.dropout}, {"qkv_bias", m.qkv_bias}, {"tie_weights", m.tie_weights},
          {"attention", to_string(m.attention)}, {"layers", to_string(m.layers)}, {"fused_qkv", m.fused_qkv},
          {"fused_bias_gelu", m.fused_bias_gelu}, {"classifier_chunk", m.classifier_chunk},
-         {"fused_gelu_backward", m.fused_gelu_backward}, {"fused_residual_norm", m.fused_residual_norm},
+         {"fused_gelu_backward", m.fused_gelu_backward}, {"gelu_backward_slab", m.gelu_backward_slab},
+         {"fused_residual_norm", m.fused_residual_norm},
          {"residual_norm_held", m.residual_norm_held}, {"classifier_threads", m.classifier_threads},
          {"classifier_staged", m.classifier_staged},
          {"gelu_epilogues", m.gelu_epilogues}, {"fp8_linears", m.fp8_linears},
@@ -89,6 +94,7 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
          {"classifier_chunk", s.settings.classifier_chunk_fastest ? nlohmann::json("fastest")
                                                                   : nlohmann::json(s.settings.classifier_chunk)},
          {"classifier_kernel", s.settings.classifier_kernel},
+         {"gelu_backward_slab", s.settings.gelu_backward_slab},
          {"residual_norm", s.settings.residual_norm_fastest ? "fastest"
                            : s.settings.residual_norm_held  ? "held"
                                                             : "sweeps"}}}};

@@ -50,6 +50,7 @@ struct Settings {
   int64_t classifier_chunk = 1024;                // fused_classifier: tokens a chunk (with fastest: the first tried)
   bool classifier_chunk_fastest = false;          // fused_classifier: chunk timed per head (bench/measure/choosers.h)
   std::string classifier_kernel = "512";          // fused_classifier's CUDA kernel: 512 | 256 | 1024 | staged | fastest
+  std::string gelu_backward_slab = "32";          // fused_gelu_backward's CUDA kernel, rows a block: 32 | 16 | 8 | 64 | fastest
   bool residual_norm_held = false;                // fused_residual_norm: its CUDA kernels hold each row in registers
   bool residual_norm_fastest = false;             // fused_residual_norm: held or not timed per shape (choosers.h)
   bool operator==(const Settings&) const = default;
@@ -85,6 +86,8 @@ std::string to_string(SdpaBackend b);
 SdpaBackend sdpa_backend_from(const std::string& name);  // throws std::invalid_argument on an unknown name
 // The fused classifier's CUDA kernel by its name in settings.classifier_kernel ("fastest": the default until chosen).
 void use_classifier_kernel(ModelOptions& m, const std::string& name);
+// The fused GELU backward's rows a block by its name in settings.gelu_backward_slab (the same for "fastest").
+void use_gelu_backward_slab(ModelOptions& m, const std::string& name);
 void to_json(nlohmann::json& j, const StepSpec& s);
 
 }  // namespace gpt2

@@ -1,7 +1,8 @@
-// settings.classifier_kernel — the fused classifier's CUDA kernel launch: 512 threads a row (the default), 256,
-// 1024, or 1024 with the row staged in shared memory; fastest: each timed alone on the rung's chunk of logits, 512
-// kept unless another beats it by the margin. The rule is tested with fake timings; on the CPU only the reference
-// runs, so one candidate.
+// Our kernels' launches chosen by timing. settings.classifier_kernel — the fused classifier's CUDA kernel: 512
+// threads a row (the default), 256, 1024, or 1024 with the row staged in shared memory; settings.gelu_backward_slab
+// — the fused GELU backward's rows a block: 32 (the default), 16, 8, 64. fastest: each timed alone on the rung's
+// shapes, the default kept unless another beats it by the margin. The rule is tested with fake timings; on the CPU
+// only the reference runs, so one candidate.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -113,6 +114,68 @@ TEST(ClassifierKernelChoice, TheProfileNamesALaunchOrFastest) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("classifier_kernel"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("staged"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GeluBackwardSlabChoice, ThirtyTwoIsKeptUnlessAnotherIsFasterByTheMargin) {
+  const std::vector<std::string> all = {"32", "16", "8", "64"};
+  const Choice c = pick_gelu_backward_slab(all, 2, fake_trial({{"32", 0.069}, {"16", 0.05}, {"8", 0.06}, {"64", 0.07}}));
+  EXPECT_EQ(c.setting, "gelu_backward_slab");
+  EXPECT_EQ(c.chosen, "16");
+  EXPECT_EQ(c.incumbent, "32");
+  EXPECT_EQ(pick_gelu_backward_slab(all, 2, fake_trial({{"32", 0.0690}, {"16", 0.0685}, {"8", 0.08}, {"64", 0.08}}))
+                .chosen,
+            "32");  // within 1%
+}
+
+TEST(GeluBackwardSlabChoice, OnTheCpuTheReferenceRunsUntimedAndTheRungKeepsTheChoice) {
+  const DeviceInfo cpu = detect_device("cpu");
+  DeviceInfo gpu;
+  gpu.type = DeviceType::kCuda;
+  EXPECT_EQ(gelu_backward_slab_candidates(gpu), (std::vector<std::string>{"32", "16", "8", "64"}));
+  StepSpec s = baseline_spec(test::tiny_model(), 4, cpu);
+  s.settings.gelu_backward_slab = "fastest";
+  find_variant("fused_gelu_backward")->apply(s);
+  EXPECT_EQ(s.model.gelu_backward_slab, 32);  // the default until chosen
+  const Chooser* chooser = find_chooser("gelu_backward_slab");
+  ASSERT_NE(chooser, nullptr);
+  EXPECT_TRUE(chooser->wanted(s));
+  const Choice c = chooser->choose(s, cpu);
+  EXPECT_EQ(c.chosen, "32");
+  ASSERT_EQ(c.tries.size(), 1u);
+  EXPECT_EQ(c.key, "N=" + std::to_string(4 * s.model.context) + " F=" + std::to_string(4 * s.model.n_embd) + " Float");
+  s.model.fused_gelu_backward = false;
+  EXPECT_FALSE(chooser->wanted(s));
+  RungRecord r;  // the rung runs with the slab chosen, --resume reads it back
+  r.plan.rung.name = "18_top+fused_gelu_backward";
+  r.plan.rung.spec.model.fused_gelu_backward = true;
+  r.plan.rung.spec.settings.gelu_backward_slab = "fastest";
+  r.out.status = RungStatus::kOk;
+  r.out.choices.push_back(pick_gelu_backward_slab({"32", "8"}, 1, fake_trial({{"32", 0.07}, {"8", 0.05}})));
+  EXPECT_EQ(r.spec().model.gelu_backward_slab, 8);
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["spec"]["model"]["gelu_backward_slab"], 8);
+  RungRecord back;
+  back.plan = r.plan;
+  restore(back, j);
+  EXPECT_EQ(back.spec().model.gelu_backward_slab, 8);
+}
+
+TEST(GeluBackwardSlabChoice, TheProfileNamesASlabOrFastest) {
+  test::TempDir d;
+  auto load = [&](const std::string& how) {
+    return load_profile(test::write_tiny_profile(d, "name: p\nmodel: tiny\nsettings: {gelu_backward_slab: " + how + "}\n"));
+  };
+  StepSpec s;
+  s.settings = load("8").settings;
+  find_variant("fused_gelu_backward")->apply(s);
+  EXPECT_EQ(s.model.gelu_backward_slab, 8);
+  EXPECT_EQ(load("fastest").settings.gelu_backward_slab, "fastest");
+  try {
+    load("12");
+    FAIL() << "an unknown slab was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("gelu_backward_slab"), std::string::npos) << e.what();
   }
 }
 
