@@ -59,7 +59,7 @@ cuda-check:
 	@echo "cuda-check: CUDA-only sources compiled: bench/runtime/cuda/cuda_backend.cpp (CUDA-event timer, caching-allocator stats, \
 	device info, pinned prefetch, CUDA graph, NCCL), bench/measure/cuda/cupti_collector.cpp (CUPTI activities), \
 our kernels $(wildcard kernels/cuda/*.cu) (sm80/sm90), kernels/cuda/gelu_epilogues.cpp (cuBLASLt epilogues), \
-kernels/cuda/gemm_survey.cpp (cuBLASLt heuristics)"
+kernels/cuda/gemm_survey.cpp (cuBLASLt heuristics, the step's chosen algorithms)"
 
 # Every test again, built with AddressSanitizer and UndefinedBehaviorSanitizer (gcc): our code is
 # instrumented, libtorch is not; the end-to-end tests run the sanitized gpt2bench. Leak checking is off

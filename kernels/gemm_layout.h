@@ -3,6 +3,7 @@
 //          the CPU tests run the description through a column-major GEMM of their own against the row-major
 //          product. No libtorch here.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -17,6 +18,22 @@ struct StepGemm {
   int64_t calls;  // a step: one a block, or the classifier's chunks
   double flops() const { return 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K); }
 };
+
+// The three GEMMs of a linear y = x·Wᵀ (W: out × in) over `rows` tokens, named "<name> forward", "<name> dX" (dY·W)
+// and "<name> dW" (dYᵀ·X).
+inline std::array<StepGemm, 3> linear_gemms(const std::string& name, int64_t rows, int64_t in, int64_t out,
+                                            int64_t calls = 1) {
+  return {StepGemm{name + " forward", rows, out, in, false, true, calls},
+          StepGemm{name + " dX", rows, in, out, false, false, calls},
+          StepGemm{name + " dW", out, in, rows, true, false, calls}};
+}
+
+// "M=8192 N=2304 K=768 NT bias BFloat16": a GEMM's shape, how A and B are read (N as stored, T transposed), the
+// bias in its epilogue or not, and the dtype — what one algorithm is chosen for (kernels/lt_linear.h).
+inline std::string gemm_key(const StepGemm& g, bool bias, const std::string& dtype) {
+  return "M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) + " K=" + std::to_string(g.K) + " " +
+         (g.a_transposed ? "T" : "N") + (g.b_transposed ? "T" : "N") + (bias ? " bias " : " ") + dtype;
+}
 
 // The row-major out (M × N) is cuBLASLt's (N × M) matrix D = op(A')·op(B'), A' the row-major B and B' the
 // row-major A (outᵀ = op(B)ᵀ·op(A)ᵀ). Stored layouts as (rows, cols, leading dimension) in column-major terms; an

@@ -6,9 +6,7 @@ namespace gpt2::kernels {
 std::vector<StepGemm> step_gemms(int64_t tokens, int64_t C, int64_t vocab, int64_t n_layer, int64_t head_rows) {
   std::vector<StepGemm> out;
   auto linear = [&](const std::string& name, int64_t in, int64_t features, int64_t rows, int64_t calls) {
-    out.push_back({name + " forward", rows, features, in, false, true, calls});  // x · Wᵀ
-    out.push_back({name + " dX", rows, in, features, false, false, calls});      // dY · W
-    out.push_back({name + " dW", features, in, rows, true, false, calls});       // dYᵀ · X
+    for (const StepGemm& g : linear_gemms(name, rows, in, features, calls)) out.push_back(g);
   };
   linear("qkv", C, 3 * C, tokens, n_layer);
   linear("proj", C, C, tokens, n_layer);

@@ -1,6 +1,6 @@
-// defines: step_gemms, the training step's matmuls as shapes, and heuristic_algos: the algorithms cuBLASLt's
-//          heuristic offers for one, which `gpt2bench kernels` times beside ATen's matmul: do the step's matmuls get
-//          cuBLAS's best kernels? (CUDA only)
+// defines: step_gemms, the training step's matmuls as shapes; heuristic_algos: the algorithms cuBLASLt's heuristic
+//          offers for one, which `gpt2bench kernels` times beside ATen's matmul (do the step's matmuls get cuBLAS's
+//          best kernels?); lt_gemm: one of them by its place in that list, as the step runs it (kernels/lt_linear.h).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -29,5 +29,15 @@ struct LtAlgo {
 std::vector<LtAlgo> heuristic_algos(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
                                     int max_algos);
 bool gemm_survey_built();  // false where cuBLASLt was not found (and on a CPU build)
+
+// The configuration in words of each algorithm cuBLASLt's heuristic lists for out = op(a)·op(b) (+ bias, one an
+// output column, in the GEMM's epilogue where `bias` is defined), at most kMaxLtAlgorithms, in its order; and that
+// product by the one at `index`. Each list is asked for once a process for each shape, dtype, bias and alignment.
+// fp32 tensors compute in TF32 where ATen's matmuls may. CUDA builds with cuBLASLt only.
+constexpr int kMaxLtAlgorithms = 8;
+std::vector<std::string> lt_algorithms(const StepGemm& g, const at::Tensor& a, const at::Tensor& b,
+                                       const at::Tensor& out, const at::Tensor& bias);
+void lt_gemm(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, const at::Tensor& bias,
+             int index);
 
 }  // namespace gpt2::kernels

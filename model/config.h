@@ -3,6 +3,7 @@
 // No libtorch here: this header is included by the StepSpec, the variants and the CLI.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace gpt2 {
@@ -42,6 +43,8 @@ struct ModelOptions {
   bool residual_norm_held = false;   // its CUDA kernels keep each row in registers between their sweeps
   bool fp8_linears = false;     // the blocks' linear layers in FP8, scaled per tensor (kernels/fp8_linear.h)
   bool gelu_epilogues = false;  // FeedForward's bias, GELU and their backward in cuBLASLt epilogues (kernels/gelu_epilogues.h)
+  bool lt_linears = false;      // the blocks' linear layers through kernels::lt_linear, each GEMM by the algorithm
+  std::map<std::string, int> gemm_algorithms;  // this table names for its key (kernels/lt_linear.h), else ATen's
 
   int64_t padded_vocab() const { return (vocab_size + vocab_pad_to - 1) / vocab_pad_to * vocab_pad_to; }
   bool operator==(const ModelOptions&) const = default;

@@ -10,6 +10,7 @@
 #include "kernels/bias_gelu.h"
 #include "kernels/fp8_linear.h"
 #include "kernels/gelu_epilogues.h"
+#include "kernels/lt_linear.h"
 
 namespace gpt2 {
 
@@ -36,16 +37,24 @@ namespace {
 // nn::Linear::forward (torch::nn::functional::linear) instead runs matmul and then `output += bias` on a
 // 3-D input: one more elementwise pass over every biased Linear's output, forward, that the Python step
 // does not make — found by setting the two steps' ATen ops side by side (the report's eager gap).
-// Under fp8_linears the same in FP8 over the (B·T, C) rows (kernels/fp8_linear.h). `with_bias`: false for the
-// forward_bias_apart forms, which add the bias later.
-at::Tensor linear(const at::Tensor& x, const torch::nn::Linear& l, bool fp8, bool with_bias = true) {
+// Under fp8_linears the same in FP8 over the (B·T, C) rows (kernels/fp8_linear.h), under lt_linears with the GEMMs'
+// algorithms `lt` names (kernels/lt_linear.h). `with_bias`: false for the forward_bias_apart forms, which add the
+// bias later.
+at::Tensor linear(const at::Tensor& x, const torch::nn::Linear& l, bool fp8,
+                  const std::optional<kernels::GemmAlgorithms>& lt, bool with_bias = true) {
   const at::Tensor b = with_bias ? l->bias : at::Tensor();
-  if (!fp8) return at::linear(x, l->weight, b);
-  const at::Tensor y = kernels::fp8_linear(x.reshape({-1, x.size(-1)}), l->weight,
-                                           b.defined() ? std::optional<at::Tensor>(b) : std::nullopt);
+  if (!fp8 && !lt) return at::linear(x, l->weight, b);
+  const at::Tensor rows = x.reshape({-1, x.size(-1)});
+  const at::Tensor y = fp8 ? kernels::fp8_linear(rows, l->weight, b.defined() ? std::optional(b) : std::nullopt)
+                           : kernels::lt_linear(rows, l->weight, b, *lt);
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes.back() = y.size(-1);
   return y.view(sizes);
+}
+
+std::optional<kernels::GemmAlgorithms> lt_table(const ModelOptions& o) {
+  if (!o.lt_linears) return std::nullopt;
+  return o.gemm_algorithms;
 }
 
 // Linear + bias + GELU(tanh) as one GEMM with the activation in its epilogue (cuBLASLt on CUDA).
@@ -74,7 +83,8 @@ FeedForwardImpl::FeedForwardImpl(const ModelOptions& o)
       fused_gelu_backward(o.fused_gelu_backward),
       gelu_backward_slab(o.gelu_backward_slab),
       gelu_epilogues(o.gelu_epilogues),
-      fp8(o.fp8_linears) {
+      fp8(o.fp8_linears),
+      lt(lt_table(o)) {
   fc1 = register_module("fc1", torch::nn::Linear(o.n_embd, 4 * o.n_embd));
   fc2 = register_module("fc2", torch::nn::Linear(4 * o.n_embd, o.n_embd));
 }
@@ -83,12 +93,12 @@ at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
   if (gelu_epilogues && !fp8)  // fc1, GELU and fc2 as one function of (B·T, C) rows, GELU in both epilogues
     return kernels::mlp_gelu_epilogues(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias, fc2->weight, fc2->bias)
         .view(x.sizes());
-  return linear(activations(x), fc2, fp8);
+  return linear(activations(x), fc2, fp8, lt);
 }
 
 std::pair<at::Tensor, at::Tensor> FeedForwardImpl::forward_bias_apart(const at::Tensor& x) {
   if (gelu_epilogues && !fp8) return {forward(x), at::Tensor()};
-  return {linear(activations(x), fc2, fp8, /*with_bias=*/false), fc2->bias};
+  return {linear(activations(x), fc2, fp8, lt, /*with_bias=*/false), fc2->bias};
 }
 
 at::Tensor FeedForwardImpl::activations(const at::Tensor& x) {
@@ -101,14 +111,19 @@ at::Tensor FeedForwardImpl::activations(const at::Tensor& x) {
     auto rows = x.reshape({-1, x.size(-1)});
     h = LinearGeluFn::apply(rows, fc1->weight, fc1->bias).view({x.size(0), x.size(1), -1});
   } else {
-    h = linear(x, fc1, fp8);
+    h = linear(x, fc1, fp8, lt);
     h = impl == LayerImpl::kNative ? at::gelu(h, "tanh") : gelu_tanh_scratch(h);
   }
   return h;
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelOptions& o)
-    : n_head(o.n_head), head_dim(o.n_embd / o.n_head), impl(o.attention), dropout(o.dropout), fp8(o.fp8_linears) {
+    : n_head(o.n_head),
+      head_dim(o.n_embd / o.n_head),
+      impl(o.attention),
+      dropout(o.dropout),
+      fp8(o.fp8_linears),
+      lt(lt_table(o)) {
   const int64_t C = o.n_embd;
   if (o.fused_qkv) {
     qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(C, 3 * C).bias(o.qkv_bias)));
@@ -123,20 +138,20 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelOptions& o)
     mask = register_buffer("mask", at::triu(at::ones({o.context, o.context}), /*diagonal=*/1));
 }
 
-at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) { return linear(attend(x), out_proj, fp8); }
+at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x) { return linear(attend(x), out_proj, fp8, lt); }
 
 std::pair<at::Tensor, at::Tensor> CausalSelfAttentionImpl::forward_bias_apart(const at::Tensor& x) {
-  return {linear(attend(x), out_proj, fp8, /*with_bias=*/false), out_proj->bias};
+  return {linear(attend(x), out_proj, fp8, lt, /*with_bias=*/false), out_proj->bias};
 }
 
 at::Tensor CausalSelfAttentionImpl::attend(const at::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
   at::Tensor q, k, v;  // (B, T, C) each
   if (qkv) {
-    auto parts = linear(x, qkv, fp8).split(C, /*dim=*/2);
+    auto parts = linear(x, qkv, fp8, lt).split(C, /*dim=*/2);
     q = parts[0], k = parts[1], v = parts[2];
   } else {
-    q = linear(x, query, fp8), k = linear(x, key, fp8), v = linear(x, value, fp8);
+    q = linear(x, query, fp8, lt), k = linear(x, key, fp8, lt), v = linear(x, value, fp8, lt);
   }
   // (B, T, C) -> (B, nh, T, hd)
   auto heads = [&](const at::Tensor& t) { return t.view({B, T, n_head, head_dim}).transpose(1, 2); };

@@ -5,6 +5,9 @@
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
+#include <map>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "model/config.h"
@@ -38,6 +41,7 @@ struct FeedForwardImpl : torch::nn::Module {
   int64_t gelu_backward_slab;
   bool gelu_epilogues;
   bool fp8;  // fp8_linears
+  std::optional<std::map<std::string, int>> lt;  // under lt_linears: the GEMMs' algorithms (kernels/lt_linear.h)
 };
 TORCH_MODULE(FeedForward);
 
@@ -57,6 +61,7 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   AttentionImpl impl;
   double dropout;
   bool fp8;  // fp8_linears
+  std::optional<std::map<std::string, int>> lt;  // under lt_linears (FeedForward's)
 };
 TORCH_MODULE(CausalSelfAttention);
 

@@ -25,6 +25,7 @@
 #include "kernels/fp8_linear.h"
 #include "kernels/gelu_epilogues.h"
 #include "kernels/gemm_survey.h"
+#include "kernels/lt_linear.h"
 #include "kernels/packs.h"
 #include "kernels/philox.h"
 #include "kernels/residual_norm.h"
@@ -1024,6 +1025,49 @@ TEST_F(KernelsCuda, EveryHeuristicAlgorithmComputesTheStepsMatmul_CUDA) {
       algo.call();
       EXPECT_LE((out.to(at::kFloat) - want).abs().max().item<double>(), 2e-2 * want.abs().max().item<double>())
           << g.name << ": " << algo.config;
+    }
+  }
+}
+
+// gemm_algorithms: a linear layer (a bias in the forward's epilogue, and without) with each of its three GEMMs at each
+// place of cuBLASLt's heuristic list computes at::linear's output and gradients within bf16's rounding; a place past
+// the list's end is refused, saying how many there are.
+TEST_F(KernelsCuda, LtLinearRunsEveryHeuristicAlgorithm_CUDA) {
+  at::manual_seed(17);
+  const auto on = on_gpu().dtype(at::kBFloat16);
+  for (bool biased : {true, false}) {
+    const at::Tensor x = at::randn({256, 64}, on).requires_grad_(), w = at::randn({192, 64}, on).requires_grad_();
+    const at::Tensor b = biased ? at::randn({192}, on).requires_grad_() : at::Tensor(), g = at::randn({256, 192}, on);
+    std::vector<at::Tensor> leaves = {x, w};
+    if (biased) leaves.push_back(b);
+    const at::Tensor want = at::linear(x, w, b);
+    const auto want_grads = torch::autograd::grad({want}, leaves, {g});
+    const auto gemms = kernels::linear_gemms("linear", 256, 64, 192);
+    for (int which = 0; which < 3; ++which) {
+      const bool bias = which == 0 && biased;
+      const at::Tensor a = which == 0 ? x : g, bop = which == 0 ? w : which == 1 ? w : x;
+      const at::Tensor out = at::empty({gemms[which].M, gemms[which].N}, on);
+      const int n = static_cast<int>(kernels::lt_algorithms(gemms[which], a.detach(), bop.detach(), out,
+                                                            bias ? b.detach() : at::Tensor()).size());
+      ASSERT_GT(n, 0) << gemms[which].name;
+      for (int i = 0; i <= n; ++i) {
+        const kernels::GemmAlgorithms table = {{kernels::gemm_key(gemms[which], bias, "BFloat16"), i}};
+        try {
+          const at::Tensor y = kernels::lt_linear(x, w, b, table);
+          const auto grads = torch::autograd::grad({y}, leaves, {g});
+          EXPECT_LT(i, n) << gemms[which].name << ": #" << i << " ran past the list";
+          auto near = [](const at::Tensor& got, const at::Tensor& ref) {
+            return (got - ref).abs().max().item<double>() <= 2e-2 * ref.abs().max().item<double>();
+          };
+          EXPECT_TRUE(near(y, want)) << gemms[which].name << " #" << i;
+          for (size_t k = 0; k < grads.size(); ++k)
+            EXPECT_TRUE(near(grads[k], want_grads[k])) << gemms[which].name << " #" << i << " gradient " << k;
+        } catch (const c10::Error& e) {
+          EXPECT_EQ(i, n) << e.what();
+          EXPECT_NE(std::string(e.what_without_backtrace()).find("algorithms for linear"), std::string::npos)
+              << e.what();
+        }
+      }
     }
   }
 }

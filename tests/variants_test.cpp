@@ -57,6 +57,7 @@ const std::map<std::string, std::function<bool(const StepSpec&)>>& expected_edit
       {"fused_residual_norm", [](const StepSpec& s) { return s.model.fused_residual_norm; }},
       {"fp8_linears", [](const StepSpec& s) { return s.model.fp8_linears; }},
       {"adamw_one_launch", [](const StepSpec& s) { return s.optimizer.kind == OptimizerKind::kAdamwOneLaunch; }},
+      {"gemm_algorithms", [](const StepSpec& s) { return s.model.lt_linears; }},
   };
   return m;
 }
@@ -102,6 +103,7 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
       {"fp16_autocast", {cpu().fp16, true, true}},  // this CPU's flags (below: both ways)
       {"fp8_linears", {false, false, false}},       // sm89+ (below)
       {"adamw_one_launch", {false, true, true}},
+      {"gemm_algorithms", {false, true, true}},
   };
   const DeviceInfo devs[3] = {cpu(), fake_gpu(7), fake_gpu(8)};  // one process each: ddp is skipped
   for (const auto& v : registry()) {

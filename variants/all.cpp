@@ -30,6 +30,7 @@ const std::vector<const Variant*>& registry() {
       &sync_every_step,
       &fp8_linears,
       &adamw_one_launch,
+      &gemm_algorithms,
   };
   return list;
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "bench/measure/gemm_choice.h"
 #include "bench/runtime/device.h"
 #include "bench/step/train_step.h"
 #include "common/errors.h"
@@ -28,8 +29,9 @@ class WarningCollector : public c10::WarningHandler {
   std::vector<std::string> texts;
 };
 
-// Seconds of one `pass`, the mean of `iters`, the device synchronized around them; what an out-of-memory pass
-// had cached goes back before the next candidate.
+}  // namespace
+
+// What an out-of-memory pass had cached goes back before the next candidate.
 double seconds_per_pass(const DeviceInfo& dev, int iters, const std::function<void()>& pass) {
   try {
     synchronize(dev);
@@ -42,8 +44,6 @@ double seconds_per_pass(const DeviceInfo& dev, int iters, const std::function<vo
     throw;
   }
 }
-
-}  // namespace
 
 const std::vector<SdpaBackend>& sdpa_candidates() {
   static const std::vector<SdpaBackend> all = {SdpaBackend::kFlash, SdpaBackend::kEfficient, SdpaBackend::kCudnn,
@@ -269,7 +269,7 @@ std::string residual_norm_key(const StepSpec& spec) {
 
 // In the order a rung runs them: the SDPA kernel at the planned batch (a batch search then runs with it), the
 // chunk at the batch the rung runs, then the classifier kernel's launch on that chunk, the GELU backward's slab,
-// the row traversal.
+// the row traversal, the linears' GEMM algorithms.
 std::vector<Chooser>& choosers() {
   static std::vector<Chooser> all = {
       {"sdpa_backend", false,
@@ -293,7 +293,9 @@ std::vector<Chooser>& choosers() {
       {"residual_norm", true,
        [](const StepSpec& s) { return s.model.fused_residual_norm && s.settings.residual_norm_fastest; },
        residual_norm_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_residual_norm(s, d); },
-       [](StepSpec& s, const std::string& chosen) { s.model.residual_norm_held = chosen == "held"; }}};
+       [](StepSpec& s, const std::string& chosen) { s.model.residual_norm_held = chosen == "held"; }},
+      {"gemm_algorithms", true, [](const StepSpec& s) { return s.model.lt_linears; }, gemm_algorithms_key,
+       [](const StepSpec& s, const DeviceInfo& d) { return choose_gemm_algorithms(s, d); }, use_gemm_algorithms}};
   return all;
 }
 

@@ -14,6 +14,9 @@
 
 namespace gpt2 {
 
+// Seconds of one `pass`, the mean of `iters`, the device synchronized around them: each chooser's trial.
+double seconds_per_pass(const DeviceInfo& dev, int iters, const std::function<void()>& pass);
+
 // The kernels tried, in this order: flash, efficient (memory-efficient), cudnn, math.
 const std::vector<SdpaBackend>& sdpa_candidates();
 // `trial(b)` runs with only kernel b allowed; where b cannot run, ATen's warnings (which say why) are kept with the

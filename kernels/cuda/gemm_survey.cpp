@@ -1,28 +1,34 @@
-// heuristic_algos (kernels/gemm_survey.h): cuBLASLt's heuristic list for one of the step's matmuls, each
-// algorithm a call on the given tensors (ATen's handle, stream and caching allocator: graph-capture safe).
+// lt_algorithms, lt_gemm and heuristic_algos (kernels/gemm_survey.h): cuBLASLt's heuristic list for one of the step's
+// matmuls, asked once a process for each shape and kept, and a call by its place in the list (ATen's handle, stream
+// and caching allocator: graph-capture safe).
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
 #include "kernels/gemm_survey.h"
 
 #if GPT2_HAVE_CUBLASLT
+#include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAGuard.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include "kernels/cuda/lt.h"
 
 namespace gpt2::kernels {
 namespace {
 
-// Everything one matmul's calls use, kept alive by the calls.
-struct LtMatmul {
+// One matmul's descriptors and the heuristic's algorithms for them.
+struct Plan {
   lt::MatmulDesc op;
   lt::Layout a, b, d;
-  lt::Preference pref;
-  at::Tensor workspace;
+  std::vector<cublasLtMatmulHeuristicResult_t> found;
+  std::vector<std::string> configs;
 };
 
 template <typename V>
@@ -43,49 +49,97 @@ std::string describe(const cublasLtMatmulHeuristicResult_t& r) {
   return o.str();
 }
 
+void check(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, const at::Tensor& bias) {
+  TORCH_CHECK(a.is_cuda() && a.is_contiguous() && b.is_contiguous() && out.is_contiguous() &&
+                  a.scalar_type() == b.scalar_type() && out.scalar_type() == a.scalar_type(),
+              "lt_gemm: contiguous CUDA tensors of one dtype expected");
+  TORCH_CHECK(a.numel() == g.M * g.K && b.numel() == g.K * g.N && out.numel() == g.M * g.N,
+              "lt_gemm: the tensors are not the sizes of ", g.name, " (M=", g.M, " N=", g.N, " K=", g.K, ")");
+  TORCH_CHECK(!bias.defined() || (bias.is_contiguous() && bias.numel() == g.N && bias.scalar_type() == a.scalar_type()),
+              "lt_gemm: the bias must be ", g.N, " contiguous values of the operands' dtype");
+}
+
+std::unique_ptr<Plan> make_plan(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
+                                const at::Tensor& bias, bool tf32) {
+  const LtLayout l = column_major(g);
+  const cudaDataType_t t = lt::cuda_type(a.scalar_type(), "lt_gemm");
+  auto p = std::make_unique<Plan>();
+  TORCH_CUDABLAS_CHECK(
+      cublasLtMatmulDescCreate(&p->op.d, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  lt::set(p->op.d, CUBLASLT_MATMUL_DESC_TRANSA, l.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
+  lt::set(p->op.d, CUBLASLT_MATMUL_DESC_TRANSB, l.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
+  if (bias.defined()) lt::set(p->op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
+  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a.d, t, l.a_rows, l.a_cols, l.lda));
+  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b.d, t, l.b_rows, l.b_cols, l.ldb));
+  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&p->d.d, t, l.m, l.n, l.ldd));
+  lt::Preference pref;
+  TORCH_CUDABLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.d));
+  lt::set(pref.d, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, lt::kWorkspaceBytes);
+  lt::set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, lt::alignment(b.const_data_ptr()));  // A' is b
+  lt::set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, lt::alignment(a.const_data_ptr()));
+  lt::set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, lt::alignment(out.const_data_ptr()));
+  lt::set(pref.d, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, lt::alignment(out.const_data_ptr()));
+  p->found.resize(kMaxLtAlgorithms);
+  int n = 0;
+  TORCH_CUDABLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(at::cuda::getCurrentCUDABlasLtHandle(), p->op.d, p->a.d, p->b.d,
+                                                      p->d.d, p->d.d, pref.d, kMaxLtAlgorithms, p->found.data(), &n));
+  p->found.resize(n);
+  for (const auto& r : p->found) p->configs.push_back(describe(r));
+  return p;
+}
+
+// The plan for these operands: made once for each shape, dtype, bias, alignment and device, then kept (the step
+// asks for it at every call; the heuristic takes tens of microseconds).
+const Plan& plan_for(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
+                     const at::Tensor& bias) {
+  check(g, a, b, out, bias);
+  const bool tf32 = a.scalar_type() == at::kFloat && at::globalContext().allowTF32CuBLAS();
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int, bool, bool, uint32_t, uint32_t, uint32_t, int>;
+  const Key key{g.M, g.N, g.K, g.a_transposed, g.b_transposed, static_cast<int>(a.scalar_type()), bias.defined(), tf32,
+                lt::alignment(a.const_data_ptr()), lt::alignment(b.const_data_ptr()),
+                lt::alignment(out.const_data_ptr()), a.get_device()};
+  static std::mutex mutex;
+  static std::map<Key, std::unique_ptr<Plan>> plans;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto& p = plans[key];
+  if (!p) p = make_plan(g, a, b, out, bias, tf32);
+  return *p;
+}
+
 }  // namespace
 
 bool gemm_survey_built() { return true; }
 
+std::vector<std::string> lt_algorithms(const StepGemm& g, const at::Tensor& a, const at::Tensor& b,
+                                       const at::Tensor& out, const at::Tensor& bias) {
+  const c10::cuda::CUDAGuard guard(a.device());
+  return plan_for(g, a, b, out, bias).configs;
+}
+
+void lt_gemm(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, const at::Tensor& bias,
+             int index) {
+  const c10::cuda::CUDAGuard guard(a.device());
+  const Plan& p = plan_for(g, a, b, out, bias);
+  TORCH_CHECK(index >= 0 && index < static_cast<int>(p.found.size()), "lt_gemm: cuBLASLt's heuristic lists ",
+              p.found.size(), " algorithms for ", g.name, " (M=", g.M, " N=", g.N, " K=", g.K, "), not #", index);
+  if (bias.defined()) lt::set(p.op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias.const_data_ptr());
+  const at::Tensor workspace = at::empty({static_cast<int64_t>(lt::kWorkspaceBytes)}, a.options().dtype(at::kByte));
+  const float alpha = 1.0f, beta = 0.0f;
+  // A' is b's storage, B' is a's (column-major: outᵀ = op(b)ᵀ·op(a)ᵀ)
+  TORCH_CUDABLAS_CHECK(cublasLtMatmul(at::cuda::getCurrentCUDABlasLtHandle(), p.op.d, &alpha, b.const_data_ptr(),
+                                      p.a.d, a.const_data_ptr(), p.b.d, &beta, out.mutable_data_ptr(), p.d.d,
+                                      out.mutable_data_ptr(), p.d.d, &p.found[index].algo,
+                                      workspace.mutable_data_ptr(), lt::kWorkspaceBytes,
+                                      at::cuda::getCurrentCUDAStream()));
+}
+
 std::vector<LtAlgo> heuristic_algos(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
                                     int max_algos) {
-  TORCH_CHECK(a.is_cuda() && a.is_contiguous() && b.is_contiguous() && out.is_contiguous() &&
-                  a.scalar_type() == b.scalar_type() && out.scalar_type() == a.scalar_type(),
-              "heuristic_algos: contiguous CUDA tensors of one dtype expected");
-  TORCH_CHECK(a.numel() == g.M * g.K && b.numel() == g.K * g.N && out.numel() == g.M * g.N,
-              "heuristic_algos: the tensors are not the sizes of ", g.name, " (M=", g.M, " N=", g.N, " K=", g.K, ")");
-  const LtLayout l = column_major(g);
-  const cudaDataType_t t = lt::cuda_type(a.scalar_type(), "heuristic_algos");
-  auto m = std::make_shared<LtMatmul>();
-  TORCH_CUDABLAS_CHECK(cublasLtMatmulDescCreate(&m->op.d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  lt::set(m->op.d, CUBLASLT_MATMUL_DESC_TRANSA, l.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
-  lt::set(m->op.d, CUBLASLT_MATMUL_DESC_TRANSB, l.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
-  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&m->a.d, t, l.a_rows, l.a_cols, l.lda));
-  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&m->b.d, t, l.b_rows, l.b_cols, l.ldb));
-  TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&m->d.d, t, l.m, l.n, l.ldd));
-  TORCH_CUDABLAS_CHECK(cublasLtMatmulPreferenceCreate(&m->pref.d));
-  lt::set(m->pref.d, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, lt::kWorkspaceBytes);
-  m->workspace = at::empty({static_cast<int64_t>(lt::kWorkspaceBytes)}, a.options().dtype(at::kByte));
-  std::vector<cublasLtMatmulHeuristicResult_t> found(max_algos);
-  int n = 0;
-  const cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
-  TORCH_CUDABLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, m->op.d, m->a.d, m->b.d, m->d.d, m->d.d, m->pref.d,
-                                                      max_algos, found.data(), &n));
-  std::vector<LtAlgo> out_algos;
-  for (int i = 0; i < n; ++i) {
-    const cublasLtMatmulAlgo_t algo = found[i].algo;
-    // A' is B's storage, B' is A's (column-major: outᵀ = op(B)ᵀ·op(A)ᵀ)
-    const void *pa = b.data_ptr(), *pb = a.data_ptr();
-    void* pd = out.data_ptr();
-    out_algos.push_back({describe(found[i]), [m, algo, pa, pb, pd] {
-                           const float alpha = 1.0f, beta = 0.0f;
-                           TORCH_CUDABLAS_CHECK(cublasLtMatmul(at::cuda::getCurrentCUDABlasLtHandle(), m->op.d, &alpha,
-                                                               pa, m->a.d, pb, m->b.d, &beta, pd, m->d.d, pd, m->d.d,
-                                                               &algo, m->workspace.mutable_data_ptr(),
-                                                               lt::kWorkspaceBytes, at::cuda::getCurrentCUDAStream()));
-                         }});
-  }
-  return out_algos;
+  std::vector<LtAlgo> algos;
+  const std::vector<std::string> configs = lt_algorithms(g, a, b, out, at::Tensor());
+  for (int i = 0; i < static_cast<int>(configs.size()) && i < max_algos; ++i)
+    algos.push_back({configs[i], [=] { lt_gemm(g, a, b, out, at::Tensor(), i); }});
+  return algos;
 }
 
 }  // namespace gpt2::kernels
@@ -95,6 +149,15 @@ std::vector<LtAlgo> heuristic_algos(const StepGemm& g, const at::Tensor& a, cons
 namespace gpt2::kernels {
 
 bool gemm_survey_built() { return false; }
+
+std::vector<std::string> lt_algorithms(const StepGemm&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                       const at::Tensor&) {
+  TORCH_CHECK(false, "lt_algorithms: this build found no cuBLASLt library (CMake: CUBLASLT_LIBRARY)");
+}
+
+void lt_gemm(const StepGemm&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int) {
+  TORCH_CHECK(false, "lt_gemm: this build found no cuBLASLt library (CMake: CUBLASLT_LIBRARY)");
+}
 
 std::vector<LtAlgo> heuristic_algos(const StepGemm&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int) {
   TORCH_CHECK(false, "heuristic_algos: this build found no cuBLASLt library (CMake: CUBLASLT_LIBRARY)");
