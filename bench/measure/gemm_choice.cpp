@@ -10,6 +10,7 @@
 #include "bench/measure/choosers.h"
 #include "bench/runtime/device.h"
 #include "bench/step/train_step.h"
+#include "common/errors.h"
 #include "kernels/gemm_survey.h"
 
 namespace gpt2 {
@@ -34,11 +35,20 @@ Choice time_gemm(const LinearGemm& lg, const DeviceInfo& dev, at::ScalarType dty
   at::Tensor out = at::empty({g.M, g.N}, opts);
   const at::Tensor a_op = g.a_transposed ? a.t() : a, b_op = g.b_transposed ? b.t() : b;
   std::vector<std::string> candidates{"aten"};
-  if (dev.cuda() && kernels::gemm_survey_built() && dtype != at::kFloat)
-    for (size_t i = 0; i < kernels::lt_algorithms(g, a, b, out, bias).size(); ++i)
-      candidates.push_back("lt" + std::to_string(i));
+  std::string no_list;  // where cuBLASLt lists nothing for the shape: one "lt0" that fails saying why
+  if (dev.cuda() && kernels::gemm_survey_built() && dtype != at::kFloat) {
+    try {
+      const size_t n = kernels::lt_algorithms(g, a, b, out, bias).size();
+      for (size_t i = 0; i < n; ++i) candidates.push_back("lt" + std::to_string(i));
+      if (n == 0) no_list = "cuBLASLt's heuristic lists no algorithm for this GEMM";
+    } catch (const std::exception& e) {
+      no_list = first_line(error_text(e));
+    }
+    if (!no_list.empty()) candidates.push_back("lt0");
+  }
   const Choice c{dotted(g.name), "", "", "", "aten", 0.01, {}, ""};
   return time_candidates(c, candidates, rounds, [&](const std::string& name) {
+    if (name != "aten" && !no_list.empty()) throw std::runtime_error(no_list);
     return seconds_per_pass(dev, iters, [&] {
       if (name != "aten") return kernels::lt_gemm(g, a, b, out, bias, std::stoi(name.substr(2)));
       if (lg.bias) (void)at::addmm_out(out, bias, a_op, b_op);
