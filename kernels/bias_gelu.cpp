@@ -7,6 +7,7 @@
 
 #include "kernels/autocast.h"
 #include "kernels/gelu_epilogues.h"
+#include "kernels/lt_linear.h"
 
 namespace gpt2::kernels {
 namespace {
@@ -23,17 +24,21 @@ void check_args(const at::Tensor& grad, const at::Tensor& pre) {
 
 struct LinearBiasGelu : torch::autograd::Function<LinearBiasGelu> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
-                            const at::Tensor& b, int64_t slab) {
+                            const at::Tensor& b, int64_t slab, const GemmAlgorithms& table) {
     // (N, F) each. On CUDA one GEMM whose epilogue adds the bias, applies GELU and writes the pre-activation
     // beside (cuBLASLt GELU_AUX_BIAS, gelu_epilogues's forward): on the H100 at batch 32 that GEMM took 3.66 ms
     // a step where the GEMM with its bias and then ATen's GELU took 2.85 + 1.64 (the first run's breakdowns of
     // top+gelu_epilogues and top+fused_gelu_backward, reports/reference/gpu-nvidia-h100-80gb-hbm3). Elsewhere
     // the GEMM with its bias, then GELU.
-    auto [h, pre] = x.is_cuda() && gelu_epilogues_built()
-                        ? linear_gelu_aux(x.contiguous(), w.contiguous(), b.contiguous())
+    const auto gemms = linear_gemms("fc1", x.size(0), x.size(1), w.size(0));
+    const int64_t f = table_algorithm(table, gemms[0], "gelu_aux_bias", x.scalar_type());
+    auto [h, pre] = (x.is_cuda() && gelu_epilogues_built()) || f >= 0  // a table's algorithm off CUDA: refused
+                        ? linear_gelu_aux(x.contiguous(), w.contiguous(), b.contiguous(), static_cast<int>(f))
                         : linear_gelu_aux_reference(x, w, b);
     ctx->save_for_backward({x, w, pre});
     ctx->saved_data["slab"] = slab;
+    ctx->saved_data["dx"] = table_algorithm(table, gemms[1], "", x.scalar_type());
+    ctx->saved_data["dw"] = table_algorithm(table, gemms[2], "", x.scalar_type());
     return h;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -41,7 +46,11 @@ struct LinearBiasGelu : torch::autograd::Function<LinearBiasGelu> {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &x = saved[0], &w = saved[1], &pre = saved[2];
     auto [d_pre, d_bias] = bias_gelu_backward(grad[0].contiguous(), pre, ctx->saved_data["slab"].toInt());
-    return {d_pre.mm(w), d_pre.t().mm(x), d_bias, at::Tensor()};
+    const auto gemms = linear_gemms("fc1", x.size(0), x.size(1), w.size(0));
+    const at::Tensor dx = gemm_or_aten(gemms[1], d_pre, w, ctx->saved_data["dx"].toInt(), [&] { return d_pre.mm(w); });
+    const at::Tensor dw =
+        gemm_or_aten(gemms[2], d_pre, x, ctx->saved_data["dw"].toInt(), [&] { return d_pre.t().mm(x); });
+    return {dx, dw, d_bias, at::Tensor(), at::Tensor()};
   }
 };
 
@@ -58,10 +67,11 @@ std::pair<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, con
   return pre.is_cuda() ? bias_gelu_backward_cuda(grad, pre, slab) : bias_gelu_backward_reference(grad, pre);
 }
 
-at::Tensor linear_bias_gelu(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int64_t slab) {
+at::Tensor linear_bias_gelu(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int64_t slab,
+                            const GemmAlgorithms& table) {
   TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && b.dim() == 1 && x.size(1) == w.size(1) && b.size(0) == w.size(0),
               "linear_bias_gelu: x (N, C), w (F, C), b (F), got ", x.sizes(), ", ", w.sizes(), ", ", b.sizes());
-  return LinearBiasGelu::apply(cast_as_autocast(x), cast_as_autocast(w), cast_as_autocast(b), slab);
+  return LinearBiasGelu::apply(cast_as_autocast(x), cast_as_autocast(w), cast_as_autocast(b), slab, table);
 }
 
 }  // namespace gpt2::kernels

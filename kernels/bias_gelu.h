@@ -8,6 +8,8 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <map>
+#include <string>
 #include <utility>
 
 namespace gpt2::kernels {
@@ -22,7 +24,9 @@ std::pair<at::Tensor, at::Tensor> bias_gelu_backward_cuda(const at::Tensor& grad
 
 // GELU_tanh(x·wᵀ + b) for x (N × C), w (F × C), b (F), differentiable in all three, its backward through
 // bias_gelu_backward (its kernel at `slab` rows a block). Under autocast it computes in the autocast dtype, as
-// at::linear would.
-at::Tensor linear_bias_gelu(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int64_t slab = 32);
+// at::linear would. Its GEMMs (the forward's GELU_AUX_BIAS, the input and weight gradients') by the cuBLASLt
+// algorithms `table` names (kernels/lt_linear.h), else the forward's heuristic first and ATen's mm.
+at::Tensor linear_bias_gelu(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int64_t slab = 32,
+                            const std::map<std::string, int>& table = {});
 
 }  // namespace gpt2::kernels

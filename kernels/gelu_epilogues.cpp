@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
+
 #include "kernels/autocast.h"
 
 namespace gpt2::kernels {
@@ -45,11 +47,15 @@ std::pair<at::Tensor, at::Tensor> linear_gelu_aux_reference(const at::Tensor& x,
   return {at::gelu(pre, "tanh"), pre};
 }
 
-std::pair<at::Tensor, at::Tensor> linear_gelu_aux(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+std::pair<at::Tensor, at::Tensor> linear_gelu_aux(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                                                  int algorithm) {
   TORCH_CHECK(x.dim() == 2 && w.dim() == 2 && b.dim() == 1 && x.size(1) == w.size(1) && b.size(0) == w.size(0),
               "linear_gelu_aux: x (N, C), w (F, C), b (F) expected, got ", x.sizes(), ", ", w.sizes(), ", ", b.sizes());
   check_same("linear_gelu_aux", {&x, &w, &b});
-  return x.is_cuda() ? linear_gelu_aux_cuda(x, w, b) : linear_gelu_aux_reference(x, w, b);
+  if (x.is_cuda()) return linear_gelu_aux_cuda(x, w, b, std::max(algorithm, 0));
+  TORCH_CHECK(algorithm < 0, "linear_gelu_aux: cuBLASLt algorithm #", algorithm, " asked for on ", x.device(),
+              ", where the reference runs");
+  return linear_gelu_aux_reference(x, w, b);
 }
 
 std::pair<at::Tensor, at::Tensor> matmul_dgelu_bgrad_reference(const at::Tensor& g, const at::Tensor& w,

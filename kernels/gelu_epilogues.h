@@ -20,11 +20,14 @@ namespace gpt2::kernels {
 // Whether this build calls cuBLASLt (a CUDA build that found the library): else the _cuda functions below throw.
 bool gelu_epilogues_built();
 
-// (GELU_tanh(x·wᵀ + b), x·wᵀ + b) for x (N × C), w (F × C), b (F), one dtype, contiguous.
-std::pair<at::Tensor, at::Tensor> linear_gelu_aux(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
+// (GELU_tanh(x·wᵀ + b), x·wᵀ + b) for x (N × C), w (F × C), b (F), one dtype, contiguous. On CUDA by the
+// `algorithm`th of cuBLASLt's heuristic list for it (-1: the first); the reference runs none, and refuses one.
+std::pair<at::Tensor, at::Tensor> linear_gelu_aux(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                                                  int algorithm = -1);
 std::pair<at::Tensor, at::Tensor> linear_gelu_aux_reference(const at::Tensor& x, const at::Tensor& w,
                                                             const at::Tensor& b);
-std::pair<at::Tensor, at::Tensor> linear_gelu_aux_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b);
+std::pair<at::Tensor, at::Tensor> linear_gelu_aux_cuda(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                                                       int algorithm = 0);
 
 // (d_pre = (g·w) ⊙ GELU_tanh'(pre), its sum over the N rows) for g (N × C), w (C × F), pre (N × F): fc2's
 // input gradient carried through GELU, and fc1's bias gradient. One dtype, contiguous.

@@ -28,11 +28,12 @@ inline std::array<StepGemm, 3> linear_gemms(const std::string& name, int64_t row
           StepGemm{name + " dW", out, in, rows, true, false, calls}};
 }
 
-// "M=8192 N=2304 K=768 NT bias BFloat16": a GEMM's shape, how A and B are read (N as stored, T transposed), the
-// bias in its epilogue or not, and the dtype — what one algorithm is chosen for (kernels/lt_linear.h).
-inline std::string gemm_key(const StepGemm& g, bool bias, const std::string& dtype) {
+// "M=8192 N=2304 K=768 NT bias BFloat16": a GEMM's shape, how A and B are read (N as stored, T transposed), its
+// epilogue ("": none) and the dtype — what one algorithm is chosen for (kernels/lt_linear.h).
+inline std::string gemm_key(const StepGemm& g, const std::string& epilogue, const std::string& dtype) {
   return "M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) + " K=" + std::to_string(g.K) + " " +
-         (g.a_transposed ? "T" : "N") + (g.b_transposed ? "T" : "N") + (bias ? " bias " : " ") + dtype;
+         (g.a_transposed ? "T" : "N") + (g.b_transposed ? "T" : "N") + " " + (epilogue.empty() ? "" : epilogue + " ") +
+         dtype;
 }
 
 // The row-major out (M × N) is cuBLASLt's (N × M) matrix D = op(A')·op(B'), A' the row-major B and B' the

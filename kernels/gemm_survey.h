@@ -30,14 +30,25 @@ std::vector<LtAlgo> heuristic_algos(const StepGemm& g, const at::Tensor& a, cons
                                     int max_algos);
 bool gemm_survey_built();  // false where cuBLASLt was not found (and on a CPU build)
 
-// The configuration in words of each algorithm cuBLASLt's heuristic lists for out = op(a)·op(b) (+ bias, one an
-// output column, in the GEMM's epilogue where `bias` is defined), at most kMaxLtAlgorithms, in its order; and that
-// product by the one at `index`. Each list is asked for once a process for each shape, dtype, bias and alignment.
-// fp32 tensors compute in TF32 where ATen's matmuls may. CUDA builds with cuBLASLt only.
+// What a GEMM's epilogue does beside the product (out: M × N): nothing; adds `vec` (N, one value an output column);
+// adds `vec`, writes that pre-activation to `aux` (M × N) and GELU(tanh) of it to out (GELU_AUX_BIAS); multiplies
+// the product by GELU'(`aux`) and writes its column sums to `vec` (DGELU_BGRAD). All in the operands' dtype.
+struct LtEpilogue {
+  enum Kind { kNone, kBias, kGeluAuxBias, kDGeluBGrad } kind = kNone;
+  at::Tensor vec, aux;
+  std::string name() const {  // a table key's word for it (gemm_key)
+    return kind == kBias ? "bias" : kind == kGeluAuxBias ? "gelu_aux_bias" : kind == kDGeluBGrad ? "dgelu_bgrad" : "";
+  }
+};
+
+// The configuration in words of each algorithm cuBLASLt's heuristic lists for out = op(a)·op(b) with that epilogue,
+// at most kMaxLtAlgorithms, in its order; and that product by the one at `index`. Each list is asked for once a
+// process for each shape, dtype, epilogue and alignment. fp32 tensors compute in TF32 where ATen's matmuls may.
+// CUDA builds with cuBLASLt only.
 constexpr int kMaxLtAlgorithms = 8;
 std::vector<std::string> lt_algorithms(const StepGemm& g, const at::Tensor& a, const at::Tensor& b,
-                                       const at::Tensor& out, const at::Tensor& bias);
-void lt_gemm(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, const at::Tensor& bias,
+                                       const at::Tensor& out, const LtEpilogue& e = {});
+void lt_gemm(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, const LtEpilogue& e,
              int index);
 
 }  // namespace gpt2::kernels

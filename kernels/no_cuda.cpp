@@ -40,15 +40,15 @@ std::vector<LtAlgo> heuristic_algos(const StepGemm&, const at::Tensor&, const at
 }
 
 std::vector<std::string> lt_algorithms(const StepGemm&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                       const at::Tensor&) {
+                                       const LtEpilogue&) {
   TORCH_CHECK(false, "lt_algorithms: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 
-void lt_gemm(const StepGemm&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int) {
+void lt_gemm(const StepGemm&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const LtEpilogue&, int) {
   TORCH_CHECK(false, "lt_gemm: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 
-std::pair<at::Tensor, at::Tensor> linear_gelu_aux_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+std::pair<at::Tensor, at::Tensor> linear_gelu_aux_cuda(const at::Tensor&, const at::Tensor&, const at::Tensor&, int) {
   TORCH_CHECK(false, "linear_gelu_aux_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 

@@ -104,7 +104,8 @@ std::pair<at::Tensor, at::Tensor> FeedForwardImpl::forward_bias_apart(const at::
 at::Tensor FeedForwardImpl::activations(const at::Tensor& x) {
   at::Tensor h;  // (B, T, 4C)
   if (fused_gelu_backward && !fp8) {  // the pre-activation kept, our kernel in the backward
-    h = kernels::linear_bias_gelu(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias, gelu_backward_slab)
+    h = kernels::linear_bias_gelu(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias, gelu_backward_slab,
+                                  lt ? *lt : kernels::GemmAlgorithms{})
             .view({x.size(0), x.size(1), -1});
   } else if (fused_bias_gelu && !fp8) {
     // One GEMM with bias and GELU(tanh) in its epilogue, on (B·T, C) rows.

@@ -1047,11 +1047,12 @@ TEST_F(KernelsCuda, LtLinearRunsEveryHeuristicAlgorithm_CUDA) {
       const bool bias = which == 0 && biased;
       const at::Tensor a = which == 0 ? x : g, bop = which == 0 ? w : which == 1 ? w : x;
       const at::Tensor out = at::empty({gemms[which].M, gemms[which].N}, on);
-      const int n = static_cast<int>(kernels::lt_algorithms(gemms[which], a.detach(), bop.detach(), out,
-                                                            bias ? b.detach() : at::Tensor()).size());
+      const kernels::LtEpilogue e{bias ? kernels::LtEpilogue::kBias : kernels::LtEpilogue::kNone,
+                                  bias ? b.detach() : at::Tensor(), {}};
+      const int n = static_cast<int>(kernels::lt_algorithms(gemms[which], a.detach(), bop.detach(), out, e).size());
       ASSERT_GT(n, 0) << gemms[which].name;
       for (int i = 0; i <= n; ++i) {
-        const kernels::GemmAlgorithms table = {{kernels::gemm_key(gemms[which], bias, "BFloat16"), i}};
+        const kernels::GemmAlgorithms table = {{kernels::gemm_key(gemms[which], e.name(), "BFloat16"), i}};
         try {
           const at::Tensor y = kernels::lt_linear(x, w, b, table);
           const auto grads = torch::autograd::grad({y}, leaves, {g});
@@ -1069,6 +1070,22 @@ TEST_F(KernelsCuda, LtLinearRunsEveryHeuristicAlgorithm_CUDA) {
         }
       }
     }
+  }
+}
+
+// fused_gelu_backward's fc1 with its GELU_AUX_BIAS forward at each place of cuBLASLt's list: the reference's output.
+TEST_F(KernelsCuda, LinearBiasGeluRunsEveryGeluAuxBiasAlgorithm_CUDA) {
+  at::manual_seed(19);
+  const auto on = on_gpu().dtype(at::kBFloat16);
+  const at::Tensor x = at::randn({256, 64}, on), w = at::randn({256, 64}, on), b = at::randn({256}, on);
+  const kernels::StepGemm g = kernels::linear_gemms("fc1", 256, 64, 256)[0];
+  const at::Tensor out = at::empty({256, 256}, on), pre = at::empty_like(out);
+  const int n = static_cast<int>(kernels::lt_algorithms(g, x, w, out, {kernels::LtEpilogue::kGeluAuxBias, b, pre}).size());
+  ASSERT_GT(n, 0);
+  const at::Tensor want = kernels::linear_gelu_aux_reference(x.to(at::kFloat), w.to(at::kFloat), b.to(at::kFloat)).first;
+  for (int i = 0; i < n; ++i) {
+    const at::Tensor y = kernels::linear_bias_gelu(x, w, b, 32, {{kernels::gemm_key(g, "gelu_aux_bias", "BFloat16"), i}});
+    EXPECT_LE((y.to(at::kFloat) - want).abs().max().item<double>(), 2e-2 * want.abs().max().item<double>()) << "#" << i;
   }
 }
 

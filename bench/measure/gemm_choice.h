@@ -10,22 +10,25 @@
 
 namespace gpt2 {
 
-// A GEMM of the step's lt_linear layers and whether its epilogue adds the bias (the forward's, where the layer adds
-// it in the GEMM: not the projection's and fc2's under fused_residual_norm, whose kernel adds them).
+// A GEMM of the step's linears that the table may name and its epilogue: "bias" (the forward's, where the layer adds
+// it in the GEMM: not the projection's and fc2's under fused_residual_norm, whose kernel adds them),
+// "gelu_aux_bias" (fc1's forward under fused_gelu_backward), "" (none).
 struct LinearGemm {
   kernels::StepGemm gemm;
-  bool bias;
+  std::string epilogue;
 };
-// The GEMMs of the linears the step calls through lt_linear (QKV or query, key and value; the projection; fc1 where
-// no MLP fusion takes it; fc2 but under gelu_epilogues), at the spec's batch; one of each key.
+// The GEMMs of the linears the step calls through lt_linear (QKV or query, key and value; the projection; fc1 and
+// fc2 where no MLP fusion takes them) and of fused_gelu_backward's fc1, at the spec's batch; one of each key.
 std::vector<LinearGemm> lt_linear_gemms(const StepSpec& spec);
-// "rows=8192 BFloat16: qkv 768->2304 bias, proj 768->768, fc2 3072->768": rungs with the same GEMMs share one timing.
+// "rows=8192 BFloat16: qkv 768->2304 bias, proj 768->768, fc1 768->3072 gelu_aux_bias, fc2 3072->768": rungs with
+// the same GEMMs share one timing.
 std::string gemm_algorithms_key(const StepSpec& spec);
 
-// Each GEMM: "aten" and, on a CUDA device with cuBLASLt in a 16-bit dtype, "lt0", "lt1" ... (the place in the
-// heuristic's list), each timed alone (each round the mean of `iters` calls); ATen's kept unless another is faster
-// by more than 1%. Chosen: "qkv.forward:lt2,qkv.dX:aten,...". Its tries: each GEMM's ATen time and its fastest
-// algorithm's.
+// Each GEMM: ATen's call ("aten") and, on a CUDA device with cuBLASLt in a 16-bit dtype, "lt0", "lt1" ... (the
+// place in the heuristic's list), each timed alone (each round the mean of `iters` calls); what runs without the
+// table kept unless another is faster by more than 1%: ATen's call, or the list's first for the GELU_AUX_BIAS
+// forward, which ATen has not (off CUDA: "aten", the reference). Chosen: "qkv.forward:lt2,qkv.dX:aten,...". Its
+// tries: each GEMM's time without the table and its fastest other.
 Choice choose_gemm_algorithms(const StepSpec& spec, const DeviceInfo& dev, int rounds = 9, int iters = 10);
 // The chosen algorithms into the step's table, keyed by each GEMM's gemm_key; an entry naming no GEMM of this step
 // throws.

@@ -49,18 +49,32 @@ std::string describe(const cublasLtMatmulHeuristicResult_t& r) {
   return o.str();
 }
 
-void check(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, const at::Tensor& bias) {
+void check(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, const LtEpilogue& e) {
   TORCH_CHECK(a.is_cuda() && a.is_contiguous() && b.is_contiguous() && out.is_contiguous() &&
                   a.scalar_type() == b.scalar_type() && out.scalar_type() == a.scalar_type(),
               "lt_gemm: contiguous CUDA tensors of one dtype expected");
   TORCH_CHECK(a.numel() == g.M * g.K && b.numel() == g.K * g.N && out.numel() == g.M * g.N,
               "lt_gemm: the tensors are not the sizes of ", g.name, " (M=", g.M, " N=", g.N, " K=", g.K, ")");
-  TORCH_CHECK(!bias.defined() || (bias.is_contiguous() && bias.numel() == g.N && bias.scalar_type() == a.scalar_type()),
-              "lt_gemm: the bias must be ", g.N, " contiguous values of the operands' dtype");
+  auto fits = [&](const at::Tensor& t, int64_t n) {
+    return t.defined() && t.is_contiguous() && t.numel() == n && t.scalar_type() == a.scalar_type();
+  };
+  TORCH_CHECK(e.kind == LtEpilogue::kNone || fits(e.vec, g.N), "lt_gemm: the ", e.name(), " epilogue's vector must be ",
+              g.N, " contiguous values of the operands' dtype");
+  TORCH_CHECK(e.kind < LtEpilogue::kGeluAuxBias || fits(e.aux, g.M * g.N), "lt_gemm: the ", e.name(),
+              " epilogue's pre-activation must be ", g.M, " × ", g.N, " contiguous values of the operands' dtype");
+}
+
+cublasLtEpilogue_t epilogue_of(LtEpilogue::Kind k) {
+  switch (k) {
+    case LtEpilogue::kBias: return CUBLASLT_EPILOGUE_BIAS;
+    case LtEpilogue::kGeluAuxBias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case LtEpilogue::kDGeluBGrad: return CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    default: return CUBLASLT_EPILOGUE_DEFAULT;
+  }
 }
 
 std::unique_ptr<Plan> make_plan(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
-                                const at::Tensor& bias, bool tf32) {
+                                LtEpilogue::Kind epilogue, bool tf32) {
   const LtLayout l = column_major(g);
   const cudaDataType_t t = lt::cuda_type(a.scalar_type(), "lt_gemm");
   auto p = std::make_unique<Plan>();
@@ -68,7 +82,8 @@ std::unique_ptr<Plan> make_plan(const StepGemm& g, const at::Tensor& a, const at
       cublasLtMatmulDescCreate(&p->op.d, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
   lt::set(p->op.d, CUBLASLT_MATMUL_DESC_TRANSA, l.a_transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
   lt::set(p->op.d, CUBLASLT_MATMUL_DESC_TRANSB, l.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
-  if (bias.defined()) lt::set(p->op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
+  lt::set(p->op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue_of(epilogue));
+  if (epilogue >= LtEpilogue::kGeluAuxBias) lt::set(p->op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, l.ldd);  // as D
   TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a.d, t, l.a_rows, l.a_cols, l.lda));
   TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b.d, t, l.b_rows, l.b_cols, l.ldb));
   TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&p->d.d, t, l.m, l.n, l.ldd));
@@ -91,18 +106,18 @@ std::unique_ptr<Plan> make_plan(const StepGemm& g, const at::Tensor& a, const at
 // The plan for these operands: made once for each shape, dtype, bias, alignment and device, then kept (the step
 // asks for it at every call; the heuristic takes tens of microseconds).
 const Plan& plan_for(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
-                     const at::Tensor& bias) {
-  check(g, a, b, out, bias);
+                     const LtEpilogue& e) {
+  check(g, a, b, out, e);
   const bool tf32 = a.scalar_type() == at::kFloat && at::globalContext().allowTF32CuBLAS();
-  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int, bool, bool, uint32_t, uint32_t, uint32_t, int>;
-  const Key key{g.M, g.N, g.K, g.a_transposed, g.b_transposed, static_cast<int>(a.scalar_type()), bias.defined(), tf32,
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int, int, bool, uint32_t, uint32_t, uint32_t, int>;
+  const Key key{g.M, g.N, g.K, g.a_transposed, g.b_transposed, static_cast<int>(a.scalar_type()), e.kind, tf32,
                 lt::alignment(a.const_data_ptr()), lt::alignment(b.const_data_ptr()),
                 lt::alignment(out.const_data_ptr()), a.get_device()};
   static std::mutex mutex;
   static std::map<Key, std::unique_ptr<Plan>> plans;
   const std::lock_guard<std::mutex> lock(mutex);
   auto& p = plans[key];
-  if (!p) p = make_plan(g, a, b, out, bias, tf32);
+  if (!p) p = make_plan(g, a, b, out, e.kind, tf32);
   return *p;
 }
 
@@ -111,18 +126,21 @@ const Plan& plan_for(const StepGemm& g, const at::Tensor& a, const at::Tensor& b
 bool gemm_survey_built() { return true; }
 
 std::vector<std::string> lt_algorithms(const StepGemm& g, const at::Tensor& a, const at::Tensor& b,
-                                       const at::Tensor& out, const at::Tensor& bias) {
+                                       const at::Tensor& out, const LtEpilogue& e) {
   const c10::cuda::CUDAGuard guard(a.device());
-  return plan_for(g, a, b, out, bias).configs;
+  return plan_for(g, a, b, out, e).configs;
 }
 
-void lt_gemm(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, const at::Tensor& bias,
+void lt_gemm(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, const LtEpilogue& e,
              int index) {
   const c10::cuda::CUDAGuard guard(a.device());
-  const Plan& p = plan_for(g, a, b, out, bias);
+  const Plan& p = plan_for(g, a, b, out, e);
   TORCH_CHECK(index >= 0 && index < static_cast<int>(p.found.size()), "lt_gemm: cuBLASLt's heuristic lists ",
               p.found.size(), " algorithms for ", g.name, " (M=", g.M, " N=", g.N, " K=", g.K, "), not #", index);
-  if (bias.defined()) lt::set(p.op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias.const_data_ptr());
+  // the plan's descriptor takes this call's vectors (cuBLASLt reads them at the call, also under graph capture)
+  if (e.kind != LtEpilogue::kNone) lt::set(p.op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.vec.const_data_ptr());
+  if (e.kind >= LtEpilogue::kGeluAuxBias)
+    lt::set(p.op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, e.aux.const_data_ptr());
   const at::Tensor workspace = at::empty({static_cast<int64_t>(lt::kWorkspaceBytes)}, a.options().dtype(at::kByte));
   const float alpha = 1.0f, beta = 0.0f;
   // A' is b's storage, B' is a's (column-major: outᵀ = op(b)ᵀ·op(a)ᵀ)
@@ -136,9 +154,9 @@ void lt_gemm(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const 
 std::vector<LtAlgo> heuristic_algos(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
                                     int max_algos) {
   std::vector<LtAlgo> algos;
-  const std::vector<std::string> configs = lt_algorithms(g, a, b, out, at::Tensor());
+  const std::vector<std::string> configs = lt_algorithms(g, a, b, out);
   for (int i = 0; i < static_cast<int>(configs.size()) && i < max_algos; ++i)
-    algos.push_back({configs[i], [=] { lt_gemm(g, a, b, out, at::Tensor(), i); }});
+    algos.push_back({configs[i], [=] { lt_gemm(g, a, b, out, {}, i); }});
   return algos;
 }
 
@@ -151,11 +169,11 @@ namespace gpt2::kernels {
 bool gemm_survey_built() { return false; }
 
 std::vector<std::string> lt_algorithms(const StepGemm&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                       const at::Tensor&) {
+                                       const LtEpilogue&) {
   TORCH_CHECK(false, "lt_algorithms: this build found no cuBLASLt library (CMake: CUBLASLT_LIBRARY)");
 }
 
-void lt_gemm(const StepGemm&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int) {
+void lt_gemm(const StepGemm&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const LtEpilogue&, int) {
   TORCH_CHECK(false, "lt_gemm: this build found no cuBLASLt library (CMake: CUBLASLT_LIBRARY)");
 }
 
