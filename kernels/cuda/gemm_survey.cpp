@@ -73,8 +73,17 @@ cublasLtEpilogue_t epilogue_of(LtEpilogue::Kind k) {
   }
 }
 
+// The epilogue's vectors into the descriptor: before the heuristic is asked (as ATen's own cuBLASLt calls do), and
+// again at every call (cuBLASLt reads them at the call, also under graph capture).
+void point_at(const Plan& p, const LtEpilogue& e) {
+  if (e.kind != LtEpilogue::kNone) lt::set(p.op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.vec.const_data_ptr());
+  if (e.kind >= LtEpilogue::kGeluAuxBias)
+    lt::set(p.op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, e.aux.const_data_ptr());
+}
+
 std::unique_ptr<Plan> make_plan(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
-                                LtEpilogue::Kind epilogue, bool tf32) {
+                                const LtEpilogue& e, bool tf32) {
+  const LtEpilogue::Kind epilogue = e.kind;
   const LtLayout l = column_major(g);
   const cudaDataType_t t = lt::cuda_type(a.scalar_type(), "lt_gemm");
   auto p = std::make_unique<Plan>();
@@ -84,6 +93,7 @@ std::unique_ptr<Plan> make_plan(const StepGemm& g, const at::Tensor& a, const at
   lt::set(p->op.d, CUBLASLT_MATMUL_DESC_TRANSB, l.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N);
   lt::set(p->op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue_of(epilogue));
   if (epilogue >= LtEpilogue::kGeluAuxBias) lt::set(p->op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, l.ldd);  // as D
+  point_at(*p, e);
   TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&p->a.d, t, l.a_rows, l.a_cols, l.lda));
   TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&p->b.d, t, l.b_rows, l.b_cols, l.ldb));
   TORCH_CUDABLAS_CHECK(cublasLtMatrixLayoutCreate(&p->d.d, t, l.m, l.n, l.ldd));
@@ -103,7 +113,7 @@ std::unique_ptr<Plan> make_plan(const StepGemm& g, const at::Tensor& a, const at
   return p;
 }
 
-// The plan for these operands: made once for each shape, dtype, bias, alignment and device, then kept (the step
+// The plan for these operands: made once for each shape, dtype, epilogue, alignment and device, then kept (the step
 // asks for it at every call; the heuristic takes tens of microseconds).
 const Plan& plan_for(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
                      const LtEpilogue& e) {
@@ -117,7 +127,7 @@ const Plan& plan_for(const StepGemm& g, const at::Tensor& a, const at::Tensor& b
   static std::map<Key, std::unique_ptr<Plan>> plans;
   const std::lock_guard<std::mutex> lock(mutex);
   auto& p = plans[key];
-  if (!p) p = make_plan(g, a, b, out, e.kind, tf32);
+  if (!p) p = make_plan(g, a, b, out, e, tf32);
   return *p;
 }
 
@@ -137,10 +147,7 @@ void lt_gemm(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const 
   const Plan& p = plan_for(g, a, b, out, e);
   TORCH_CHECK(index >= 0 && index < static_cast<int>(p.found.size()), "lt_gemm: cuBLASLt's heuristic lists ",
               p.found.size(), " algorithms for ", g.name, " (M=", g.M, " N=", g.N, " K=", g.K, "), not #", index);
-  // the plan's descriptor takes this call's vectors (cuBLASLt reads them at the call, also under graph capture)
-  if (e.kind != LtEpilogue::kNone) lt::set(p.op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, e.vec.const_data_ptr());
-  if (e.kind >= LtEpilogue::kGeluAuxBias)
-    lt::set(p.op.d, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, e.aux.const_data_ptr());
+  point_at(p, e);
   const at::Tensor workspace = at::empty({static_cast<int64_t>(lt::kWorkspaceBytes)}, a.options().dtype(at::kByte));
   const float alpha = 1.0f, beta = 0.0f;
   // A' is b's storage, B' is a's (column-major: outᵀ = op(b)ᵀ·op(a)ᵀ)
