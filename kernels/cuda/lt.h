@@ -1,6 +1,6 @@
-// defines: what our cuBLASLt callers share (kernels/cuda/gelu_epilogues.cpp, kernels/cuda/gemm_survey.cpp):
-//          owned descriptors, attribute setters, the dtype's cuBLASLt type, an address's alignment, the workspace.
-//          Included only where GPT2_HAVE_CUBLASLT.
+// defines: what our one cuBLASLt caller (kernels/cuda/gemm_survey.cpp's lt_gemm, which the survey, gelu_epilogues
+//          and gemm_algorithms call) builds on: owned descriptors, attribute setters, the dtype's cuBLASLt type, an
+//          address's alignment, the workspace. Included only where GPT2_HAVE_CUBLASLT.
 #pragma once
 #include <ATen/cuda/Exceptions.h>
 #include <c10/core/ScalarType.h>
