@@ -52,6 +52,8 @@ at::Tensor linear(const at::Tensor& x, const torch::nn::Linear& l, bool fp8,
   return y.view(sizes);
 }
 
+const kernels::GemmAlgorithms kNoAlgorithms;  // linear_bias_gelu's table without lt_linears (no copy a call)
+
 std::optional<kernels::GemmAlgorithms> lt_table(const ModelOptions& o) {
   if (!o.lt_linears) return std::nullopt;
   return o.gemm_algorithms;
@@ -105,7 +107,7 @@ at::Tensor FeedForwardImpl::activations(const at::Tensor& x) {
   at::Tensor h;  // (B, T, 4C)
   if (fused_gelu_backward && !fp8) {  // the pre-activation kept, our kernel in the backward
     h = kernels::linear_bias_gelu(x.reshape({-1, x.size(-1)}), fc1->weight, fc1->bias, gelu_backward_slab,
-                                  lt ? *lt : kernels::GemmAlgorithms{})
+                                  lt ? *lt : kNoAlgorithms)
             .view({x.size(0), x.size(1), -1});
   } else if (fused_bias_gelu && !fp8) {
     // One GEMM with bias and GELU(tanh) in its epilogue, on (B·T, C) rows.
