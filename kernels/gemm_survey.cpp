@@ -1,6 +1,8 @@
 // The step's matmul shapes (kernels/gemm_survey.h); the cuBLASLt side is in kernels/cuda/gemm_survey.cpp.
 #include "kernels/gemm_survey.h"
 
+#include <ATen/core/ivalue.h>
+
 namespace gpt2::kernels {
 
 std::vector<StepGemm> step_gemms(int64_t tokens, int64_t C, int64_t vocab, int64_t n_layer, int64_t head_rows) {
@@ -15,6 +17,10 @@ std::vector<StepGemm> step_gemms(int64_t tokens, int64_t C, int64_t vocab, int64
   const int64_t rows = head_rows > 0 && head_rows < tokens ? head_rows : tokens;
   linear("head", C, vocab, rows, (tokens + rows - 1) / rows);
   return out;
+}
+
+std::vector<c10::IValue> lt_gemm_record_inputs(const StepGemm& g) {
+  return {c10::IValue(std::vector<int64_t>{g.M, g.N, g.K})};
 }
 
 }  // namespace gpt2::kernels

@@ -11,6 +11,10 @@
 
 #include "kernels/gemm_layout.h"  // StepGemm
 
+namespace c10 {
+struct IValue;
+}
+
 namespace gpt2::kernels {
 
 // A linear y = x·Wᵀ (W: out × in) over `rows` tokens: its forward, its input gradient dX = dY·W and its weight
@@ -50,5 +54,10 @@ std::vector<std::string> lt_algorithms(const StepGemm& g, const at::Tensor& a, c
                                        const at::Tensor& out, const LtEpilogue& e = {});
 void lt_gemm(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, const LtEpilogue& e,
              int index);
+
+// Each lt_gemm call is a RecordFunction of this name whose one input is {M, N, K} (lt_gemm_record_inputs), so the
+// FLOP counter (bench/measure/profiler.h) and the profiler's op names see the GEMMs that ATen does not run.
+inline constexpr const char* kLtGemmRecord = "gpt2bench::lt_gemm";
+std::vector<c10::IValue> lt_gemm_record_inputs(const StepGemm& g);
 
 }  // namespace gpt2::kernels

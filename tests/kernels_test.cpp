@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/measure/profiler.h"
 #include "bench/runtime/device.h"
 #include "bench/runtime/memory.h"
 #include "bench/step/train_step.h"
@@ -1071,6 +1072,32 @@ TEST_F(KernelsCuda, LtLinearRunsEveryHeuristicAlgorithm_CUDA) {
       }
     }
   }
+}
+
+// The breakdown's FLOP count sees a linear whose three GEMMs are ours (each lt_gemm's record) as at::linear's.
+TEST_F(KernelsCuda, LtLinearGemmsAreCountedAsAtenLinears_CUDA) {
+  const auto on = on_gpu().dtype(at::kBFloat16);
+  const at::Tensor x = at::randn({256, 64}, on).requires_grad_(), w = at::randn({192, 64}, on).requires_grad_();
+  const at::Tensor b = at::randn({192}, on).requires_grad_();
+  auto counted = [&](const kernels::GemmAlgorithms& table) {  // FLOPs by op name
+    FlopCounter flops;
+    flops.start();
+    torch::autograd::grad({kernels::lt_linear(x, w, b, table)}, {x, w, b}, {at::ones({256, 192}, on)});
+    flops.stop();
+    return flops.by_op();
+  };
+  kernels::GemmAlgorithms ours;
+  const auto gemms = kernels::linear_gemms("linear", 256, 64, 192);
+  for (int which = 0; which < 3; ++which)
+    ours[kernels::gemm_key(gemms[which], which == 0 ? "bias" : "", "BFloat16")] = 0;
+  const double linear = 3 * 2.0 * 256 * 64 * 192;  // forward, dX, dW
+  const auto aten = counted({}), lt = counted(ours);
+  EXPECT_EQ(aten.count(kernels::kLtGemmRecord), 0u);
+  double sum = 0;
+  for (const auto& [op, f] : aten) sum += f;
+  EXPECT_EQ(sum, linear);
+  ASSERT_EQ(lt.size(), 1u);
+  EXPECT_EQ(lt.at(kernels::kLtGemmRecord), linear);
 }
 
 // fused_gelu_backward's fc1 with its GELU_AUX_BIAS forward at each place of cuBLASLt's list: the reference's output.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <string>
@@ -12,6 +13,7 @@
 #include "bench/measure/breakdown.h"
 #include "bench/measure/profiler.h"
 #include "helpers.h"
+#include "kernels/gemm_survey.h"
 #include "model/gpt2.h"
 
 namespace gpt2 {
@@ -227,6 +229,8 @@ TEST(FlopCount, OpFlopsFromShapes) {
   EXPECT_EQ(op_flops("aten::mm", {{8, 32}, {32, 96}}, false), 2.0 * 8 * 32 * 96);
   EXPECT_EQ(op_flops("aten::addmm", {{96}, {8, 32}, {32, 96}}, false), 2.0 * 8 * 32 * 96);
   EXPECT_EQ(op_flops("aten::bmm", {{4, 16, 8}, {4, 8, 16}}, false), 2.0 * 4 * 16 * 8 * 16);
+  EXPECT_EQ(op_flops("aten::_scaled_mm", {{8, 32}, {32, 96}, {}, {}}, false), 2.0 * 8 * 32 * 96);
+  EXPECT_EQ(op_flops(kernels::kLtGemmRecord, {{8, 96, 32}}, false), 2.0 * 8 * 32 * 96);  // {M, N, K}
   // SDPA kernels: 4·B·H·T·S·D forward, halved when causal; backward twice the forward.
   const std::vector<std::vector<int64_t>> qkv = {{2, 4, 16, 8}, {2, 4, 16, 8}, {2, 4, 16, 8}};
   EXPECT_EQ(op_flops("aten::_scaled_dot_product_flash_attention", qkv, false), 4.0 * 2 * 4 * 16 * 16 * 8);
@@ -247,6 +251,19 @@ TEST(FlopCount, BaselineStepMatchesTheFormula) {
   const Breakdown p = profile(s, 1);
   const double tokens = static_cast<double>(s.batch * s.model.context);
   EXPECT_NEAR(p.summary.counted_flops_per_step / tokens, flop_model(s.model).per_token_full_attention(), 1e-6);
+}
+
+// Our cuBLASLt GEMMs run no ATen matmul: lt_gemm's record ({M, N, K}, as lt_gemm opens it) is what is counted.
+TEST(FlopCount, CountsOurCublasLtGemmsByTheirRecord) {
+  const kernels::StepGemm g = kernels::linear_gemms("fc1", 64, 32, 128)[2];  // dW: M=128 N=32 K=64
+  FlopCounter flops;
+  flops.start();
+  {
+    RECORD_FUNCTION(kernels::kLtGemmRecord, kernels::lt_gemm_record_inputs(g));
+  }
+  flops.stop();
+  EXPECT_EQ(flops.flops(), 2.0 * 128 * 32 * 64);
+  EXPECT_EQ(flops.by_op().at(kernels::kLtGemmRecord), flops.flops());
 }
 
 TEST(CuptiAggregation, Categories) {

@@ -8,8 +8,10 @@
 #include <mutex>
 #include <thread>
 
-#include "bench/runtime/phase.h"
 #include <stdexcept>
+
+#include "bench/runtime/phase.h"
+#include "kernels/gemm_survey.h"  // kLtGemmRecord
 
 #include "bench/measure/cuda/cupti.h"
 
@@ -122,8 +124,9 @@ double op_flops(const std::string& name, const std::vector<std::vector<int64_t>>
     if (!dims(a, 3) || !dims(b, 3)) return 0.0;
     return 2.0 * shapes[a][0] * shapes[a][1] * shapes[a][2] * shapes[b][2];
   };
-  if (name == "aten::mm") return mm(0, 1);
+  if (name == "aten::mm" || name == "aten::_scaled_mm") return mm(0, 1);
   if (name == "aten::addmm" || name == "aten::_addmm_activation") return mm(1, 2);
+  if (name == kernels::kLtGemmRecord) return dims(0, 3) ? 2.0 * shapes[0][0] * shapes[0][1] * shapes[0][2] : 0.0;
   if (name == "aten::bmm") return bmm(0, 1);
   if (name == "aten::baddbmm") return bmm(1, 2);
   // SDPA's fused kernels (flash, efficient, cuDNN, flash-for-CPU); its math fallback is composite:
@@ -167,6 +170,8 @@ std::unique_ptr<at::ObserverContext> on_flop_op_start(const at::RecordFunction& 
     if (inputs[i].isTensor()) {
       const auto s = inputs[i].toTensor().sizes();
       shapes.emplace_back(s.begin(), s.end());
+    } else if (inputs[i].isIntList() && name == kernels::kLtGemmRecord) {  // {M, N, K}
+      shapes.push_back(inputs[i].toIntVector());
     } else if (inputs[i].isBool() && schema && i < schema->arguments().size() &&
                schema->arguments()[i].name() == "is_causal") {
       causal = inputs[i].toBool();

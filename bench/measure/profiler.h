@@ -62,8 +62,9 @@ void attribute_phases(std::vector<TraceEvent>& device, const std::unordered_map<
 void attribute_ops(std::vector<TraceEvent>& device, const std::unordered_map<int64_t, uint64_t>& op_of,
                    const std::vector<std::string>& op_names);
 
-// FLOPs of one matmul-like ATen op from its tensor inputs' shapes: mm/addmm 2·M·N·K, bmm/baddbmm 2·B·M·N·K, SDPA
-// 4·B·H·T·S·D forward (halved when `causal`), twice that backward (model FLOPs: no recomputation); else 0.
+// FLOPs of one matmul-like ATen op from its tensor inputs' shapes: mm/addmm/_scaled_mm 2·M·N·K (our cuBLASLt GEMMs
+// too, kernels::kLtGemmRecord: {M, N, K}), bmm/baddbmm 2·B·M·N·K, SDPA 4·B·H·T·S·D forward (halved when `causal`),
+// twice that backward (model FLOPs: no recomputation); else 0.
 double op_flops(const std::string& name, const std::vector<std::vector<int64_t>>& shapes, bool causal);
 
 // Counts op_flops over every ATen op run between start() and stop(), on any device (RecordFunction

@@ -8,8 +8,10 @@
 
 #if GPT2_HAVE_CUBLASLT
 #include <ATen/Context.h>
+#include <ATen/core/ivalue.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
+#include <ATen/record_function.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <map>
@@ -143,7 +145,8 @@ std::vector<std::string> lt_algorithms(const StepGemm& g, const at::Tensor& a, c
 
 void lt_gemm(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, const LtEpilogue& e,
              int index) {
-  const c10::cuda::CUDAGuard guard(a.device());
+  RECORD_FUNCTION(kLtGemmRecord, lt_gemm_record_inputs(g));  // declares `guard`
+  const c10::cuda::CUDAGuard device(a.device());
   const Plan& p = plan_for(g, a, b, out, e);
   TORCH_CHECK(index >= 0 && index < static_cast<int>(p.found.size()), "lt_gemm: cuBLASLt's heuristic lists ",
               p.found.size(), " algorithms for ", g.name, " (M=", g.M, " N=", g.N, " K=", g.K, "), not #", index);
