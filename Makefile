@@ -52,14 +52,16 @@ cuda-check:
 	build-cuda/gpt2bench doctor
 	build-cuda/gpt2bench_tests --gtest_filter='*_CUDA'
 	@for f in bench/runtime/cuda/cuda_backend.cpp bench/measure/cuda/cupti_collector.cpp $(wildcard kernels/cuda/*.cu) \
-	  kernels/cuda/gelu_epilogues.cpp kernels/cuda/gemm_survey.cpp; do \
+	  kernels/cuda/gelu_epilogues.cpp kernels/cuda/gemm_survey.cpp kernels/cuda/cudnn_attention.cpp; do \
 	  grep -q "$$f" build-cuda/compile_commands.json || { echo "cuda-check: $$f was not compiled"; exit 1; }; done
 	@grep -q '^CUBLASLT_LIBRARY:FILEPATH=/' build-cuda/CMakeCache.txt || { echo "cuda-check: no cuBLASLt library found (gelu_epilogues)"; exit 1; }
+	@grep -q 'GPT2_HAVE_CUDNN_FE=1' build-cuda/compile_commands.json || { echo "cuda-check: no cuDNN frontend or cuDNN found (cudnn_attention)"; exit 1; }
 	@scripts/kernel_resources.sh build-cuda
 	@echo "cuda-check: CUDA-only sources compiled: bench/runtime/cuda/cuda_backend.cpp (CUDA-event timer, caching-allocator stats, \
 	device info, pinned prefetch, CUDA graph, NCCL), bench/measure/cuda/cupti_collector.cpp (CUPTI activities), \
 our kernels $(wildcard kernels/cuda/*.cu) (sm80/sm90), kernels/cuda/gelu_epilogues.cpp (cuBLASLt epilogues), \
-kernels/cuda/gemm_survey.cpp (cuBLASLt heuristics, the step's chosen algorithms)"
+kernels/cuda/gemm_survey.cpp (cuBLASLt heuristics, the step's chosen algorithms), \
+kernels/cuda/cudnn_attention.cpp (cuDNN frontend attention graphs)"
 
 # Every test again, built with AddressSanitizer and UndefinedBehaviorSanitizer (gcc): our code is
 # instrumented, libtorch is not; the end-to-end tests run the sanitized gpt2bench. Leak checking is off

@@ -2,6 +2,7 @@
 #include <c10/util/Exception.h>
 
 #include "kernels/adamw.h"
+#include "kernels/attention.h"
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
 #include "kernels/column_sums_cuda.h"
@@ -33,6 +34,11 @@ void adamw_one_launch_cuda_(at::TensorList, at::TensorList, at::TensorList, at::
 }
 
 bool gelu_epilogues_built() { return false; }
+bool cudnn_attention_built() { return false; }
+
+at::Tensor cudnn_causal_attention(const at::Tensor&, int64_t, double) {
+  TORCH_CHECK(false, "cudnn_causal_attention: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
+}
 bool gemm_survey_built() { return false; }
 
 std::vector<LtAlgo> heuristic_algos(const StepGemm&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int) {

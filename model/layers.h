@@ -61,6 +61,7 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   AttentionImpl impl;
   double dropout;
   bool fp8;  // fp8_linears
+  bool cudnn;  // cudnn_attention
   std::optional<std::map<std::string, int>> lt;  // under lt_linears (FeedForward's)
 };
 TORCH_MODULE(CausalSelfAttention);

@@ -96,10 +96,10 @@ use_prebuilt() {
     mkdir -p $deps && for f in "$KIT"/debs/*.deb; do dpkg -x "$f" $deps; done
   fi
   # libtorch from the machine's torch; the CUDA libraries from the toolkit first, as a build there finds them (its
-  # run path), then from the wheel's nvidia packages (CUPTI where the toolkit has none)
+  # run path), then from the wheel's nvidia packages (CUPTI where the toolkit has none; cuDNN: cudnn_attention)
   torch_lib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
   local libs=/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
-  [ -n "$torch_lib" ] && libs=$torch_lib:$libs:$torch_lib/../../nvidia/cu13/lib
+  [ -n "$torch_lib" ] && libs=$torch_lib:$libs:$torch_lib/../../nvidia/cu13/lib:$torch_lib/../../nvidia/cudnn/lib
   export LD_LIBRARY_PATH=$libs:$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   mkdir -p build-cuda
   cp "$PRE/gpt2bench" "$PRE/gpt2bench_tests" build-cuda/

@@ -94,6 +94,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$reqs" ]; then
   echo "$reqs" > "$stamp"
 fi
 
+# cuDNN's frontend headers, for the CUDA build's own attention graphs (none: the build goes on without them).
+if [ "$flavor" = cuda ]; then
+  scripts/fetch_cudnn_frontend.sh "$venv/bin/python" || say "building without cuDNN's frontend: cudnn_attention will say so"
+fi
+
 # --- CMake build directory --------------------------------------------------------------------
 if [ ! -f "$build/CMakeCache.txt" ]; then
   # Torch_DIR: an unpacked libtorch (its share/cmake/Torch) instead of the venv's wheel.

@@ -373,14 +373,19 @@ printf '#!/bin/sh\necho 2.11.0+fake\n' >.venv-prebuilt/bin/python && cp .venv-pr
 echo "torch==2.11.0" >.venv-prebuilt/.gpt2bench-requirements
 printf '#!/bin/sh\necho "Cuda compilation tools, release 13.0, fake"\n' >"$T/bin/nvcc"
 printf '#!/bin/sh\nexit 0\n' >scripts/setup.sh
-chmod +x .device-kit/build.sh .venv-prebuilt/bin/python .venv-prebuilt/bin/python3 "$T/bin/nvcc" scripts/setup.sh
-git add scripts/setup.sh && git -c user.name=t -c user.email=t@t commit -qm setup
+printf '#!/bin/sh\nmkdir -p third_party/cudnn-frontend/include && echo "$1" >third_party/cudnn-frontend/fetched-with\n' \
+  >scripts/fetch_cudnn_frontend.sh
+chmod +x .device-kit/build.sh .venv-prebuilt/bin/python .venv-prebuilt/bin/python3 "$T/bin/nvcc" scripts/setup.sh \
+  scripts/fetch_cudnn_frontend.sh
+git add scripts/setup.sh scripts/fetch_cudnn_frontend.sh && git -c user.name=t -c user.email=t@t commit -qm setup
 out=$(PATH="$T/bin:$PATH" PREBUILD_SRC="$T/src2" scripts/prebuild_gpu.sh 2>&1); rc=$?
 check "prebuild: exit 0" [ $rc -eq 0 ]
 check "prebuild: the kit's build.sh, once, in the clone, with the tests, its log there, the device's python3" \
   grep -qx "cwd=$T/src2 python3=$T/repo/.venv-prebuilt/bin/python3 targets=gpt2bench_tests out=$T/src2 args=true" \
   "$T/prebuild-calls"
 check "prebuild: the two binaries left" [ -x .device-prebuilt/gpt2bench -a -x .device-prebuilt/gpt2bench_tests ]
+check "prebuild: cuDNN's frontend fetched with the device's python and in the clone" \
+  grep -qx "$T/repo/.venv-prebuilt/bin/python" "$T/src2/third_party/cudnn-frontend/fetched-with"
 check "prebuild: the sums of the files they were built from, true here" sha256sum --quiet -c .device-prebuilt/sources.sha256
 check "prebuild: what they are" bash -c "grep -qx 'source_dir $T/src2' .device-prebuilt/build.txt &&
   grep -qx 'git $(git rev-parse HEAD)' .device-prebuilt/build.txt && grep -qx 'torch 2.11.0+fake' .device-prebuilt/build.txt"

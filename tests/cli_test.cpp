@@ -625,6 +625,9 @@ TEST(Cli, DoctorAndListVariantsRunWithoutAGpu) {
   auto r = test::run_gpt2bench("doctor");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("device:"), std::string::npos);
+  // what the build has beside libtorch (a CPU build: neither)
+  EXPECT_NE(r.output.find(build_has_cuda() ? ", cuBLASLt calls: " : ", cuBLASLt calls: no, cuDNN frontend graphs: no\n"),
+            std::string::npos) << r.output;
   r = test::run_gpt2bench("list-variants");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("tf32             rung 2   parity precision  skipped here: TF32 tensor cores need"),

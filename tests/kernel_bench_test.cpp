@@ -92,17 +92,18 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   EXPECT_EQ(doc["build"]["git_sha"], git_sha());
   const std::vector<std::pair<std::string, size_t>> want = {
       {"fused_residual_norm", 2}, {"fused_gelu_backward", 3}, {"gelu_epilogues", 4}, {"fused_classifier", 2}};
-  ASSERT_EQ(doc["cases"].size(), want.size() + 5);
+  ASSERT_EQ(doc["cases"].size(), want.size() + 6);
   // FP8's case where FP8 runs (sm89+): on the CPU skipped, saying why, and not a failure
   EXPECT_EQ(doc["cases"][4], (nlohmann::json{{"variant", "fp8_linears"},
                                              {"skipped", "FP8 matmuls need a CUDA GPU of sm89+ (FP8 tensor cores)"}}));
   EXPECT_NE(r.output.find("fp8_linears  skipped here: FP8 matmuls need"), std::string::npos) << r.output;
   EXPECT_EQ(doc["cases"][5]["skipped"], find_variant("adamw_one_launch")->supports(detect_device("cpu")).why_not);
+  EXPECT_EQ(doc["cases"][6]["skipped"], find_variant("cudnn_attention")->supports(detect_device("cpu")).why_not);
   // the bias-GELU backward's, the softmax cross-entropy's and the classifier backward's CUDA kernels alone:
   // nothing to time on a CPU
   const char* alone[] = {"fused_gelu_backward", "fused_classifier", "fused_classifier"};
   for (size_t i = 0; i < 3; ++i)
-    EXPECT_EQ(doc["cases"][6 + i], (nlohmann::json{{"variant", alone[i]},
+    EXPECT_EQ(doc["cases"][7 + i], (nlohmann::json{{"variant", alone[i]},
                                                    {"skipped", "the CUDA kernel alone: needs a CUDA GPU"}}));
   // the survey of the step's matmuls against cuBLASLt's heuristic algorithms: a GPU's alone
   EXPECT_EQ(doc["gemms"], (nlohmann::json{{"skipped", "cuBLASLt's heuristics need a CUDA GPU"}}));
@@ -160,7 +161,7 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("fused_gelu_backward  error: injected fault"), std::string::npos) << r.output;
   const auto failed = test::read_json(d / "failed.json");
-  ASSERT_EQ(failed["cases"].size(), 9u);
+  ASSERT_EQ(failed["cases"].size(), doc["cases"].size());
   EXPECT_TRUE(failed["cases"][6].contains("skipped")) << failed["cases"][6];  // skipped here before the fault
   EXPECT_EQ(failed["cases"][1]["error"], "injected fault (GPT2BENCH_FAULT_KERNEL)");
   EXPECT_EQ(failed["cases"][3]["sides"].size(), 2u);  // the classifier ran after it

@@ -58,6 +58,7 @@ const std::map<std::string, std::function<bool(const StepSpec&)>>& expected_edit
       {"fp8_linears", [](const StepSpec& s) { return s.model.fp8_linears; }},
       {"adamw_one_launch", [](const StepSpec& s) { return s.optimizer.kind == OptimizerKind::kAdamwOneLaunch; }},
       {"gemm_algorithms", [](const StepSpec& s) { return s.model.lt_linears; }},
+      {"cudnn_attention", [](const StepSpec& s) { return s.model.cudnn_attention; }},
   };
   return m;
 }
@@ -104,6 +105,7 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
       {"fp8_linears", {false, false, false}},       // sm89+ (below)
       {"adamw_one_launch", {false, true, true}},
       {"gemm_algorithms", {false, true, true}},
+      {"cudnn_attention", {false, false, true}},
   };
   const DeviceInfo devs[3] = {cpu(), fake_gpu(7), fake_gpu(8)};  // one process each: ddp is skipped
   for (const auto& v : registry()) {

@@ -31,6 +31,7 @@ const std::vector<const Variant*>& registry() {
       &fp8_linears,
       &adamw_one_launch,
       &gemm_algorithms,
+      &cudnn_attention,
   };
   return list;
 }

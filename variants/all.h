@@ -31,6 +31,7 @@ extern const Variant fp8_linears;
 extern const Variant sync_every_step;
 extern const Variant adamw_one_launch;
 extern const Variant gemm_algorithms;
+extern const Variant cudnn_attention;
 }  // namespace variants
 
 // Every variant, in the order the default ladder applies them.

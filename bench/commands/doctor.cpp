@@ -13,6 +13,8 @@
 #include "bench/runtime/datasheet.h"
 #include "bench/runtime/device.h"
 #include "bench/runtime/memory.h"
+#include "kernels/attention.h"
+#include "kernels/gemm_survey.h"
 
 namespace gpt2 {
 
@@ -24,7 +26,9 @@ int run_doctor(const std::string& device) {
   constexpr bool nvtx = false;
 #endif
   std::cout << "build: " << (build_has_cuda() ? "CUDA" : "CPU only") << ", NVTX 3 ranges compiled in: "
-            << (nvtx ? "yes" : "no (headers not found at configure time)") << "\n";
+            << (nvtx ? "yes" : "no (headers not found at configure time)") << ", cuBLASLt calls: "
+            << (kernels::gemm_survey_built() ? "yes" : "no") << ", cuDNN frontend graphs: "
+            << (kernels::cudnn_attention_built() ? "yes" : "no") << "\n";
   std::cout << "ATen: " << at::get_num_threads() << " threads, MKL " << (at::hasMKL() ? "yes" : "no") << ", MKL-DNN "
             << (at::hasMKLDNN() ? "yes" : "no") << "\n";
   if (const Backend* cuda = cuda_backend()) {

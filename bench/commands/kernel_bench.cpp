@@ -18,10 +18,12 @@
 #include "bench/measure/choosers.h"
 #include "bench/runtime/device.h"
 #include "bench/step/optim.h"
+#include "bench/step/train_step.h"
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/format.h"
 #include "config/profile.h"
+#include "kernels/attention.h"
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
 #include "kernels/gemm_survey.h"
@@ -223,6 +225,47 @@ KernelCase adamw_case(const StepSpec& base, const DeviceInfo& dev, int rounds, c
                        rounds, 5.0, timing);
 }
 
+// fuse_qkv's attention from the projection's (B, T, 3C) output to its gradient, with the profile's dropout: ours
+// through our cuDNN graphs (one dQKV) against ATen's SDPA by its cuDNN and its flash kernels (split, the three
+// gradients concatenated); a kernel that does not run here is named in the note. TFLOP/s over the causal FLOPs.
+KernelCase attention_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
+  const StepSpec s = spec_with(base, dev, {});
+  const int64_t B = s.batch, T = s.model.context, C = s.model.n_embd, H = s.model.n_head;
+  const double p = s.model.dropout;
+  const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
+  const at::Tensor qkv = input({B, T, 3 * C}, opts), gy = at::randn({B, T, C}, opts);
+  auto pass = [&qkv, &gy, H, p](bool cudnn, SdpaBackend backend) {
+    return [&qkv, &gy, H, p, cudnn, backend] {
+      const SdpaBackendGuard only(backend);
+      (void)torch::autograd::grad({kernels::causal_attention(qkv, H, p, cudnn)}, {qkv}, {gy});
+    };
+  };
+  std::vector<Pass> sides = {{"ours: cuDNN's flash attention through our graphs (kernels/attention), one dQKV",
+                              pass(true, SdpaBackend::kAuto)}};
+  std::string missing;
+  for (const auto& [name, backend] : {std::pair{"ATen: SDPA's cuDNN kernel; the three gradients concatenated",
+                                                SdpaBackend::kCudnn},
+                                      std::pair{"ATen: SDPA's flash kernel; the three gradients concatenated",
+                                                SdpaBackend::kFlash}}) {
+    try {
+      pass(false, backend)();
+      sides.emplace_back(name, pass(false, backend));
+    } catch (const std::exception& e) {
+      missing += strf(" %s does not run here (%s).", to_string(backend).c_str(), first_line(error_text(e)).c_str());
+    }
+  }
+  const std::string shape = strf("B=%lld T=%lld C=%lld H=%lld %s dropout=%g", static_cast<long long>(B),
+                                 static_cast<long long>(T), static_cast<long long>(C), static_cast<long long>(H),
+                                 c10::toString(opts.dtype().toScalarType()), p);
+  KernelCase k = time_in_turns("cudnn_attention", shape, sides, rounds, 5.0, timing);
+  const double flops = 6.0 * B * T * T * C;  // causal: forward 2·B·T²·C, backward twice that
+  k.note = "TFLOP/s over the causal FLOPs:";
+  for (const auto& side : k.sides) k.note += strf(" %.0f,", flops / (side.median_ms * 1e9));
+  k.note.back() = ' ';
+  k.note += "(the sides in order)." + missing;
+  return k;
+}
+
 // One of our memory-bound CUDA kernels alone at each of its launch shapes, then ATen's ops for the same result
 // and a device copy of the bytes the pass must move (each operand read once, each output written once): the
 // note gives each side's GB/s over those bytes, how near the copy's a setting comes.
@@ -320,6 +363,7 @@ const Case kCases[] = {{"fused_residual_norm", &residual_norm_case},
                        {"fused_classifier", &classifier_case},
                        {"fp8_linears", &fp8_case},
                        {"adamw_one_launch", &adamw_case},
+                       {"cudnn_attention", &attention_case},
                        {"fused_gelu_backward", &bias_gelu_kernel_case, true},
                        {"fused_classifier", &xent_kernel_case, true},
                        {"fused_classifier", &scale_kernel_case, true}};

@@ -122,6 +122,7 @@ std::string sdpa_kernel_for(const at::Tensor& q, double dropout) {
 std::string TrainStep::sdpa_backend_used() const {
   if (spec_.model.attention != AttentionImpl::kSdpa) return "n/a";
   const auto& m = spec_.model;
+  if (m.cudnn_attention && m.fused_qkv) return "cudnn (our graphs: cudnn_attention)";
   auto q = at::empty({spec_.batch, m.n_head, m.context, m.n_embd / m.n_head},
                      at::device(device_).dtype(attention_dtype(spec_)));
   return sdpa_kernel_for(q.requires_grad_(), m.dropout);

@@ -60,7 +60,8 @@ class TrainStep {
   // `rows` at a time. Beside a live step a whole batch's logits need not fit: on an H100 at batch_scaling's 128, the
   // parity run's 12.28 GiB of logits did not, past its CUDA graph's 64 GiB pool.
   double eval_loss(const at::Tensor& x, const at::Tensor& y, int64_t rows = 8);
-  // The SDPA kernel ATen picks for this step's attention shapes ("math", "flash", ...), or "n/a".
+  // The SDPA kernel ATen picks for this step's attention shapes ("math", "flash", ...), or "n/a"; under
+  // cudnn_attention, that it is our cuDNN graphs.
   std::string sdpa_backend_used() const;
 
  private:

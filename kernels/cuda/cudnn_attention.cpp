@@ -1,0 +1,229 @@
+// cudnn_causal_attention (kernels/attention.h): cuDNN's fused flash attention through graphs of our own (cuDNN's
+// frontend), as ATen builds its cuDNN SDPA (aten/src/ATen/native/cudnn/MHA.cpp), with the tensors in the layouts the
+// step has: Q, K, V read in place from the (B, T, 3C) QKV output, O written (B, T, C), and the backward's dQ, dK,
+// dV into one (B, T, 3C) tensor. ATen's cuDNN handle, stream, caching allocator and CUDA generator: capture safe.
+#include <ATen/core/Tensor.h>
+#include <c10/util/Exception.h>
+
+#include "kernels/attention.h"
+
+#if GPT2_HAVE_CUDNN_FE
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <ATen/cuda/PhiloxCudaState.h>
+#include <ATen/cudnn/Handle.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cudnn_frontend.h>
+#include <torch/autograd.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+
+// ATen's (libtorch_cuda, exported; declared in a .cuh): the generator's seed and offset into two device int64s,
+// from the values or, under graph capture, from the graph's own offset.
+namespace at::cuda::philox {
+void unpack_cudnn_wrapper(at::PhiloxCudaState arg, int64_t* seed_ptr, int64_t* offset_ptr, cudaStream_t stream);
+}
+
+namespace gpt2::kernels {
+namespace {
+
+namespace fe = cudnn_frontend;
+using Graph = std::shared_ptr<fe::graph::Graph>;
+using Attrs = fe::graph::Tensor_attributes;
+
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kSeed, kOffset, kDO, kDQ, kDK, kDV };
+
+struct Shape {
+  int64_t B, H, T, D;
+  std::vector<int64_t> dims() const { return {B, H, T, D}; }
+  std::vector<int64_t> in_qkv() const { return {T * 3 * H * D, D, 3 * H * D, 1}; }  // a head of (B, T, 3C)
+  std::vector<int64_t> in_bt() const { return {T * H * D, D, H * D, 1}; }           // a head of (B, T, C)
+};
+
+void check(fe::error_t status, const char* what) {
+  TORCH_CHECK(status.is_good(), "cudnn_causal_attention: cuDNN's ", what, " failed: ", status.get_message());
+}
+
+Graph new_graph(at::ScalarType dtype) {
+  auto g = std::make_shared<fe::graph::Graph>();
+  g->set_io_data_type(dtype == at::kBFloat16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  return g;
+}
+
+std::shared_ptr<Attrs> tensor(const Graph& g, Uid uid, const char* name, const std::vector<int64_t>& dims,
+                              const std::vector<int64_t>& strides) {
+  return g->tensor(Attrs().set_uid(uid).set_name(name).set_dim(dims).set_stride(strides));
+}
+
+std::pair<std::shared_ptr<Attrs>, std::shared_ptr<Attrs>> seed_offset(const Graph& g) {
+  auto one = [&](Uid uid, const char* name) {
+    return g->tensor(
+        Attrs().set_uid(uid).set_name(name).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1}).set_data_type(
+            fe::DataType_t::INT64));
+  };
+  return {one(kSeed, "seed"), one(kOffset, "offset")};
+}
+
+void build(const Graph& g) {
+  cudnnHandle_t handle = at::native::getCudnnHandle();
+  check(g->validate(), "graph validation");
+  check(g->build_operation_graph(handle), "operation graph");
+  check(g->create_execution_plans({fe::HeurMode_t::A}), "heuristics");
+  check(g->check_support(handle), "support check");
+  check(g->build_plans(handle), "plan build");
+}
+
+Graph forward_graph(const Shape& s, at::ScalarType dtype, double p) {
+  Graph g = new_graph(dtype);
+  auto opts = fe::graph::SDPA_attributes()
+                  .set_name("causal_attention")
+                  .set_generate_stats(true)
+                  .set_causal_mask(true)
+                  .set_attn_scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.D))));
+  if (p > 0) {
+    auto [seed, offset] = seed_offset(g);
+    opts.set_dropout(static_cast<float>(p), seed, offset);
+  }
+  auto [o, stats] = g->sdpa(tensor(g, kQ, "Q", s.dims(), s.in_qkv()), tensor(g, kK, "K", s.dims(), s.in_qkv()),
+                            tensor(g, kV, "V", s.dims(), s.in_qkv()), opts);
+  o->set_output(true).set_uid(kO).set_dim(s.dims()).set_stride(s.in_bt());
+  stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT);
+  build(g);
+  return g;
+}
+
+Graph backward_graph(const Shape& s, at::ScalarType dtype, double p) {
+  Graph g = new_graph(dtype);
+  auto opts = fe::graph::SDPA_backward_attributes()
+                  .set_name("causal_attention_backward")
+                  .set_causal_mask(true)
+                  .set_attn_scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.D))));
+  if (p > 0) {
+    auto [seed, offset] = seed_offset(g);
+    opts.set_dropout(static_cast<float>(p), seed, offset);
+  }
+  auto stats = g->tensor(Attrs().set_uid(kStats).set_name("stats").set_dim({s.B, s.H, s.T, 1})
+                             .set_stride({s.H * s.T, s.T, 1, 1}).set_data_type(fe::DataType_t::FLOAT));
+  auto [dq, dk, dv] = g->sdpa_backward(
+      tensor(g, kQ, "Q", s.dims(), s.in_qkv()), tensor(g, kK, "K", s.dims(), s.in_qkv()),
+      tensor(g, kV, "V", s.dims(), s.in_qkv()), tensor(g, kO, "O", s.dims(), s.in_bt()),
+      tensor(g, kDO, "dO", s.dims(), s.in_bt()), stats, opts);
+  dq->set_output(true).set_uid(kDQ).set_dim(s.dims()).set_stride(s.in_qkv());
+  dk->set_output(true).set_uid(kDK).set_dim(s.dims()).set_stride(s.in_qkv());
+  dv->set_output(true).set_uid(kDV).set_dim(s.dims()).set_stride(s.in_qkv());
+  build(g);
+  return g;
+}
+
+// The graph for these operands, built once a process for each (shape, dtype, dropout, device, direction).
+const fe::graph::Graph& graph_for(const Shape& s, at::ScalarType dtype, double p, bool backward) {
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int, double, int, bool>;
+  static std::mutex mutex;
+  static std::map<Key, Graph> graphs;
+  const Key key{s.B, s.H, s.T, s.D, static_cast<int>(dtype), p, at::cuda::current_device(), backward};
+  const std::lock_guard<std::mutex> lock(mutex);
+  Graph& g = graphs[key];
+  if (!g) g = backward ? backward_graph(s, dtype, p) : forward_graph(s, dtype, p);
+  return *g;
+}
+
+void run(const fe::graph::Graph& g, std::unordered_map<int64_t, void*>& pack, const at::Tensor& like) {
+  cudnnHandle_t handle = at::native::getCudnnHandle();
+  TORCH_CHECK(cudnnSetStream(handle, at::cuda::getCurrentCUDAStream()) == CUDNN_STATUS_SUCCESS,
+              "cudnn_causal_attention: cudnnSetStream failed");
+  int64_t bytes = 0;
+  check(g.get_workspace_size(bytes), "workspace size");
+  const at::Tensor workspace = at::empty({std::max<int64_t>(bytes, 1)}, like.options().dtype(at::kByte));
+  check(g.execute(handle, pack, workspace.mutable_data_ptr()), "execution");
+}
+
+struct CudnnAttentionFn : torch::autograd::Function<CudnnAttentionFn> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& qkv, int64_t n_head, double p) {
+    const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
+    const Shape s{B, n_head, T, C / n_head};
+    const at::Tensor o = at::empty({B, T, C}, qkv.options());
+    const at::Tensor stats = at::empty({B, n_head, T, 1}, qkv.options().dtype(at::kFloat));
+    const at::Tensor seed = at::empty({1}, qkv.options().dtype(at::kLong)), offset = at::empty_like(seed);
+    char* base = static_cast<char*>(qkv.data_ptr());
+    const int64_t third = C * qkv.element_size();
+    std::unordered_map<int64_t, void*> pack = {{kQ, base}, {kK, base + third}, {kV, base + 2 * third},
+                                               {kO, o.data_ptr()}, {kStats, stats.data_ptr()}};
+    if (p > 0) {
+      auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(std::nullopt, at::cuda::detail::getDefaultCUDAGenerator());
+      at::PhiloxCudaState philox;
+      {
+        const std::lock_guard<std::mutex> lock(gen->mutex_);
+        // a number per weight at most, in the multiples of 4 the generator hands out
+        philox = gen->philox_cuda_state(static_cast<uint64_t>((B * n_head * T * T + 3) / 4 * 4));
+      }
+      at::cuda::philox::unpack_cudnn_wrapper(philox, seed.data_ptr<int64_t>(), offset.data_ptr<int64_t>(),
+                                             at::cuda::getCurrentCUDAStream());
+      pack[kSeed] = seed.data_ptr(), pack[kOffset] = offset.data_ptr();
+    }
+    run(graph_for(s, qkv.scalar_type(), p, false), pack, qkv);
+    ctx->save_for_backward({qkv, o, stats, seed, offset});
+    ctx->saved_data["n_head"] = n_head;
+    ctx->saved_data["p"] = p;
+    return o;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &qkv = saved[0], &o = saved[1], &stats = saved[2], &seed = saved[3], &offset = saved[4];
+    const int64_t n_head = ctx->saved_data["n_head"].toInt();
+    const double p = ctx->saved_data["p"].toDouble();
+    const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
+    const at::Tensor d_o = grad[0].contiguous(), d_qkv = at::empty_like(qkv);
+    char* base = static_cast<char*>(qkv.data_ptr());
+    char* d_base = static_cast<char*>(d_qkv.data_ptr());
+    const int64_t third = C * qkv.element_size();
+    std::unordered_map<int64_t, void*> pack = {
+        {kQ, base}, {kK, base + third}, {kV, base + 2 * third}, {kO, o.data_ptr()}, {kDO, d_o.data_ptr()},
+        {kStats, stats.data_ptr()}, {kDQ, d_base}, {kDK, d_base + third}, {kDV, d_base + 2 * third}};
+    if (p > 0) pack[kSeed] = seed.data_ptr(), pack[kOffset] = offset.data_ptr();
+    run(graph_for({B, n_head, T, C / n_head}, qkv.scalar_type(), p, true), pack, qkv);
+    return {d_qkv, at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool cudnn_attention_built() { return true; }
+
+at::Tensor cudnn_causal_attention(const at::Tensor& qkv, int64_t n_head, double p) {
+  TORCH_CHECK(qkv.is_cuda() && qkv.is_contiguous() && qkv.dim() == 3 && qkv.size(2) % 3 == 0 && n_head > 0 &&
+                  qkv.size(2) / 3 % n_head == 0,
+              "cudnn_causal_attention: a contiguous CUDA (B, T, 3C) tensor of n_head heads expected, got ", qkv.sizes());
+  TORCH_CHECK(qkv.scalar_type() == at::kBFloat16 || qkv.scalar_type() == at::kHalf,
+              "cudnn_causal_attention: bf16 or fp16 expected (cuDNN's flash attention), got ", qkv.scalar_type());
+  const int64_t D = qkv.size(2) / 3 / n_head;
+  TORCH_CHECK(D % 8 == 0 && D <= 128, "cudnn_causal_attention: head size ", D, " (a multiple of 8 up to 128 expected)");
+  TORCH_CHECK(p >= 0 && p < 1, "cudnn_causal_attention: dropout ", p, " is not a probability below 1");
+  const c10::cuda::CUDAGuard device(qkv.device());
+  return CudnnAttentionFn::apply(qkv, n_head, p);
+}
+
+}  // namespace gpt2::kernels
+
+#else  // no cuDNN frontend found at configure time
+
+namespace gpt2::kernels {
+
+bool cudnn_attention_built() { return false; }
+
+at::Tensor cudnn_causal_attention(const at::Tensor&, int64_t, double) {
+  TORCH_CHECK(false, "cudnn_causal_attention: this build found no cuDNN frontend (scripts/fetch_cudnn_frontend.sh)");
+}
+
+}  // namespace gpt2::kernels
+
+#endif
