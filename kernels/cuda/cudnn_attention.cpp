@@ -17,6 +17,7 @@
 #include <cudnn_frontend.h>
 #include <torch/autograd.h>
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -72,6 +73,23 @@ std::pair<std::shared_ptr<Attrs>, std::shared_ptr<Attrs>> seed_offset(const Grap
   return {one(kSeed, "seed"), one(kOffset, "offset")};
 }
 
+// What both directions set alike: the causal mask, the 1/sqrt(head size) scale, the dropout's seed and offset.
+template <typename Opts>
+Opts causal(Opts opts, const Graph& g, const Shape& s, double p) {
+  opts.set_causal_mask(true).set_attn_scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.D))));
+  if (p > 0) {
+    auto [seed, offset] = seed_offset(g);
+    opts.set_dropout(static_cast<float>(p), seed, offset);
+  }
+  return opts;
+}
+
+// Q, K and V: heads read in place from the (B, T, 3C) projection output.
+std::array<std::shared_ptr<Attrs>, 3> qkv_tensors(const Graph& g, const Shape& s) {
+  return {tensor(g, kQ, "Q", s.dims(), s.in_qkv()), tensor(g, kK, "K", s.dims(), s.in_qkv()),
+          tensor(g, kV, "V", s.dims(), s.in_qkv())};
+}
+
 void build(const Graph& g) {
   cudnnHandle_t handle = at::native::getCudnnHandle();
   check(g->validate(), "graph validation");
@@ -83,17 +101,9 @@ void build(const Graph& g) {
 
 Graph forward_graph(const Shape& s, at::ScalarType dtype, double p) {
   Graph g = new_graph(dtype);
-  auto opts = fe::graph::SDPA_attributes()
-                  .set_name("causal_attention")
-                  .set_generate_stats(true)
-                  .set_causal_mask(true)
-                  .set_attn_scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.D))));
-  if (p > 0) {
-    auto [seed, offset] = seed_offset(g);
-    opts.set_dropout(static_cast<float>(p), seed, offset);
-  }
-  auto [o, stats] = g->sdpa(tensor(g, kQ, "Q", s.dims(), s.in_qkv()), tensor(g, kK, "K", s.dims(), s.in_qkv()),
-                            tensor(g, kV, "V", s.dims(), s.in_qkv()), opts);
+  const auto opts = causal(fe::graph::SDPA_attributes().set_name("causal_attention").set_generate_stats(true), g, s, p);
+  const auto [q, k, v] = qkv_tensors(g, s);
+  auto [o, stats] = g->sdpa(q, k, v, opts);
   o->set_output(true).set_uid(kO).set_dim(s.dims()).set_stride(s.in_bt());
   stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT);
   build(g);
@@ -102,23 +112,14 @@ Graph forward_graph(const Shape& s, at::ScalarType dtype, double p) {
 
 Graph backward_graph(const Shape& s, at::ScalarType dtype, double p) {
   Graph g = new_graph(dtype);
-  auto opts = fe::graph::SDPA_backward_attributes()
-                  .set_name("causal_attention_backward")
-                  .set_causal_mask(true)
-                  .set_attn_scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.D))));
-  if (p > 0) {
-    auto [seed, offset] = seed_offset(g);
-    opts.set_dropout(static_cast<float>(p), seed, offset);
-  }
+  const auto opts = causal(fe::graph::SDPA_backward_attributes().set_name("causal_attention_backward"), g, s, p);
+  const auto [q, k, v] = qkv_tensors(g, s);
   auto stats = g->tensor(Attrs().set_uid(kStats).set_name("stats").set_dim({s.B, s.H, s.T, 1})
                              .set_stride({s.H * s.T, s.T, 1, 1}).set_data_type(fe::DataType_t::FLOAT));
-  auto [dq, dk, dv] = g->sdpa_backward(
-      tensor(g, kQ, "Q", s.dims(), s.in_qkv()), tensor(g, kK, "K", s.dims(), s.in_qkv()),
-      tensor(g, kV, "V", s.dims(), s.in_qkv()), tensor(g, kO, "O", s.dims(), s.in_bt()),
-      tensor(g, kDO, "dO", s.dims(), s.in_bt()), stats, opts);
-  dq->set_output(true).set_uid(kDQ).set_dim(s.dims()).set_stride(s.in_qkv());
-  dk->set_output(true).set_uid(kDK).set_dim(s.dims()).set_stride(s.in_qkv());
-  dv->set_output(true).set_uid(kDV).set_dim(s.dims()).set_stride(s.in_qkv());
+  const auto grads = g->sdpa_backward(q, k, v, tensor(g, kO, "O", s.dims(), s.in_bt()),
+                                      tensor(g, kDO, "dO", s.dims(), s.in_bt()), stats, opts);
+  for (int i = 0; i < 3; ++i)  // dQ, dK, dV into one (B, T, 3C) tensor, as Q, K, V are read
+    grads[i]->set_output(true).set_uid(static_cast<Uid>(kDQ + i)).set_dim(s.dims()).set_stride(s.in_qkv());
   build(g);
   return g;
 }
@@ -133,6 +134,13 @@ const fe::graph::Graph& graph_for(const Shape& s, at::ScalarType dtype, double p
   Graph& g = graphs[key];
   if (!g) g = backward ? backward_graph(s, dtype, p) : forward_graph(s, dtype, p);
   return *g;
+}
+
+// The addresses of the three C-wide parts of each (B, T, 3C) row's tensor: query, key, value (or their gradients).
+std::array<char*, 3> thirds(const at::Tensor& t) {
+  char* base = static_cast<char*>(t.data_ptr());
+  const int64_t third = t.size(2) / 3 * t.element_size();
+  return {base, base + third, base + 2 * third};
 }
 
 void run(const fe::graph::Graph& g, std::unordered_map<int64_t, void*>& pack, const at::Tensor& like) {
@@ -151,13 +159,14 @@ struct CudnnAttentionFn : torch::autograd::Function<CudnnAttentionFn> {
     const Shape s{B, n_head, T, C / n_head};
     const at::Tensor o = at::empty({B, T, C}, qkv.options());
     const at::Tensor stats = at::empty({B, n_head, T, 1}, qkv.options().dtype(at::kFloat));
-    const at::Tensor seed = at::empty({1}, qkv.options().dtype(at::kLong)), offset = at::empty_like(seed);
-    char* base = static_cast<char*>(qkv.data_ptr());
-    const int64_t third = C * qkv.element_size();
-    std::unordered_map<int64_t, void*> pack = {{kQ, base}, {kK, base + third}, {kV, base + 2 * third},
-                                               {kO, o.data_ptr()}, {kStats, stats.data_ptr()}};
+    at::Tensor seed, offset;  // the dropout's, where there is one
+    const auto [q, k, v] = thirds(qkv);
+    std::unordered_map<int64_t, void*> pack = {
+        {kQ, q}, {kK, k}, {kV, v}, {kO, o.data_ptr()}, {kStats, stats.data_ptr()}};
     if (p > 0) {
-      auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(std::nullopt, at::cuda::detail::getDefaultCUDAGenerator());
+      seed = at::empty({1}, qkv.options().dtype(at::kLong)), offset = at::empty_like(seed);
+      auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(std::nullopt,
+                                                                      at::cuda::detail::getDefaultCUDAGenerator());
       at::PhiloxCudaState philox;
       {
         const std::lock_guard<std::mutex> lock(gen->mutex_);
@@ -183,12 +192,11 @@ struct CudnnAttentionFn : torch::autograd::Function<CudnnAttentionFn> {
     const double p = ctx->saved_data["p"].toDouble();
     const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
     const at::Tensor d_o = grad[0].contiguous(), d_qkv = at::empty_like(qkv);
-    char* base = static_cast<char*>(qkv.data_ptr());
-    char* d_base = static_cast<char*>(d_qkv.data_ptr());
-    const int64_t third = C * qkv.element_size();
-    std::unordered_map<int64_t, void*> pack = {
-        {kQ, base}, {kK, base + third}, {kV, base + 2 * third}, {kO, o.data_ptr()}, {kDO, d_o.data_ptr()},
-        {kStats, stats.data_ptr()}, {kDQ, d_base}, {kDK, d_base + third}, {kDV, d_base + 2 * third}};
+    const auto [q, k, v] = thirds(qkv);
+    const auto [dq, dk, dv] = thirds(d_qkv);
+    std::unordered_map<int64_t, void*> pack = {{kQ, q},   {kK, k},   {kV, v},   {kO, o.data_ptr()},
+                                               {kDQ, dq}, {kDK, dk}, {kDV, dv}, {kDO, d_o.data_ptr()},
+                                               {kStats, stats.data_ptr()}};
     if (p > 0) pack[kSeed] = seed.data_ptr(), pack[kOffset] = offset.data_ptr();
     run(graph_for({B, n_head, T, C / n_head}, qkv.scalar_type(), p, true), pack, qkv);
     return {d_qkv, at::Tensor(), at::Tensor()};
