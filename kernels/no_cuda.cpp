@@ -36,8 +36,11 @@ void adamw_one_launch_cuda_(at::TensorList, at::TensorList, at::TensorList, at::
 bool gelu_epilogues_built() { return false; }
 bool cudnn_attention_built() { return false; }
 
-at::Tensor cudnn_causal_attention(const at::Tensor&, int64_t, double) {
+at::Tensor cudnn_causal_attention(const at::Tensor&, int64_t, double, const CudnnPlans&) {
   TORCH_CHECK(false, "cudnn_causal_attention: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
+}
+std::vector<std::string> cudnn_attention_plans(const at::Tensor&, int64_t, double, bool) {
+  TORCH_CHECK(false, "cudnn_attention_plans: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 bool gemm_survey_built() { return false; }
 

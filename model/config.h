@@ -44,6 +44,7 @@ struct ModelOptions {
   bool fp8_linears = false;     // the blocks' linear layers in FP8, scaled per tensor (kernels/fp8_linear.h)
   bool gelu_epilogues = false;  // FeedForward's bias, GELU and their backward in cuBLASLt epilogues (kernels/gelu_epilogues.h)
   bool cudnn_attention = false; // fused QKV + SDPA through our cuDNN graphs (kernels/attention.h): no cat in backward
+  std::string cudnn_forward_plan, cudnn_backward_plan;  // their plans by cuDNN's names ("": its heuristic's first)
   bool lt_linears = false;      // the blocks' linear layers through kernels::lt_linear, each GEMM by the algorithm
   std::map<std::string, int> gemm_algorithms;  // this table names for its key (kernels/lt_linear.h), else ATen's
 

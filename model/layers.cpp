@@ -128,6 +128,7 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelOptions& o)
       dropout(o.dropout),
       fp8(o.fp8_linears),
       cudnn(o.cudnn_attention),
+      cudnn_plans{o.cudnn_forward_plan, o.cudnn_backward_plan},
       lt(lt_table(o)) {
   const int64_t C = o.n_embd;
   if (o.fused_qkv) {
@@ -152,7 +153,8 @@ std::pair<at::Tensor, at::Tensor> CausalSelfAttentionImpl::forward_bias_apart(co
 at::Tensor CausalSelfAttentionImpl::attend(const at::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
   if (qkv && impl == AttentionImpl::kSdpa)  // the heads read from the projection's (B, T, 3C) output
-    return kernels::causal_attention(linear(x, qkv, fp8, lt), n_head, is_training() ? dropout : 0.0, cudnn);
+    return kernels::causal_attention(linear(x, qkv, fp8, lt), n_head, is_training() ? dropout : 0.0, cudnn,
+                                     cudnn_plans);
   at::Tensor q, k, v;  // (B, T, C) each
   if (qkv) {
     auto parts = linear(x, qkv, fp8, lt).split(C, /*dim=*/2);

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/attention.h"
 #include "model/config.h"
 
 namespace gpt2 {
@@ -62,6 +63,7 @@ struct CausalSelfAttentionImpl : torch::nn::Module {
   double dropout;
   bool fp8;  // fp8_linears
   bool cudnn;  // cudnn_attention
+  kernels::CudnnPlans cudnn_plans;
   std::optional<std::map<std::string, int>> lt;  // under lt_linears (FeedForward's)
 };
 TORCH_MODULE(CausalSelfAttention);

@@ -8,8 +8,12 @@
 #include <torch/autograd.h>
 
 #include <cmath>
+#include <iostream>
+#include <map>
 #include <string>
 
+#include "bench/measure/attention_choice.h"
+#include "bench/measure/choosers.h"
 #include "bench/step/step_spec.h"
 #include "bench/step/train_step.h"
 #include "cuda_test.h"
@@ -87,6 +91,57 @@ TEST(CudnnAttention, TheExtraNeedsCudaAndTheFusedProjectionAndSaysSoOnTheCpu) {
   EXPECT_NE(error_of([&] { (void)model->forward(idx); }).find("needs a CUDA tensor"), std::string::npos);
 }
 
+// The plan choice's rule on a fake cuDNN: each direction's plans timed alone; a faster one (by more than 1%) replaces
+// the list's first, a plan that cannot run is kept with why; the winners become the step's plans.
+TEST(CudnnAttention, ThePlanChoiceTimesEachDirectionsListAndTheStepRunsTheWinners) {
+  const std::map<std::string, double> ms = {{"forward:eng8_k26=7", 1.0}, {"forward:eng8_k26=2", 0.8},
+                                            {"backward:eng8_k26=26", 1.0}, {"backward:eng8_k26=3", 0.995}};
+  std::map<std::string, int> calls;
+  const Choice c = pick_cudnn_plans(
+      [](bool backward) {
+        return backward ? std::vector<std::string>{"eng8_k26=26", "eng8_k26=3", "eng9"}
+                        : std::vector<std::string>{"eng8_k26=7", "eng8_k26=2"};
+      },
+      3,
+      [&](bool backward, const std::string& plan) {
+        const std::string name = (backward ? "backward:" : "forward:") + plan;
+        ++calls[name];
+        if (plan == "eng9") throw std::runtime_error("did not build: no kernel");
+        return ms.at(name) / 1e3;
+      });
+  EXPECT_EQ(c.setting, "cudnn_attention_plans");
+  EXPECT_EQ(c.chosen, "forward:eng8_k26=2,backward:eng8_k26=26");  // 0.5% faster is within the margin
+  EXPECT_EQ(c.incumbent, "forward:eng8_k26=7,backward:eng8_k26=26");
+  EXPECT_EQ(calls["forward:eng8_k26=2"], 4);  // tried once, then 3 rounds
+  EXPECT_EQ(calls["backward:eng9"], 1);
+  ASSERT_EQ(c.tries.size(), 4u);
+  EXPECT_EQ(c.tries[0].candidate, "forward:eng8_k26=7");
+  EXPECT_DOUBLE_EQ(*c.tries[1].ms, 0.8);
+  EXPECT_EQ(c.tries[3].candidate, "backward:eng8_k26=3");
+
+  StepSpec spec = baseline_spec(test::tiny_model(), 2, detect_device("cpu"));
+  for (const char* on : {"sdpa", "fuse_qkv", "cudnn_attention"}) find_variant(on)->apply(spec);
+  const Chooser* chooser = find_chooser("cudnn_attention_plans");
+  ASSERT_NE(chooser, nullptr);
+  EXPECT_TRUE(chooser->wanted(spec));
+  EXPECT_EQ(chooser->key(spec), sdpa_attention_key(spec));
+  chooser->apply(spec, c.chosen);
+  EXPECT_EQ(spec.model.cudnn_forward_plan, "eng8_k26=2");
+  EXPECT_EQ(spec.model.cudnn_backward_plan, "eng8_k26=26");
+  EXPECT_EQ(nlohmann::json(spec)["model"]["cudnn_plans"]["forward"], "eng8_k26=2");
+  for (const std::string bad : {"forward:eng8", "backward:eng8,forward:eng8", "forward:,backward:eng8",
+                                "forward:a,backward:b,c"})
+    EXPECT_THROW(use_cudnn_plans(spec, bad), std::runtime_error) << bad;
+  try {
+    (void)chooser->choose(spec, detect_device("cpu"));
+    ADD_FAILURE() << "timed on the CPU";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("timed on a CUDA device, not on "), std::string::npos) << e.what();
+  }
+  spec.model.cudnn_attention = false;
+  EXPECT_FALSE(chooser->wanted(spec));
+}
+
 using test::KernelsCuda;
 
 // Dropout off: cuDNN's output and gradient are ATen's SDPA's within bf16's rounding, the gradient one (B, T, 3C)
@@ -122,6 +177,42 @@ TEST_F(KernelsCuda, CudnnAttentionDropoutFollowsTheGenerator_CUDA) {
   EXPECT_FALSE(at::equal(a, c));
   const auto grad = torch::autograd::grad({a}, {qkv}, {at::ones_like(a)});
   EXPECT_TRUE(at::isfinite(grad[0]).all().item<bool>());
+}
+
+// Every plan of cuDNN's lists runs the same attention: each forward plan's output and each backward plan's gradient
+// are the first plan's within bf16's rounding; a plan the list lacks is refused naming the list.
+TEST_F(KernelsCuda, CudnnAttentionRunsEveryPlanOfItsLists_CUDA) {
+  at::manual_seed(12);
+  const at::Tensor qkv = at::randn({2, 256, 3 * 4 * 64}, on_gpu().dtype(at::kBFloat16)).requires_grad_();
+  const at::Tensor g = at::randn({2, 256, 4 * 64}, on_gpu().dtype(at::kBFloat16));
+  const at::Tensor y = kernels::cudnn_causal_attention(qkv, 4, 0.0), dq = torch::autograd::grad({y}, {qkv}, {g})[0];
+  auto near = [](const at::Tensor& got, const at::Tensor& ref) {
+    return (got.to(at::kFloat) - ref.to(at::kFloat)).abs().max().item<double>() <=
+           2e-2 * ref.to(at::kFloat).abs().max().item<double>();
+  };
+  for (const bool backward : {false, true}) {
+    const auto plans = kernels::cudnn_attention_plans(qkv, 4, 0.0, backward);
+    ASSERT_FALSE(plans.empty());
+    std::cout << (backward ? "backward" : "forward") << " plans:";
+    for (const std::string& plan : plans) {
+      std::cout << " " << plan;
+      const kernels::CudnnPlans named = backward ? kernels::CudnnPlans{"", plan} : kernels::CudnnPlans{plan, ""};
+      try {
+        const at::Tensor y2 = kernels::cudnn_causal_attention(qkv, 4, 0.0, named);
+        EXPECT_TRUE(near(y2, y)) << plan;
+        if (backward) {
+          EXPECT_TRUE(near(torch::autograd::grad({y2}, {qkv}, {g})[0], dq)) << plan;
+        }
+      } catch (const c10::Error& e) {  // a plan that does not build says so; the list's first must build
+        EXPECT_NE(std::string(e.what_without_backtrace()).find("did not build"), std::string::npos) << plan;
+        EXPECT_NE(plan, plans[0]);
+      }
+    }
+    std::cout << "\n";
+  }
+  EXPECT_NE(error_of([&] { (void)kernels::cudnn_causal_attention(qkv, 4, 0.0, {"eng999", ""}); })
+                .find("cuDNN's forward list for these operands has no plan eng999"),
+            std::string::npos);
 }
 
 TEST_F(KernelsCuda, CudnnAttentionRefusesWhatCudnnCannotRun_CUDA) {

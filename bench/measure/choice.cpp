@@ -48,6 +48,15 @@ Choice time_candidates(Choice c, const std::vector<std::string>& candidates, int
   return c;
 }
 
+void keep_tries(const Choice& one, Choice& all) {
+  const ChoiceTry* best = nullptr;
+  for (const ChoiceTry& t : one.tries) {
+    if (t.candidate == one.incumbent) all.tries.push_back({one.setting + ":" + t.candidate, t.ms, t.why});
+    else if (!best || (t.ms && (!best->ms || *t.ms < *best->ms))) best = &t;
+  }
+  if (best) all.tries.push_back({one.setting + ":" + best->candidate, best->ms, best->why});
+}
+
 void to_json(nlohmann::json& j, const Choice& c) {
   nlohmann::json tries = nlohmann::json::array();
   for (const auto& t : c.tries) {

@@ -40,6 +40,10 @@ Choice choice_from(const nlohmann::json& j);
 Choice time_candidates(Choice c, const std::vector<std::string>& candidates, int rounds,
                        const std::function<double(const std::string&)>& trial);
 
+// Of a part's choice (one GEMM, one direction) into the whole's tries: the incumbent's and the fastest other's (or,
+// where none ran, the first one's reason), named "<part>:<candidate>".
+void keep_tries(const Choice& one, Choice& all);
+
 // A setting settled by timing; its instances are in bench/measure/choosers.cpp.
 struct Chooser {
   std::string setting;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "bench/measure/attention_choice.h"
 #include "bench/measure/gemm_choice.h"
 #include "bench/runtime/device.h"
 #include "bench/step/train_step.h"
@@ -269,7 +270,7 @@ std::string residual_norm_key(const StepSpec& spec) {
 
 // In the order a rung runs them: the SDPA kernel at the planned batch (a batch search then runs with it), the
 // chunk at the batch the rung runs, then the classifier kernel's launch on that chunk, the GELU backward's slab,
-// the row traversal, the linears' GEMM algorithms.
+// the row traversal, the linears' GEMM algorithms, cuDNN's attention plans.
 std::vector<Chooser>& choosers() {
   static std::vector<Chooser> all = {
       {"sdpa_backend", false,
@@ -295,7 +296,11 @@ std::vector<Chooser>& choosers() {
        residual_norm_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_residual_norm(s, d); },
        [](StepSpec& s, const std::string& chosen) { s.model.residual_norm_held = chosen == "held"; }},
       {"gemm_algorithms", true, [](const StepSpec& s) { return s.model.lt_linears; }, gemm_algorithms_key,
-       [](const StepSpec& s, const DeviceInfo& d) { return choose_gemm_algorithms(s, d); }, use_gemm_algorithms}};
+       [](const StepSpec& s, const DeviceInfo& d) { return choose_gemm_algorithms(s, d); }, use_gemm_algorithms},
+      {"cudnn_attention_plans", true,
+       [](const StepSpec& s) { return s.model.cudnn_attention && s.model.attention == AttentionImpl::kSdpa; },
+       sdpa_attention_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_cudnn_plans(s, d); },
+       use_cudnn_plans}};
   return all;
 }
 

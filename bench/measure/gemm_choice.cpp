@@ -76,17 +76,6 @@ Choice time_gemm(const LinearGemm& lg, const DeviceInfo& dev, at::ScalarType dty
   });
 }
 
-// Of one GEMM's tries, the incumbent's and the fastest other's (or, where none ran, the first one's reason), named
-// "<gemm>:<candidate>".
-void keep_tries(const Choice& one, Choice& all) {
-  const ChoiceTry* best = nullptr;
-  for (const ChoiceTry& t : one.tries) {
-    if (t.candidate == one.incumbent) all.tries.push_back({one.setting + ":" + t.candidate, t.ms, t.why});
-    else if (!best || (t.ms && (!best->ms || *t.ms < *best->ms))) best = &t;
-  }
-  if (best) all.tries.push_back({one.setting + ":" + best->candidate, best->ms, best->why});
-}
-
 }  // namespace
 
 std::vector<LinearGemm> lt_linear_gemms(const StepSpec& spec) {

@@ -74,6 +74,7 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
          {"residual_norm_held", m.residual_norm_held}, {"classifier_threads", m.classifier_threads},
          {"classifier_staged", m.classifier_staged},
          {"gelu_epilogues", m.gelu_epilogues}, {"fp8_linears", m.fp8_linears}, {"cudnn_attention", m.cudnn_attention},
+         {"cudnn_plans", {{"forward", m.cudnn_forward_plan}, {"backward", m.cudnn_backward_plan}}},
          {"lt_linears", m.lt_linears},
          {"gemm_algorithms", m.gemm_algorithms},
          {"parameters", parameter_count(m)}}},

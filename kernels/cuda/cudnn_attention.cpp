@@ -22,8 +22,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 // ATen's (libtorch_cuda, exported; declared in a .cuh): the generator's seed and offset into two device int64s,
 // from the values or, under graph capture, from the graph's own offset.
@@ -90,15 +92,6 @@ std::array<std::shared_ptr<Attrs>, 3> qkv_tensors(const Graph& g, const Shape& s
           tensor(g, kV, "V", s.dims(), s.in_qkv())};
 }
 
-void build(const Graph& g) {
-  cudnnHandle_t handle = at::native::getCudnnHandle();
-  check(g->validate(), "graph validation");
-  check(g->build_operation_graph(handle), "operation graph");
-  check(g->create_execution_plans({fe::HeurMode_t::A}), "heuristics");
-  check(g->check_support(handle), "support check");
-  check(g->build_plans(handle), "plan build");
-}
-
 Graph forward_graph(const Shape& s, at::ScalarType dtype, double p) {
   Graph g = new_graph(dtype);
   const auto opts = causal(fe::graph::SDPA_attributes().set_name("causal_attention").set_generate_stats(true), g, s, p);
@@ -106,7 +99,6 @@ Graph forward_graph(const Shape& s, at::ScalarType dtype, double p) {
   auto [o, stats] = g->sdpa(q, k, v, opts);
   o->set_output(true).set_uid(kO).set_dim(s.dims()).set_stride(s.in_bt());
   stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT);
-  build(g);
   return g;
 }
 
@@ -120,20 +112,75 @@ Graph backward_graph(const Shape& s, at::ScalarType dtype, double p) {
                                       tensor(g, kDO, "dO", s.dims(), s.in_bt()), stats, opts);
   for (int i = 0; i < 3; ++i)  // dQ, dK, dV into one (B, T, 3C) tensor, as Q, K, V are read
     grads[i]->set_output(true).set_uid(static_cast<Uid>(kDQ + i)).set_dim(s.dims()).set_stride(s.in_qkv());
-  build(g);
   return g;
 }
 
-// The graph for these operands, built once a process for each (shape, dtype, dropout, device, direction).
-const fe::graph::Graph& graph_for(const Shape& s, at::ScalarType dtype, double p, bool backward) {
+// A graph with cuDNN's heuristic list (mode A, as ATen's), each plan built when first asked for.
+struct Planned {
+  Graph graph;
+  std::vector<std::string> names;   // the list's, in its order
+  std::vector<std::string> failed;  // why a plan did not build ("": not tried, or built)
+  std::vector<bool> built;
+};
+
+Planned plan(const Graph& g) {
+  check(g->validate(), "graph validation");
+  check(g->build_operation_graph(at::native::getCudnnHandle()), "operation graph");
+  check(g->create_execution_plans({fe::HeurMode_t::A}), "heuristics");
+  check(g->check_support(), "support check");
+  Planned p{g, {}, {}, {}};
+  for (int64_t i = 0; i < g->get_execution_plan_count(); ++i) {
+    std::string name;
+    check(g->get_plan_name_at_index(i, name), "plan name");
+    p.names.push_back(name);
+  }
+  p.failed.resize(p.names.size()), p.built.resize(p.names.size());
+  return p;
+}
+
+bool try_build(Planned& p, size_t i) {
+  if (!p.built[i] && p.failed[i].empty()) {
+    fe::error_t status = p.graph->build_plan_at_index(static_cast<int64_t>(i));
+    p.built[i] = status.is_good();
+    if (!p.built[i]) p.failed[i] = status.get_message().empty() ? "did not build" : status.get_message();
+  }
+  return p.built[i];
+}
+
+// The index of the plan named ("": the list's first that builds), built.
+int64_t plan_index(Planned& p, const std::string& name, const char* direction) {
+  std::string seen;
+  for (size_t i = 0; i < p.names.size(); ++i) {
+    if (name.empty() ? try_build(p, i) : p.names[i] == name) {
+      TORCH_CHECK(try_build(p, i), "cudnn_causal_attention: cuDNN's ", direction, " plan ", name,
+                  " did not build: ", p.failed[i]);
+      return static_cast<int64_t>(i);
+    }
+    seen += (seen.empty() ? "" : ", ") + p.names[i] + (p.failed[i].empty() ? "" : " (" + p.failed[i] + ")");
+  }
+  TORCH_CHECK(false, "cudnn_causal_attention: ",
+              name.empty() ? std::string("no plan of cuDNN's ") + direction + " list for these operands builds"
+                           : std::string("cuDNN's ") + direction + " list for these operands has no plan " + name,
+              " (", seen, ")");
+}
+
+using Plan = std::pair<const fe::graph::Graph*, int64_t>;  // a graph and the index of its plan to run
+
+// The graph for these operands, planned once a process for each (shape, dtype, dropout, device, direction), and
+// the plan named, built; or (names) the list's names alone.
+Plan graph_for(const Shape& s, at::ScalarType dtype, double p, bool backward, const std::string& plan_name,
+               std::vector<std::string>* names = nullptr) {
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int, double, int, bool>;
   static std::mutex mutex;
-  static std::map<Key, Graph> graphs;
+  static std::map<Key, Planned> graphs;
   const Key key{s.B, s.H, s.T, s.D, static_cast<int>(dtype), p, at::cuda::current_device(), backward};
   const std::lock_guard<std::mutex> lock(mutex);
-  Graph& g = graphs[key];
-  if (!g) g = backward ? backward_graph(s, dtype, p) : forward_graph(s, dtype, p);
-  return *g;
+  auto it = graphs.find(key);
+  if (it == graphs.end())
+    it = graphs.emplace(key, plan(backward ? backward_graph(s, dtype, p) : forward_graph(s, dtype, p))).first;
+  if (!names) return {it->second.graph.get(), plan_index(it->second, plan_name, backward ? "backward" : "forward")};
+  *names = it->second.names;
+  return {nullptr, -1};
 }
 
 // The addresses of the three C-wide parts of each (B, T, 3C) row's tensor: query, key, value (or their gradients).
@@ -143,18 +190,20 @@ std::array<char*, 3> thirds(const at::Tensor& t) {
   return {base, base + third, base + 2 * third};
 }
 
-void run(const fe::graph::Graph& g, std::unordered_map<int64_t, void*>& pack, const at::Tensor& like) {
+void run(const Plan& plan, std::unordered_map<int64_t, void*>& pack, const at::Tensor& like) {
+  const auto& [g, index] = plan;
   cudnnHandle_t handle = at::native::getCudnnHandle();
   TORCH_CHECK(cudnnSetStream(handle, at::cuda::getCurrentCUDAStream()) == CUDNN_STATUS_SUCCESS,
               "cudnn_causal_attention: cudnnSetStream failed");
   int64_t bytes = 0;
-  check(g.get_workspace_size(bytes), "workspace size");
+  check(g->get_workspace_size_plan_at_index(index, bytes), "workspace size");
   const at::Tensor workspace = at::empty({std::max<int64_t>(bytes, 1)}, like.options().dtype(at::kByte));
-  check(g.execute(handle, pack, workspace.mutable_data_ptr()), "execution");
+  check(g->execute_plan_at_index(handle, pack, workspace.mutable_data_ptr(), index), "execution");
 }
 
 struct CudnnAttentionFn : torch::autograd::Function<CudnnAttentionFn> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& qkv, int64_t n_head, double p) {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& qkv, int64_t n_head, double p,
+                            const CudnnPlans& plans) {
     const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
     const Shape s{B, n_head, T, C / n_head};
     const at::Tensor o = at::empty({B, T, C}, qkv.options());
@@ -177,10 +226,11 @@ struct CudnnAttentionFn : torch::autograd::Function<CudnnAttentionFn> {
                                              at::cuda::getCurrentCUDAStream());
       pack[kSeed] = seed.data_ptr(), pack[kOffset] = offset.data_ptr();
     }
-    run(graph_for(s, qkv.scalar_type(), p, false), pack, qkv);
+    run(graph_for(s, qkv.scalar_type(), p, false, plans.forward), pack, qkv);
     ctx->save_for_backward({qkv, o, stats, seed, offset});
     ctx->saved_data["n_head"] = n_head;
     ctx->saved_data["p"] = p;
+    ctx->saved_data["backward_plan"] = plans.backward;
     return o;
   }
 
@@ -198,16 +248,15 @@ struct CudnnAttentionFn : torch::autograd::Function<CudnnAttentionFn> {
                                                {kDQ, dq}, {kDK, dk}, {kDV, dv}, {kDO, d_o.data_ptr()},
                                                {kStats, stats.data_ptr()}};
     if (p > 0) pack[kSeed] = seed.data_ptr(), pack[kOffset] = offset.data_ptr();
-    run(graph_for({B, n_head, T, C / n_head}, qkv.scalar_type(), p, true), pack, qkv);
-    return {d_qkv, at::Tensor(), at::Tensor()};
+    run(graph_for({B, n_head, T, C / n_head}, qkv.scalar_type(), p, true,
+                  ctx->saved_data["backward_plan"].toStringRef()),
+        pack, qkv);
+    return {d_qkv, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
-}  // namespace
-
-bool cudnn_attention_built() { return true; }
-
-at::Tensor cudnn_causal_attention(const at::Tensor& qkv, int64_t n_head, double p) {
+// What cuDNN's flash attention takes, checked before a graph is built.
+void check_operands(const at::Tensor& qkv, int64_t n_head, double p) {
   TORCH_CHECK(qkv.is_cuda() && qkv.is_contiguous() && qkv.dim() == 3 && qkv.size(2) % 3 == 0 && n_head > 0 &&
                   qkv.size(2) / 3 % n_head == 0,
               "cudnn_causal_attention: a contiguous CUDA (B, T, 3C) tensor of n_head heads expected, got ", qkv.sizes());
@@ -216,8 +265,25 @@ at::Tensor cudnn_causal_attention(const at::Tensor& qkv, int64_t n_head, double 
   const int64_t D = qkv.size(2) / 3 / n_head;
   TORCH_CHECK(D % 8 == 0 && D <= 128, "cudnn_causal_attention: head size ", D, " (a multiple of 8 up to 128 expected)");
   TORCH_CHECK(p >= 0 && p < 1, "cudnn_causal_attention: dropout ", p, " is not a probability below 1");
+}
+
+}  // namespace
+
+bool cudnn_attention_built() { return true; }
+
+at::Tensor cudnn_causal_attention(const at::Tensor& qkv, int64_t n_head, double p, const CudnnPlans& plans) {
+  check_operands(qkv, n_head, p);
   const c10::cuda::CUDAGuard device(qkv.device());
-  return CudnnAttentionFn::apply(qkv, n_head, p);
+  return CudnnAttentionFn::apply(qkv, n_head, p, plans);
+}
+
+std::vector<std::string> cudnn_attention_plans(const at::Tensor& qkv, int64_t n_head, double p, bool backward) {
+  check_operands(qkv, n_head, p);
+  const c10::cuda::CUDAGuard device(qkv.device());
+  const int64_t C = qkv.size(2) / 3;
+  std::vector<std::string> names;
+  (void)graph_for({qkv.size(0), n_head, qkv.size(1), C / n_head}, qkv.scalar_type(), p, backward, "", &names);
+  return names;
 }
 
 }  // namespace gpt2::kernels
@@ -228,8 +294,12 @@ namespace gpt2::kernels {
 
 bool cudnn_attention_built() { return false; }
 
-at::Tensor cudnn_causal_attention(const at::Tensor&, int64_t, double) {
+at::Tensor cudnn_causal_attention(const at::Tensor&, int64_t, double, const CudnnPlans&) {
   TORCH_CHECK(false, "cudnn_causal_attention: this build found no cuDNN frontend (scripts/fetch_cudnn_frontend.sh)");
+}
+
+std::vector<std::string> cudnn_attention_plans(const at::Tensor&, int64_t, double, bool) {
+  TORCH_CHECK(false, "cudnn_attention_plans: this build found no cuDNN frontend (scripts/fetch_cudnn_frontend.sh)");
 }
 
 }  // namespace gpt2::kernels
