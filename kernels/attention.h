@@ -27,7 +27,8 @@ at::Tensor causal_attention(const at::Tensor& qkv, int64_t n_head, double p, boo
 // of 8 up to 128. Its graphs are built once a process for each shape, dtype and dropout, then kept; a plan named
 // that the list lacks or that does not build is refused with the reason.
 at::Tensor cudnn_causal_attention(const at::Tensor& qkv, int64_t n_head, double p, const CudnnPlans& plans = {});
-// The names of cuDNN's heuristic list (mode A, ATen's) for this attention's forward or backward, in its order.
+// The plans for this attention's forward or backward by name: cuDNN's heuristic list (mode A, ATen's) in its order,
+// then its first's engine with one knob changed at a time, each once.
 std::vector<std::string> cudnn_attention_plans(const at::Tensor& qkv, int64_t n_head, double p, bool backward);
 bool cudnn_attention_built();  // false where the build found no cuDNN frontend (and on a CPU build)
 

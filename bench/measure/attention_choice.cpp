@@ -17,8 +17,8 @@ Choice pick_cudnn_plans(const std::function<std::vector<std::string>(bool backwa
                         const std::function<double(bool backward, const std::string& plan)>& trial) {
   Choice all{"cudnn_attention_plans", "",
              "each direction's median time alone on the rung's attention, every plan of cuDNN's heuristic list (mode "
-             "A, as ATen's); the list's first kept unless another is faster by more than the margin; the tries: its "
-             "time and the fastest other's",
+             "A, as ATen's) and of its first with one knob changed; the list's first kept unless another is faster "
+             "by more than the margin; the tries: its time and the fastest other's",
              "", "", 0.01, {}, ""};
   for (const bool backward : {false, true}) {
     const std::string direction = backward ? "backward" : "forward";
@@ -61,7 +61,8 @@ Choice choose_cudnn_plans(const StepSpec& spec, const DeviceInfo& dev, int round
 
 void use_cudnn_plans(StepSpec& spec, const std::string& chosen) {
   const auto comma = chosen.find(',');
-  const std::string forward = chosen.substr(0, comma), backward = comma == std::string::npos ? "" : chosen.substr(comma + 1);
+  const std::string forward = chosen.substr(0, comma);
+  const std::string backward = comma == std::string::npos ? "" : chosen.substr(comma + 1);
   if (comma == std::string::npos || !forward.starts_with("forward:") || !backward.starts_with("backward:") ||
       forward.size() == 8 || backward.size() == 9 || backward.find(',') != std::string::npos)
     throw std::runtime_error("cudnn_attention_plans: 'forward:<plan>,backward:<plan>' expected, got '" + chosen + "'");

@@ -1,6 +1,7 @@
 // defines: the cudnn_attention extra's choice (bench/measure/choice.h): cuDNN's execution plan for each direction
-//          of the step's attention, every plan of its heuristic list timed alone on the rung's shapes; the winners
-//          become the step's (ModelOptions::cudnn_forward_plan, cudnn_backward_plan).
+//          of the step's attention, every plan of its heuristic list and of its first's one-knob neighbours timed
+//          alone on the rung's shapes; the winners become the step's (ModelOptions::cudnn_forward_plan and
+//          cudnn_backward_plan).
 #pragma once
 #include <functional>
 #include <string>

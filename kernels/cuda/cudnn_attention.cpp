@@ -17,6 +17,7 @@
 #include <cudnn_frontend.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
@@ -115,7 +116,27 @@ Graph backward_graph(const Shape& s, at::ScalarType dtype, double p) {
   return g;
 }
 
-// A graph with cuDNN's heuristic list (mode A, as ATen's), each plan built when first asked for.
+// The heuristic's first config's neighbours after its list: its engine with one knob at each other value it takes
+// (knobs of at most 64), where cuDNN accepts the config. A neighbour that does not build says so when asked for.
+void add_neighbours(fe::graph::Graph& g) {
+  int64_t engine = 0;
+  std::unordered_map<fe::KnobType_t, int64_t> first;
+  std::vector<fe::Knob> knobs;
+  if (g.get_engine_and_knobs_at_index(0, engine, first).is_bad() || g.get_knobs_for_engine(engine, knobs).is_bad())
+    return;
+  for (const fe::Knob& k : knobs) {
+    if (k.stride <= 0 || (k.maxValue - k.minValue) / k.stride >= 64) continue;
+    for (int64_t v = k.minValue; v <= k.maxValue; v += k.stride) {
+      auto other = first;
+      if (other.count(k.type) && other[k.type] == v) continue;
+      other[k.type] = v;
+      (void)g.create_execution_plan(engine, other);  // a config cuDNN refuses is not listed
+    }
+  }
+}
+
+// A graph with cuDNN's heuristic list (mode A, as ATen's) and its first's neighbours, each plan built when first
+// asked for; a name listed twice is the first of them.
 struct Planned {
   Graph graph;
   std::vector<std::string> names;   // the list's, in its order
@@ -128,6 +149,7 @@ Planned plan(const Graph& g) {
   check(g->build_operation_graph(at::native::getCudnnHandle()), "operation graph");
   check(g->create_execution_plans({fe::HeurMode_t::A}), "heuristics");
   check(g->check_support(), "support check");
+  add_neighbours(*g);
   Planned p{g, {}, {}, {}};
   for (int64_t i = 0; i < g->get_execution_plan_count(); ++i) {
     std::string name;
@@ -281,9 +303,11 @@ std::vector<std::string> cudnn_attention_plans(const at::Tensor& qkv, int64_t n_
   check_operands(qkv, n_head, p);
   const c10::cuda::CUDAGuard device(qkv.device());
   const int64_t C = qkv.size(2) / 3;
-  std::vector<std::string> names;
+  std::vector<std::string> names, once;
   (void)graph_for({qkv.size(0), n_head, qkv.size(1), C / n_head}, qkv.scalar_type(), p, backward, "", &names);
-  return names;
+  for (const std::string& name : names)
+    if (std::find(once.begin(), once.end(), name) == once.end()) once.push_back(name);
+  return once;
 }
 
 }  // namespace gpt2::kernels
