@@ -61,13 +61,15 @@ Choice choose_cudnn_plans(const StepSpec& spec, const DeviceInfo& dev, int round
 
 void use_cudnn_plans(StepSpec& spec, const std::string& chosen) {
   const auto comma = chosen.find(',');
-  const std::string forward = chosen.substr(0, comma);
-  const std::string backward = comma == std::string::npos ? "" : chosen.substr(comma + 1);
-  if (comma == std::string::npos || !forward.starts_with("forward:") || !backward.starts_with("backward:") ||
-      forward.size() == 8 || backward.size() == 9 || backward.find(',') != std::string::npos)
+  auto after = [](const std::string& part, const std::string& label) {  // "" where part is not "<label><plan>"
+    return part.starts_with(label) && part.find(',') == std::string::npos ? part.substr(label.size()) : "";
+  };
+  const std::string forward = after(chosen.substr(0, comma), "forward:");
+  const std::string backward = comma == std::string::npos ? "" : after(chosen.substr(comma + 1), "backward:");
+  if (forward.empty() || backward.empty())
     throw std::runtime_error("cudnn_attention_plans: 'forward:<plan>,backward:<plan>' expected, got '" + chosen + "'");
-  spec.model.cudnn_forward_plan = forward.substr(8);
-  spec.model.cudnn_backward_plan = backward.substr(9);
+  spec.model.cudnn_forward_plan = forward;
+  spec.model.cudnn_backward_plan = backward;
 }
 
 }  // namespace gpt2

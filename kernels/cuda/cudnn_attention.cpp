@@ -142,6 +142,7 @@ struct Planned {
   std::vector<std::string> names;   // the list's, in its order
   std::vector<std::string> failed;  // why a plan did not build ("": not tried, or built)
   std::vector<bool> built;
+  std::map<std::string, int64_t> index;  // of each name the step has run, so that a step looks up, not searches
 };
 
 Planned plan(const Graph& g) {
@@ -150,7 +151,7 @@ Planned plan(const Graph& g) {
   check(g->create_execution_plans({fe::HeurMode_t::A}), "heuristics");
   check(g->check_support(), "support check");
   add_neighbours(*g);
-  Planned p{g, {}, {}, {}};
+  Planned p{g, {}, {}, {}, {}};
   for (int64_t i = 0; i < g->get_execution_plan_count(); ++i) {
     std::string name;
     check(g->get_plan_name_at_index(i, name), "plan name");
@@ -171,27 +172,27 @@ bool try_build(Planned& p, size_t i) {
 
 // The index of the plan named ("": the list's first that builds), built.
 int64_t plan_index(Planned& p, const std::string& name, const char* direction) {
-  std::string seen;
+  if (const auto known = p.index.find(name); known != p.index.end()) return known->second;
   for (size_t i = 0; i < p.names.size(); ++i) {
     if (name.empty() ? try_build(p, i) : p.names[i] == name) {
       TORCH_CHECK(try_build(p, i), "cudnn_causal_attention: cuDNN's ", direction, " plan ", name,
                   " did not build: ", p.failed[i]);
-      return static_cast<int64_t>(i);
+      return p.index[name] = static_cast<int64_t>(i);
     }
-    seen += (seen.empty() ? "" : ", ") + p.names[i] + (p.failed[i].empty() ? "" : " (" + p.failed[i] + ")");
   }
+  std::string seen;
+  for (size_t i = 0; i < p.names.size(); ++i)
+    seen += (i ? ", " : "") + p.names[i] + (p.failed[i].empty() ? "" : " (" + p.failed[i] + ")");
   TORCH_CHECK(false, "cudnn_causal_attention: ",
               name.empty() ? std::string("no plan of cuDNN's ") + direction + " list for these operands builds"
                            : std::string("cuDNN's ") + direction + " list for these operands has no plan " + name,
               " (", seen, ")");
 }
 
-using Plan = std::pair<const fe::graph::Graph*, int64_t>;  // a graph and the index of its plan to run
-
-// The graph for these operands, planned once a process for each (shape, dtype, dropout, device, direction), and
-// the plan named, built; or (names) the list's names alone.
-Plan graph_for(const Shape& s, at::ScalarType dtype, double p, bool backward, const std::string& plan_name,
-               std::vector<std::string>* names = nullptr) {
+// `use` of the graph for these operands, planned once a process for each (shape, dtype, dropout, device,
+// direction), with the lock held: a plan is built once.
+template <typename Use>
+auto with_planned(const Shape& s, at::ScalarType dtype, double p, bool backward, Use use) {
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int, double, int, bool>;
   static std::mutex mutex;
   static std::map<Key, Planned> graphs;
@@ -200,9 +201,15 @@ Plan graph_for(const Shape& s, at::ScalarType dtype, double p, bool backward, co
   auto it = graphs.find(key);
   if (it == graphs.end())
     it = graphs.emplace(key, plan(backward ? backward_graph(s, dtype, p) : forward_graph(s, dtype, p))).first;
-  if (!names) return {it->second.graph.get(), plan_index(it->second, plan_name, backward ? "backward" : "forward")};
-  *names = it->second.names;
-  return {nullptr, -1};
+  return use(it->second);
+}
+
+using Plan = std::pair<const fe::graph::Graph*, int64_t>;  // a graph and the index of its plan to run
+
+Plan graph_for(const Shape& s, at::ScalarType dtype, double p, bool backward, const std::string& plan_name) {
+  return with_planned(s, dtype, p, backward, [&](Planned& planned) {
+    return Plan{planned.graph.get(), plan_index(planned, plan_name, backward ? "backward" : "forward")};
+  });
 }
 
 // The addresses of the three C-wide parts of each (B, T, 3C) row's tensor: query, key, value (or their gradients).
@@ -303,8 +310,10 @@ std::vector<std::string> cudnn_attention_plans(const at::Tensor& qkv, int64_t n_
   check_operands(qkv, n_head, p);
   const c10::cuda::CUDAGuard device(qkv.device());
   const int64_t C = qkv.size(2) / 3;
-  std::vector<std::string> names, once;
-  (void)graph_for({qkv.size(0), n_head, qkv.size(1), C / n_head}, qkv.scalar_type(), p, backward, "", &names);
+  const std::vector<std::string> names = with_planned({qkv.size(0), n_head, qkv.size(1), C / n_head},
+                                                      qkv.scalar_type(), p, backward,
+                                                      [](const Planned& planned) { return planned.names; });
+  std::vector<std::string> once;
   for (const std::string& name : names)
     if (std::find(once.begin(), once.end(), name) == once.end()) once.push_back(name);
   return once;
