@@ -12,7 +12,7 @@
 namespace gpt2::kernels {
 namespace {
 
-void check_args(const at::Tensor& grad, const at::Tensor& pre) {
+void check_gelu_args(const at::Tensor& grad, const at::Tensor& pre) {
   TORCH_CHECK(grad.dim() == 2 && grad.sizes() == pre.sizes() && grad.is_contiguous() && pre.is_contiguous(),
               "bias_gelu_backward: grad and pre must be contiguous (N, F) tensors of one shape, got ", grad.sizes(),
               " and ", pre.sizes());
@@ -57,13 +57,13 @@ struct LinearBiasGelu : torch::autograd::Function<LinearBiasGelu> {
 }  // namespace
 
 std::pair<at::Tensor, at::Tensor> bias_gelu_backward_reference(const at::Tensor& grad, const at::Tensor& pre) {
-  check_args(grad, pre);
+  check_gelu_args(grad, pre);
   at::Tensor d_pre = at::gelu_backward(grad, pre, "tanh");
   return {d_pre, d_pre.sum(0, /*keepdim=*/false, at::kFloat).to(pre.scalar_type())};
 }
 
 std::pair<at::Tensor, at::Tensor> bias_gelu_backward(const at::Tensor& grad, const at::Tensor& pre, int64_t slab) {
-  check_args(grad, pre);
+  check_gelu_args(grad, pre);
   return pre.is_cuda() ? bias_gelu_backward_cuda(grad, pre, slab) : bias_gelu_backward_reference(grad, pre);
 }
 

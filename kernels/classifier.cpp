@@ -15,7 +15,7 @@
 namespace gpt2::kernels {
 namespace {
 
-void check_args(const at::Tensor& logits, const at::Tensor& targets) {
+void check_xent_args(const at::Tensor& logits, const at::Tensor& targets) {
   TORCH_CHECK(logits.dim() == 2 && logits.is_contiguous() && at::isFloatingType(logits.scalar_type()),
               "softmax_xent_backward_: logits must be a contiguous floating (n, V) tensor, got ", logits.sizes(), " ",
               logits.scalar_type());
@@ -107,7 +107,7 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
 }  // namespace
 
 at::Tensor softmax_xent_backward_reference_(at::Tensor& logits, const at::Tensor& targets, double scale) {
-  check_args(logits, targets);
+  check_xent_args(logits, targets);
   const at::Tensor z = logits.to(at::kFloat);
   const at::Tensor t = targets.view({-1, 1});
   const at::Tensor lse = at::logsumexp(z, 1, /*keepdim=*/true);
@@ -138,7 +138,7 @@ at::Tensor scaled_gradient(const at::Tensor& kept, const at::Tensor& g, at::Scal
 at::Tensor softmax_xent_backward_(at::Tensor& logits, const at::Tensor& targets, double scale, int threads,
                                   bool staged) {
   if (!logits.is_cuda()) return softmax_xent_backward_reference_(logits, targets, scale);  // checks them itself
-  check_args(logits, targets);
+  check_xent_args(logits, targets);
   return softmax_xent_backward_cuda_(logits, targets, scale, threads, staged);
 }
 

@@ -8,10 +8,13 @@
 #include <fstream>
 #include <string>
 
+#include "bench/runtime/device.h"
 #include "common/files.h"
 #include "model/config.h"
 
 namespace gpt2::test {
+
+inline DeviceInfo cpu() { return detect_device("cpu"); }
 
 inline ModelOptions tiny_model() {
   ModelOptions m;

@@ -19,7 +19,7 @@
 namespace gpt2 {
 namespace {
 
-DeviceInfo cpu() { return detect_device("cpu"); }
+using test::cpu;
 
 at::Tensor corpus(int64_t vocab) { return to_token_tensor(synthetic_corpus(vocab, 20000, 4)); }
 

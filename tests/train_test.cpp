@@ -17,7 +17,7 @@
 namespace gpt2 {
 namespace {
 
-DeviceInfo cpu() { return detect_device("cpu"); }
+using test::cpu;
 
 at::Tensor corpus(int64_t vocab, int64_t n = 50000) { return to_token_tensor(synthetic_corpus(vocab, n, 11)); }
 

@@ -20,7 +20,7 @@
 namespace gpt2 {
 namespace {
 
-DeviceInfo cpu() { return detect_device("cpu"); }
+using test::cpu;
 DeviceInfo fake_gpu(int major) {
   DeviceInfo d;
   d.type = DeviceType::kCuda;

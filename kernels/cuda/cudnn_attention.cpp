@@ -204,11 +204,11 @@ auto with_planned(const Shape& s, at::ScalarType dtype, double p, bool backward,
   return use(it->second);
 }
 
-using Plan = std::pair<const fe::graph::Graph*, int64_t>;  // a graph and the index of its plan to run
+using GraphPlan = std::pair<const fe::graph::Graph*, int64_t>;  // a graph and the index of its plan to run
 
-Plan graph_for(const Shape& s, at::ScalarType dtype, double p, bool backward, const std::string& plan_name) {
+GraphPlan graph_for(const Shape& s, at::ScalarType dtype, double p, bool backward, const std::string& plan_name) {
   return with_planned(s, dtype, p, backward, [&](Planned& planned) {
-    return Plan{planned.graph.get(), plan_index(planned, plan_name, backward ? "backward" : "forward")};
+    return GraphPlan{planned.graph.get(), plan_index(planned, plan_name, backward ? "backward" : "forward")};
   });
 }
 
@@ -219,7 +219,7 @@ std::array<char*, 3> thirds(const at::Tensor& t) {
   return {base, base + third, base + 2 * third};
 }
 
-void run(const Plan& plan, std::unordered_map<int64_t, void*>& pack, const at::Tensor& like) {
+void run(const GraphPlan& plan, std::unordered_map<int64_t, void*>& pack, const at::Tensor& like) {
   const auto& [g, index] = plan;
   cudnnHandle_t handle = at::native::getCudnnHandle();
   TORCH_CHECK(cudnnSetStream(handle, at::cuda::getCurrentCUDAStream()) == CUDNN_STATUS_SUCCESS,
