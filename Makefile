@@ -53,7 +53,8 @@ cuda-check:
 	build-cuda/gpt2bench_tests --gtest_filter='*_CUDA'
 	@for f in bench/runtime/cuda/cuda_backend.cpp bench/measure/cuda/cupti_collector.cpp $(wildcard kernels/cuda/*.cu) \
 	  kernels/cuda/gelu_epilogues.cpp kernels/cuda/gemm_survey.cpp kernels/cuda/cudnn_attention.cpp; do \
-	  grep -q "$$f" build-cuda/compile_commands.json || { echo "cuda-check: $$f was not compiled"; exit 1; }; done
+	  grep -qs "$$f" build-cuda/compile_commands.json build-cuda/CMakeFiles/*/Unity/*.cxx \
+	    || { echo "cuda-check: $$f was not compiled"; exit 1; }; done
 	@grep -q '^CUBLASLT_LIBRARY:FILEPATH=/' build-cuda/CMakeCache.txt || { echo "cuda-check: no cuBLASLt library found (gelu_epilogues)"; exit 1; }
 	@grep -q 'GPT2_HAVE_CUDNN_FE=1' build-cuda/compile_commands.json || { echo "cuda-check: no cuDNN frontend or cuDNN found (cudnn_attention)"; exit 1; }
 	@scripts/kernel_resources.sh build-cuda
