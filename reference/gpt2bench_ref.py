@@ -268,11 +268,13 @@ def by_name(events, n, cuda):
     gap). CPU: what the C++ collector's RecordFunction callback takes, the FUNCTION scope (ATen's ops and autograd's
     evaluate_function ranges), counted at every depth and timed where no other such op called them. GPU: kernels
     and copies on the device, timed there; copies and sets named "memcpy"/"memset" as CUPTI's records are, and not
-    counted as launches. `events`: torch.profiler's FunctionEvents over `n` steps. Returns (events a step, rows)."""
+    counted as launches. A range's span on the device (a user annotation: "Optimizer.step#AdamW.step") is no kernel:
+    its kernels are counted on their own, as torch's own tables count them. `events`: torch.profiler's FunctionEvents
+    over `n` steps. Returns (events a step, rows)."""
     table, launches = {}, 0.0
     for e in events:
         if cuda:
-            if e.device_type != torch.autograd.DeviceType.CUDA:
+            if e.device_type != torch.autograd.DeviceType.CUDA or getattr(e, "is_user_annotation", False):
                 continue
             name = "memcpy" if e.name.startswith("Memcpy") else "memset" if e.name.startswith("Memset") else e.name
             ms, launch = e.time_range.elapsed_us() / 1e3, name not in ("memcpy", "memset")

@@ -379,6 +379,9 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   EXPECT_GT(py["host_ms_per_step"].get<double>(), 0);
   EXPECT_EQ(eager["events_per_step"]["cpp"], cpp["events_per_step"]);
   EXPECT_EQ(eager["events_per_step"]["python"], py["events_per_step"]);
+  // ... and by kind of work: each side's matmuls where its breakdown put them
+  EXPECT_EQ(eager["category_ms"]["cpp"], cpp["category_ms"]);
+  EXPECT_GT(eager["category_ms"]["python"].value("matmul", 0.0), 0) << eager["category_ms"].dump();
   EXPECT_NE(r.output.find(", parity pass\n      ATen ops a step: C++ "), std::string::npos) << r.output;
   const auto& compiled = doc["references"][1];
   ASSERT_EQ(compiled["status"], "ok") << compiled.dump();

@@ -362,6 +362,55 @@ TEST(Reference, NeverComparedWithARungThatFailedParity) {
   EXPECT_FALSE(clean.contains("passed_over"));
 }
 
+// Where both sides ran a breakdown the reference's kernels are set beside the C++ rung's by kind of work, by the one
+// rule the breakdown's categories follow: kernel names from the H100 run of 2026-11-27 (ref_torch_compile at B=8).
+TEST(Reference, SetBesideItsRungByKindOfWork) {
+  RungRecord top = rung("24_planned_batch+kept", "ok");
+  top.plan.rung.spec.batch = 8;
+  top.out.timing.rep_tokens_per_sec = {120, 120, 120};
+  top.out.breakdown.summary = {{"events_per_step", 369.0},
+                               {"category_ms", {{"matmul", 9.2}, {"attention", 3.49}, {"normalization", 1.74}}}};
+  auto kernel = [](const std::string& name, double ms) {
+    return nlohmann::json{{"name", name}, {"count_per_step", 1.0}, {"ms_per_step", ms}};
+  };
+  nlohmann::json ref = {{"name", "ref_torch_compile"}, {"status", "ok"},
+                        {"config", {{"batch", 8}, {"model", {{"tie_weights", false}, {"context", 4}}}}},
+                        {"result", {{"tokens_per_sec", 100.0}, {"breakdown", {{"events", "kernel launches"},
+                                                                              {"events_per_step", 551.0}}}}}};
+  ref["result"]["breakdown"]["by_name"] = {
+      kernel("nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB_bias_TNT", 0.85),
+      kernel("triton_per_fused_add_native_dropout_native_layer_norm_view_5", 0.848),
+      kernel("triton_per_fused_add_native_dropout_backward_native_layer_norm_native_layer_norm_backward_view_10", 0.5),
+      kernel("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0", 1.2),
+      kernel("void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*, void const*, void*)", 0.2),
+      kernel("void at::native::(anonymous namespace)::cunn_SoftMaxBackward<8, c10::BFloat16, float, c10::BFloat16, "
+             "at::native::(anonymous namespace)::LogSoftMaxBackwardEpilogue>(c10::BFloat16*)", 1.09),
+      kernel("memcpy", 0.25), kernel("memset", 0.05),
+      kernel("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<float>>()", 0.54)};
+  compare_reference(ref, {top}, {});
+  ASSERT_TRUE(ref.contains("category_ms")) << ref.dump();
+  EXPECT_EQ(ref["category_ms"]["cpp"], top.out.breakdown.summary["category_ms"]);
+  const auto& py = ref["category_ms"]["python"];
+  EXPECT_DOUBLE_EQ(py["matmul"].get<double>(), 0.85);
+  EXPECT_DOUBLE_EQ(py["normalization"].get<double>(), 0.848 + 0.5);
+  EXPECT_DOUBLE_EQ(py["attention"].get<double>(), 1.2 + 0.2);
+  EXPECT_DOUBLE_EQ(py["loss"].get<double>(), 1.09);
+  EXPECT_DOUBLE_EQ(py["memcpy"].get<double>(), 0.25 + 0.05);
+  EXPECT_DOUBLE_EQ(py["other"].get<double>(), 0.54);  // a generic kernel names no op: not guessed
+  // On a CPU the names are ATen ops, an autograd node's under its forward op's kind.
+  ref["result"]["breakdown"] = {{"events", "ATen ops"}, {"events_per_step", 3.0},
+                                {"by_name", {kernel("aten::addmm", 4.0), kernel("aten::native_layer_norm", 1.0),
+                                             kernel("autograd::engine::evaluate_function: AddmmBackward0", 6.0)}}};
+  compare_reference(ref, {top}, {});
+  EXPECT_EQ(ref["category_ms"]["python"], nlohmann::json({{"matmul", 10.0}, {"normalization", 1.0}}));
+  // A rung without a breakdown pass (one at its floor): nothing to set beside.
+  nlohmann::json bare = ref;
+  bare.erase("category_ms");
+  top.out.breakdown.summary = nlohmann::json();
+  compare_reference(bare, {top}, {});
+  EXPECT_FALSE(bare.contains("category_ms"));
+}
+
 // At batch_scaling's batch the reference trains the problem the C++ top trains there (the same batch, weights and
 // data): judged against that rung's trajectory as a reference of its class, parameter by parameter too; with no C++
 // trajectory at that batch, as a rung of another problem (its first batch's loss must fall).

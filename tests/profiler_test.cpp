@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/runtime/device.h"
@@ -314,6 +315,26 @@ TEST(CuptiAggregation, Categories) {
                      "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16*, float*, long, long)", "kernel"),
             "elementwise");
   EXPECT_EQ(category("memset", "memset"), "memcpy");
+  // torch.compile's step by its kernels' names alone (the H100 run of 2026-11-27, ref_torch_compile at B=128):
+  // inductor's fused kernels go where their ops would, cuDNN's attention helpers to attention.
+  for (const auto& [k, want] : std::vector<std::pair<const char*, const char*>>{
+           {"triton_per_fused_add_native_dropout_backward_native_layer_norm_native_layer_norm_backward_view_9",
+            "normalization"},
+           {"triton_per_fused_add_native_dropout_native_layer_norm_view_4", "normalization"},
+           {"triton_red_fused__log_softmax_prepare_softmax_online_5", "loss"},
+           {"triton_poi_fused_gelu_gelu_backward_view_5", "elementwise"},
+           {"triton_red_fused_native_dropout_backward_sum_view_3", "elementwise"},
+           {"triton_poi_fused_embedding_dense_backward_17", "embedding"},
+           {"nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB_splitK_NTN", "matmul"},
+           {"void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, false, float>()",
+            "matmul"},
+           {"cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64_1x4x1_cga1x1x1_kernel0_0",
+            "attention"},
+           {"void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*, void const*, void*, void*, "
+            "unsigned int)", "attention"},
+           {"void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*, unsigned int, unsigned int)",
+            "attention"}})
+    EXPECT_EQ(category(k, "kernel"), want) << k;
   EXPECT_EQ(category("aten::addmm"), "matmul");
   EXPECT_EQ(category("aten::bmm"), "attention");
   EXPECT_EQ(category("aten::add"), "elementwise");

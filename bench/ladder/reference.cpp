@@ -17,6 +17,7 @@
 #include "bench/ladder/parity.h"
 #include "bench/ladder/results.h"
 #include "bench/measure/clocks.h"
+#include "bench/measure/profiler.h"
 #include "bench/measure/stats.h"
 #include "common/errors.h"
 #include "common/files.h"
@@ -264,6 +265,21 @@ void judge_reference_parity(nlohmann::json& ref, const std::vector<RungRecord>& 
   }
 }
 
+// The reference's step by kind of work, in the breakdown's categories (bench/measure/profiler.h's one rule): each
+// name of its by_name (kernels and copies on a GPU, ATen ops on a CPU) by its name alone. A generic ATen kernel, whose
+// name gives its arithmetic and not the op that launched it, is elementwise or other here.
+nlohmann::json category_ms(const nlohmann::json& breakdown) {
+  const bool ops = breakdown.value("events", "") == "ATen ops";
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& e : breakdown["by_name"]) {
+    const std::string name = e.value("name", "");
+    const std::string kind = ops ? "op" : name == "memcpy" || name == "memset" ? name : "kernel";
+    const std::string cat = category(name, kind);
+    out[cat] = out.value(cat, 0.0) + e.value("ms_per_step", 0.0);
+  }
+  return out;
+}
+
 }  // namespace
 
 void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline) {
@@ -282,6 +298,8 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
         b.contains("events_per_step"))  // the eager gap in one figure; name by name in the report
       ref["events_per_step"] = {{"what", res["breakdown"]["events"]}, {"cpp", b["events_per_step"]},
                                 {"python", res["breakdown"]["events_per_step"]}};
+    if (res.contains("breakdown") && res["breakdown"].contains("by_name") && b.is_object() && b.contains("category_ms"))
+      ref["category_ms"] = {{"cpp", b["category_ms"]}, {"python", category_ms(res["breakdown"])}};  // kind by kind
   }
   judge_reference_parity(ref, rungs, baseline);
 }

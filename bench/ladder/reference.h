@@ -54,7 +54,8 @@ std::vector<std::pair<std::string, int64_t>> references_to_run(const std::vector
 void attach_reference_clocks(nlohmann::json& ref, const ClockSamples& samples);
 
 // Sets `compared_with`, `ratio` (the C++ rung's tok/s over the reference's) and the parity of the
-// reference's first losses and first gradient norm against the C++ baseline's (`baseline`).
+// reference's first losses and first gradient norm against the C++ baseline's (`baseline`); where both sides ran a
+// breakdown, `events_per_step` and `category_ms` (ms a step by kind of work: the C++ rung's, the reference's).
 void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline);
 
 // `again`: the C++ rung the reference was compared with, timed again right after it (Ladder::retime). Sets

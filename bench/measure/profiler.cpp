@@ -254,7 +254,10 @@ std::string category(const std::string& raw, const std::string& kind, const std:
   // ATen's CUDA log-softmax is cunn_SoftMax*<..., LogSoftMax*Epilogue>: the loss's, not the attention's softmax;
   // softmax_xent_* and scaled_gradient_* are our fused classifier's (kernels/cuda/classifier.cu).
   if (has({"cross_entropy", "nll_loss", "log_softmax", "logsoftmax", "softmax_xent", "scaled_gradient"})) return "loss";
-  if (has({"scaled_dot_product", "flash", "attention", "fmha", "softmax", "masked_fill", "triu"})) return "attention";
+  // cuDNN's SDPA backward also runs compute_dot_do_o and convert_dq_to_16bits (cudnn::fusion), named for neither.
+  if (has({"scaled_dot_product", "flash", "attention", "fmha", "softmax", "masked_fill", "triu", "dot_do_o",
+           "convert_dq"}))
+    return "attention";
   // Batched matmuls (scores, weighted values) only occur in attention in this model; on the GPU
   // they are GEMM kernels like any other and count as matmul.
   if (kind == "op" && has({"bmm", "aten::matmul"})) return "attention";

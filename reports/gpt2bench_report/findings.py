@@ -46,6 +46,22 @@ def _against_references(run: Run) -> list[str]:
     return out
 
 
+def _against_compile_by_kind(run: Run) -> str:
+    """Where the step's time differs from torch.compile's, the three largest differences by kind of work a batch
+    (rungs.json's `category_ms`, where both sides ran a breakdown)."""
+    parts = []
+    for ref in run.references:
+        kinds = ref.get("category_ms") or {}
+        cpp, py = kinds.get("cpp") or {}, kinds.get("python") or {}
+        if ref.get("name") != "ref_torch_compile" or not cpp or not py:
+            continue
+        largest = sorted(set(cpp) | set(py), key=lambda k: (-abs(py.get(k, 0.0) - cpp.get(k, 0.0)), k))[:3]
+        parts.append(f"{ref.get('compared_with', '?')} at B={(ref.get('config') or {}).get('batch', '?')}: "
+                     + ", ".join(f"{k} {cpp.get(k, 0.0):.2f} vs {py.get(k, 0.0):.2f} ms" for k in largest))
+    return ("**Against torch.compile, by kind of work** (C++ vs Python, a step): " + "; ".join(parts) + ".") if parts \
+        else ""
+
+
 def _fp8(run: Run) -> str:
     """A GPU run's FP8 rung against the rung it is built on (the bf16 top): its ratio, parity and memory, and where
     its step's time moved by the two breakdowns (matmuls against the rest: FP8's scaling and casts)."""
@@ -96,6 +112,8 @@ def findings(run: Run) -> list[str]:
                      f"{best.batch}, the baseline {base.peak_alloc_bytes / GIB:.2f} GiB at {base.batch}.")
     if refs := _against_references(run):
         lines.append("**Against Python PyTorch**: " + "; ".join(refs) + ".")
+    if by_kind := _against_compile_by_kind(run):
+        lines.append(by_kind)
     kept = sorted({e.get("variant", "?") for r in run.rungs if r.ok and r.kept for e in r.kept if e.get("kept")})
     if any(r.kind == "kept" for r in run.rungs):
         lines.append("**Kept**: " + (", ".join(kept) if kept else "no extra beat the top") + ".")
@@ -109,6 +127,8 @@ def findings(run: Run) -> list[str]:
                      f"{', '.join(skipped[:4])}{' …' if len(skipped) > 4 else ''}.")
     if throttled := [r.name for r in run.rungs if r.throttled]:
         lines.append(f"**Throttled**: {', '.join(throttled)}.")
+    if len(lines) > 8 and by_kind:  # the first to go where the lines are too many: what failed is said
+        lines.remove(by_kind)
     ok = sum(r.ok for r in run.rungs)
     return lines[:8] + [f"**Run**: {run.status}; {ok} of {len(run.rungs)} rungs ran to the end."]
 

@@ -124,7 +124,7 @@ def eager_gaps(run: Run, rows_at_most: int = 25) -> list[tuple[str, list[list[st
     count or time differs, the largest time difference first (then the largest count difference)."""
     out = []
     for ref in run.references:
-        py = ref.get("result", {}).get("breakdown") or {}
+        py = _without_ranges(ref.get("result", {}).get("breakdown") or {})
         rung = ref.get("compared_with")
         cpp = run.breakdown_file(rung) if rung else None
         if not py.get("by_name") or not cpp or "by_name" not in cpp:
@@ -163,6 +163,41 @@ def eager_gaps(run: Run, rows_at_most: int = 25) -> list[tuple[str, list[list[st
                  + (". Times: the ops no other ATen op called (nested ones 0)" if unit == "ATen ops" else
                     ". Times: on the device"))
         out.append((title, rows))
+    return out
+
+
+_RANGE = re.compile(r"[\w.]+#[\w.]+")  # torch's record_function ranges: "Optimizer.step#AdamW.step", "ProfilerStep#3"
+
+
+def _without_ranges(py: dict) -> dict:
+    """A GPU reference's kernels without the device spans of record_function ranges, which references written
+    before 2026-11-29 listed as launches beside the kernels they span (a kernel's name has parentheses)."""
+    spans = [n for n in py.get("by_name", []) if _RANGE.fullmatch(n["name"])]
+    if py.get("events") != "kernel launches" or not spans:
+        return py
+    return dict(py, by_name=[n for n in py["by_name"] if n not in spans],
+                events_per_step=py.get("events_per_step", 0.0) - sum(n["count_per_step"] for n in spans))
+
+
+def work_gaps(run: Run) -> list[tuple[str, list[list[str]]]]:
+    """Each reference beside the C++ rung it is compared with by kind of work (rungs.json's `category_ms`: the rung's
+    breakdown categories, and the reference's names sorted by the same rule): the largest difference first."""
+    out = []
+    for ref in run.references:
+        kinds = ref.get("category_ms") or {}
+        cpp, py = kinds.get("cpp") or {}, kinds.get("python") or {}
+        if not cpp or not py:
+            continue
+        rung, name = ref.get("compared_with", "?"), ref.get("name", "?")
+        diff = {k: py.get(k, 0.0) - cpp.get(k, 0.0) for k in set(cpp) | set(py)}
+        rows = [["kind of work", f"C++ {rung} ms", f"Python {name} ms", "Python - C++ ms"]]
+        rows += [[k, f"{cpp.get(k, 0.0):.3f}", f"{py.get(k, 0.0):.3f}", f"{diff[k]:+.3f}"]
+                 for k in sorted(diff, key=lambda k: (-abs(diff[k]), k))]
+        rows.append(["(all)", f"{sum(cpp.values()):.3f}", f"{sum(py.values()):.3f}", f"{sum(diff.values()):+.3f}"])
+        batch = (ref.get("config") or {}).get("batch", "?")
+        out.append((f"By kind of work: {rung} beside {name} at B={batch}, one step's time in each category of the "
+                    "breakdown (on a GPU the kernels' device time; a generic ATen kernel the reference runs names no "
+                    "op: other or elementwise)", rows))
     return out
 
 
@@ -476,7 +511,7 @@ def _run_section(run: Run, tag: str, embedded: dict[str, str]) -> tuple[list[str
     md += [_md(ladder_table(run)), ""]
     if run.references:
         md += [_md(reference_table(run)), ""]
-        for title, rows in eager_gaps(run):
+        for title, rows in work_gaps(run) + eager_gaps(run):
             md += [f"**{title}**", "", _md(rows), ""]
     for section in (kernel_section(run), gemm_section(run)):
         if section:
@@ -486,7 +521,7 @@ def _run_section(run: Run, tag: str, embedded: dict[str, str]) -> tuple[list[str
     parts.append(_html_table(ladder_table(run)))
     if run.references:
         parts.append(_html_table(reference_table(run)))
-        for title, rows in eager_gaps(run):
+        for title, rows in work_gaps(run) + eager_gaps(run):
             parts += [f"<p><b>{html.escape(title)}</b></p>", _html_table(rows)]
     for section in (kernel_section(run), gemm_section(run)):
         if section:

@@ -16,10 +16,10 @@ from gpt2bench_report import ReportError, load_run, write_report
 from gpt2bench_report.load import device_groups, same_device
 from gpt2bench_report import charts
 from gpt2bench_report.__main__ import main
-from gpt2bench_report.findings import headline
+from gpt2bench_report.findings import findings, headline
 from gpt2bench_report.generations import bound_by, cost_table, generations_table, times
 from gpt2bench_report.render import (build_figures, eager_gaps, gemm_section, kernel_section, ladder_table, rung_why,
-                                     run_notes)
+                                     run_notes, work_gaps)
 from gpt2bench_report.stats import against_previous, differs, drifts, mann_whitney_p
 
 ROOT = FIXTURES.parents[2]
@@ -784,6 +784,39 @@ def test_the_step_s_matmuls_against_cublaslt_s_heuristics(tmp_path):
     assert "fc1 dX: cuBLASLt #1: algo 6 failed: not supported" in notes
     md = (write_report([load_run(run_dir)], tmp_path / "report") / "report.md").read_text()
     assert "**The step's matmuls against cuBLASLt's heuristic algorithms (kernels.json: gemms)**" in md
+
+
+def test_a_reference_beside_its_rung_by_kind_of_work(tmp_path):
+    # The committed H100 run's compile reference listed the optimizer's range on the device as a launch (1.37 ms,
+    # beside the kernels it spans): not a row of the eager gap, not a launch. Runs since carry `category_ms`.
+    run_dir = tmp_path / "run"
+    shutil.copytree(ROOT / "reports/reference/gpu-nvidia-h100-80gb-hbm3/20261127-030430-gpu-124m", run_dir)
+    run = load_run(run_dir)
+    assert work_gaps(run) == [] and "by kind of work" not in " ".join(findings(run))
+    gap = dict(eager_gaps(run))
+    title = next(t for t in gap if "beside ref_torch_compile" in t)
+    assert not any(row[0].startswith("Optimizer.step#") for row in gap[title])
+    assert gap[title][1][:3] == ["(all kernel launches; ms = the profiled step)", "369", "551"]
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    ref = next(r for r in doc["references"] if r["name"] == "ref_torch_compile" and r["config"]["batch"] == 8)
+    ref["category_ms"] = {"cpp": {"matmul": 9.2, "normalization": 1.74, "loss": 0.83},
+                          "python": {"matmul": 9.4, "normalization": 2.9, "loss": 1.85, "other": 0.5}}
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    [(title, rows)] = work_gaps(run)
+    assert title.startswith("By kind of work: 24_planned_batch+kept beside ref_torch_compile at B=8")
+    assert [r[0] for r in rows[1:]] == ["normalization", "loss", "other", "matmul", "(all)"]
+    assert rows[1][1:] == ["1.740", "2.900", "+1.160"] and rows[-1][1:] == ["11.770", "14.650", "+2.880"]
+    assert ("**Against torch.compile, by kind of work** (C++ vs Python, a step): 24_planned_batch+kept at B=8: "
+            "normalization 1.74 vs 2.90 ms, loss 0.83 vs 1.85 ms, other 0.00 vs 0.50 ms.") in findings(run)
+    md = (write_report([run], tmp_path / "report") / "report.md").read_text()
+    assert "**By kind of work: 24_planned_batch+kept beside ref_torch_compile at B=8" in md
+    # Where the findings are too many for their eight lines, this one gives way to what failed.
+    doc["rungs"][3]["status"] = "error"
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    lines = findings(load_run(run_dir))
+    assert any(x.startswith("**Error**: 03_fused_adamw") for x in lines)
+    assert not any("by kind of work" in x for x in lines)
 
 
 def test_a_kernels_json_of_another_device_or_layout_is_refused(tmp_path):
