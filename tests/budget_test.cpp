@@ -56,6 +56,21 @@ TEST(Budget, NoBreakdownPassNothingToDrop) {
   EXPECT_TRUE(fit_rung(1.0, 6.0, c).breakdown);
 }
 
+// A kept rung is what the references are held against: its breakdown pass, which sets the two side by side by kind
+// of work, stays at the floor (the H100 run of 2026-11-27 dropped 23_top+kept's at batch 128), the rest made room.
+TEST(Budget, AKeptRungKeepsItsBreakdownPass) {
+  RungCost kept = kCpuMini;
+  kept.keep_breakdown = true;
+  RungFit f = fit_rung(30.0, 2.0, kept);  // 15 steps: 7 for the pass, 5 parity, 3 left -> 1 a repetition
+  EXPECT_TRUE(f.breakdown);
+  EXPECT_EQ(f.steps, 1);
+  EXPECT_EQ(f.parity_steps, 3);  // 15 - 7 - 5 x 1 = 3
+  f = fit_rung(5.0, 6.0, kept);
+  EXPECT_TRUE(f.breakdown);
+  EXPECT_EQ(f.parity_steps, 2);  // the floor
+  EXPECT_EQ(fit_rung(40.0, 2.0, kept).steps, fit_rung(40.0, 2.0, kCpuMini).steps);  // no pressure, no change
+}
+
 TEST(Budget, SharesAndProgressFromTheClock) {
   double now = 100.0;
   TimeBudget b(900.0, [&] { return now; });

@@ -20,10 +20,11 @@ RungFit fit_rung(double seconds, double step_s, const RungCost& c) {
     fit.steps = std::min(c.max_steps, with_breakdown);
     return fit;
   }
-  fit.breakdown = c.breakdown_steps == 0;  // nothing to drop when there is no pass
-  fit.steps = std::clamp<int64_t>(steps_that_fit(0), 1, c.max_steps);
-  if (steps_that_fit(0) < 1) {  // one step a repetition is still over: a shorter parity run
-    const int64_t room = static_cast<int64_t>(std::floor(budget_steps)) - c.repetitions;
+  fit.breakdown = c.breakdown_steps == 0 || c.keep_breakdown;  // nothing to drop, or not to be dropped
+  const double fixed = fit.breakdown ? c.breakdown_cost_steps() : 0.0;
+  fit.steps = std::clamp<int64_t>(steps_that_fit(fixed), 1, c.max_steps);
+  if (steps_that_fit(fixed) < 1) {  // one step a repetition is still over: a shorter parity run
+    const int64_t room = static_cast<int64_t>(std::floor(budget_steps - fixed)) - c.repetitions;
     fit.parity_steps = std::clamp<int64_t>(room, std::min(c.parity_steps, kParityFloorSteps), c.parity_steps);
   }
   return fit;

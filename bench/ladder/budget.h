@@ -20,6 +20,7 @@ struct RungCost {
   int64_t parity_steps = 5;     // its parity run
   int64_t breakdown_steps = 2;  // its breakdown pass: warm-up + this many unprofiled + profiled + 1 with shapes
   int64_t warmup_steps = 1;     // the breakdown pass's own warm-up
+  bool keep_breakdown = false;  // a kept rung: its pass stays however short its share (what a reference is set beside)
   double breakdown_cost_steps() const { return breakdown_steps > 0 ? warmup_steps + 2.0 * breakdown_steps + 1 : 0; }
   // What a rung takes however short its share: its repetitions of one step and its shortest parity run.
   int64_t floor_steps() const { return repetitions + std::min(parity_steps, kParityFloorSteps); }
@@ -32,8 +33,8 @@ struct RungFit {
 };
 
 // The most timed steps per repetition (1..cost.max_steps) that fit `seconds` at `step_s` a step with the parity run
-// and breakdown pass: the breakdown is dropped first, then timed steps down to 1, then parity steps down to
-// kParityFloorSteps; at that floor the rung runs even over its share.
+// and breakdown pass: the breakdown is dropped first (unless cost.keep_breakdown), then timed steps down to 1, then
+// parity steps down to kParityFloorSteps; at that floor the rung runs even over its share.
 RungFit fit_rung(double seconds, double step_s, const RungCost& cost);
 
 class TimeBudget {

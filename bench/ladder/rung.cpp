@@ -103,7 +103,9 @@ void RungRunner::fit(RungRecord& r, double share_s, double started_s) {
   r.out.timing.parity_steps = prof.parity_steps;
   if (!budget.limited() || ranks(r.spec()) > 1) return;
   const double left = share_s - (budget.elapsed_s() - started_s);
-  const RungFit f = fit_rung(left, r.out.timing.warmup_step_s, cost(r.out.timing.warmup_steps));
+  RungCost c = cost(r.out.timing.warmup_steps);
+  c.keep_breakdown = r.plan.kind == RungKind::kKept;  // the references' rung: set beside them by kind of work
+  const RungFit f = fit_rung(left, r.out.timing.warmup_step_s, c);
   r.out.timing.steps = f.steps;
   r.out.timing.parity_steps = f.parity_steps;
   std::string note;
