@@ -403,6 +403,13 @@ TEST(Reference, SetBesideItsRungByKindOfWork) {
                                              kernel("autograd::engine::evaluate_function: AddmmBackward0", 6.0)}}};
   compare_reference(ref, {top}, {});
   EXPECT_EQ(ref["category_ms"]["python"], nlohmann::json({{"matmul", 10.0}, {"normalization", 1.0}}));
+  // A compiled step's time on a CPU is in inductor's regions ("Torch-Compiled Region: 0/0",
+  // CompiledFunctionBackward: the Zen 4's cpu-scaled run), not in ops: no kind to set beside.
+  nlohmann::json compiled = ref;
+  compiled.erase("category_ms");
+  compiled["config"]["compile"] = true;
+  compare_reference(compiled, {top}, {});
+  EXPECT_FALSE(compiled.contains("category_ms"));
   // A rung without a breakdown pass (one at its floor): nothing to set beside.
   nlohmann::json bare = ref;
   bare.erase("category_ms");
