@@ -46,18 +46,22 @@ def _against_references(run: Run) -> list[str]:
     return out
 
 
+def by_kind(ref: dict) -> list[tuple[str, float, float]]:
+    """A reference beside its C++ rung by kind of work (rungs.json's `category_ms`): (kind, C++ ms, Python ms) a step,
+    the largest difference first; none where either side ran no breakdown."""
+    kinds = ref.get("category_ms") or {}
+    cpp, py = kinds.get("cpp") or {}, kinds.get("python") or {}
+    if not cpp or not py:
+        return []
+    rows = [(k, cpp.get(k, 0.0), py.get(k, 0.0)) for k in set(cpp) | set(py)]
+    return sorted(rows, key=lambda r: (-abs(r[2] - r[1]), r[0]))
+
+
 def _against_compile_by_kind(run: Run) -> str:
-    """Where the step's time differs from torch.compile's, the three largest differences by kind of work a batch
-    (rungs.json's `category_ms`, where both sides ran a breakdown)."""
-    parts = []
-    for ref in run.references:
-        kinds = ref.get("category_ms") or {}
-        cpp, py = kinds.get("cpp") or {}, kinds.get("python") or {}
-        if ref.get("name") != "ref_torch_compile" or not cpp or not py:
-            continue
-        largest = sorted(set(cpp) | set(py), key=lambda k: (-abs(py.get(k, 0.0) - cpp.get(k, 0.0)), k))[:3]
-        parts.append(f"{ref.get('compared_with', '?')} at B={(ref.get('config') or {}).get('batch', '?')}: "
-                     + ", ".join(f"{k} {cpp.get(k, 0.0):.2f} vs {py.get(k, 0.0):.2f} ms" for k in largest))
+    """Where the step's time differs most from torch.compile's: its three largest differences a batch."""
+    parts = [f"{ref.get('compared_with', '?')} at B={(ref.get('config') or {}).get('batch', '?')}: "
+             + ", ".join(f"{k} {c:.2f} vs {p:.2f} ms" for k, c, p in by_kind(ref)[:3])
+             for ref in run.references if ref.get("name") == "ref_torch_compile" and by_kind(ref)]
     return ("**Against torch.compile, by kind of work** (C++ vs Python, a step): " + "; ".join(parts) + ".") if parts \
         else ""
 

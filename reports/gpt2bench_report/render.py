@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from . import charts, generations
-from .findings import findings
+from .findings import by_kind, findings
 from .notes import _STATE, _first_line, _short, error_texts, rung_why, run_notes
 from .load import Run, device_groups
 from .stats import against_previous
@@ -180,20 +180,17 @@ def _without_ranges(py: dict) -> dict:
 
 
 def work_gaps(run: Run) -> list[tuple[str, list[list[str]]]]:
-    """Each reference beside the C++ rung it is compared with by kind of work (rungs.json's `category_ms`: the rung's
-    breakdown categories, and the reference's names sorted by the same rule): the largest difference first."""
+    """Each reference beside the C++ rung it is compared with by kind of work (findings.by_kind): the reference's
+    names sorted into the rung's breakdown categories by the same rule, the largest difference first."""
     out = []
     for ref in run.references:
-        kinds = ref.get("category_ms") or {}
-        cpp, py = kinds.get("cpp") or {}, kinds.get("python") or {}
-        if not cpp or not py:
+        if not (kinds := by_kind(ref)):
             continue
         rung, name = ref.get("compared_with", "?"), ref.get("name", "?")
-        diff = {k: py.get(k, 0.0) - cpp.get(k, 0.0) for k in set(cpp) | set(py)}
         rows = [["kind of work", f"C++ {rung} ms", f"Python {name} ms", "Python - C++ ms"]]
-        rows += [[k, f"{cpp.get(k, 0.0):.3f}", f"{py.get(k, 0.0):.3f}", f"{diff[k]:+.3f}"]
-                 for k in sorted(diff, key=lambda k: (-abs(diff[k]), k))]
-        rows.append(["(all)", f"{sum(cpp.values()):.3f}", f"{sum(py.values()):.3f}", f"{sum(diff.values()):+.3f}"])
+        rows += [[k, f"{c:.3f}", f"{p:.3f}", f"{p - c:+.3f}"] for k, c, p in kinds]
+        c, p = sum(k[1] for k in kinds), sum(k[2] for k in kinds)
+        rows.append(["(all)", f"{c:.3f}", f"{p:.3f}", f"{p - c:+.3f}"])
         batch = (ref.get("config") or {}).get("batch", "?")
         out.append((f"By kind of work: {rung} beside {name} at B={batch}, one step's time in each category of the "
                     "breakdown (on a GPU the kernels' device time; a generic ATen kernel the reference runs names no "
