@@ -116,8 +116,8 @@ def findings(run: Run) -> list[str]:
                      f"{best.batch}, the baseline {base.peak_alloc_bytes / GIB:.2f} GiB at {base.batch}.")
     if refs := _against_references(run):
         lines.append("**Against Python PyTorch**: " + "; ".join(refs) + ".")
-    if by_kind := _against_compile_by_kind(run):
-        lines.append(by_kind)
+    if kinds_line := _against_compile_by_kind(run):
+        lines.append(kinds_line)
     kept = sorted({e.get("variant", "?") for r in run.rungs if r.ok and r.kept for e in r.kept if e.get("kept")})
     if any(r.kind == "kept" for r in run.rungs):
         lines.append("**Kept**: " + (", ".join(kept) if kept else "no extra beat the top") + ".")
@@ -131,8 +131,8 @@ def findings(run: Run) -> list[str]:
                      f"{', '.join(skipped[:4])}{' …' if len(skipped) > 4 else ''}.")
     if throttled := [r.name for r in run.rungs if r.throttled]:
         lines.append(f"**Throttled**: {', '.join(throttled)}.")
-    if len(lines) > 8 and by_kind:  # the first to go where the lines are too many: what failed is said
-        lines.remove(by_kind)
+    if len(lines) > 8 and kinds_line:  # the first to go where the lines are too many: what failed is said
+        lines.remove(kinds_line)
     ok = sum(r.ok for r in run.rungs)
     return lines[:8] + [f"**Run**: {run.status}; {ok} of {len(run.rungs)} rungs ran to the end."]
 
