@@ -294,16 +294,16 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
     if (auto ri = ratio_interval_json(with->out.timing.rep_tokens_per_sec, ref); !ri.is_null())
       ref["ratio_interval"] = ri;  // how far the repetitions' noise alone could move it
     const auto& b = with->out.breakdown.summary;
-    if (res.contains("breakdown") && res["breakdown"].contains("events_per_step") && b.is_object() &&
-        b.contains("events_per_step"))  // the eager gap in one figure; name by name in the report
-      ref["events_per_step"] = {{"what", res["breakdown"]["events"]}, {"cpp", b["events_per_step"]},
-                                {"python", res["breakdown"]["events_per_step"]}};
-    // Kind by kind; not for a compiled step's ATen ops (a CPU's): its time is in inductor's regions, not in ops.
-    const bool opaque = res.contains("breakdown") && res["breakdown"].value("events", "") == "ATen ops" &&
-                        ref["config"].value("compile", false);
-    if (res.contains("breakdown") && res["breakdown"].contains("by_name") && b.is_object() &&
-        b.contains("category_ms") && !opaque)
-      ref["category_ms"] = {{"cpp", b["category_ms"]}, {"python", category_ms(res["breakdown"])}};
+    if (res.contains("breakdown") && b.is_object()) {
+      const auto& py = res["breakdown"];
+      if (py.contains("events_per_step") && b.contains("events_per_step"))  // the eager gap in one figure
+        ref["events_per_step"] = {{"what", py["events"]}, {"cpp", b["events_per_step"]},
+                                  {"python", py["events_per_step"]}};
+      // Kind by kind; not for a compiled step's ATen ops (a CPU's): its time is in inductor's regions, not in ops.
+      const bool opaque = py.value("events", "") == "ATen ops" && ref["config"].value("compile", false);
+      if (py.contains("by_name") && b.contains("category_ms") && !opaque)
+        ref["category_ms"] = {{"cpp", b["category_ms"]}, {"python", category_ms(py)}};
+    }
   }
   judge_reference_parity(ref, rungs, baseline);
 }

@@ -59,9 +59,11 @@ def by_kind(ref: dict) -> list[tuple[str, float, float]]:
 
 def _against_compile_by_kind(run: Run) -> str:
     """Where the step's time differs most from torch.compile's: its three largest differences a batch."""
-    parts = [f"{ref.get('compared_with', '?')} at B={(ref.get('config') or {}).get('batch', '?')}: "
-             + ", ".join(f"{k} {c:.2f} vs {p:.2f} ms" for k, c, p in by_kind(ref)[:3])
-             for ref in run.references if ref.get("name") == "ref_torch_compile" and by_kind(ref)]
+    parts = []
+    for ref in run.references:
+        if ref.get("name") == "ref_torch_compile" and (kinds := by_kind(ref)):
+            parts.append(f"{ref.get('compared_with', '?')} at B={(ref.get('config') or {}).get('batch', '?')}: "
+                         + ", ".join(f"{k} {c:.2f} vs {p:.2f} ms" for k, c, p in kinds[:3]))
     return ("**Against torch.compile, by kind of work** (C++ vs Python, a step): " + "; ".join(parts) + ".") if parts \
         else ""
 
