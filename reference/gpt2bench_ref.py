@@ -11,9 +11,9 @@ the ladder's speed-ups). Two fixed configurations, so the comparison cannot be w
                      code), and the model that returns its loss (nanoGPT's), each timed; the faster is the
                      reference's figure, both are kept
 
-The model is kept equivalent to model/gpt2.cpp and model/layers.cpp: the same modules, parameter count and
-initialisation (one CPU generator seeded as init_weights is, drawing in canonical_parameters' order), the same
-loss on the same batch (the parity losses; tested end to end by ctest ReferenceRungs).
+The model (gpt2_model.py) is kept equivalent to model/gpt2.cpp and model/layers.cpp: the same modules, parameter
+count and initialisation, the same loss on the same batch (the parity losses; tested end to end by ctest
+ReferenceRungs). With `pair_fds` in CONFIG, its repetitions then alternate with gpt2bench's (paired()).
 
 `--warm CONFIG FORM...` compiles FORMs (parity, model, model_and_loss) of that configuration into torch.compile's
 on-disk caches and exits, so that the reference's own compilations later are cache hits (gpt2bench
@@ -33,138 +33,8 @@ import torch.nn.functional as F
 from torch import nn
 
 
-class LayerNorm(nn.Module):
-    def __init__(self, dim, native):
-        super().__init__()
-        self.dim, self.native = dim, native
-        self.scale = nn.Parameter(torch.ones(dim))
-        self.shift = nn.Parameter(torch.zeros(dim))
-
-    def forward(self, x):
-        if self.native:
-            return F.layer_norm(x, (self.dim,), self.scale, self.shift, 1e-5)
-        mean = x.mean(-1, keepdim=True)
-        var = x.var(-1, unbiased=False, keepdim=True)
-        return self.scale * ((x - mean) / torch.sqrt(var + 1e-5)) + self.shift
-
-
-def gelu_tanh_scratch(x):
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3))))
-
-
-class FeedForward(nn.Module):
-    def __init__(self, c, native):
-        super().__init__()
-        self.native = native
-        self.fc1 = nn.Linear(c, 4 * c)
-        self.fc2 = nn.Linear(4 * c, c)
-
-    def forward(self, x):
-        h = self.fc1(x)
-        return self.fc2(F.gelu(h, approximate="tanh") if self.native else gelu_tanh_scratch(h))
-
-
-class CausalSelfAttention(nn.Module):
-    def __init__(self, m, sdpa):
-        super().__init__()
-        c = m["n_embd"]
-        self.n_head, self.head_dim, self.sdpa, self.dropout = m["n_head"], c // m["n_head"], sdpa, m["dropout"]
-        self.query = nn.Linear(c, c, bias=m["qkv_bias"])
-        self.key = nn.Linear(c, c, bias=m["qkv_bias"])
-        self.value = nn.Linear(c, c, bias=m["qkv_bias"])
-        self.out_proj = nn.Linear(c, c)
-        self.attn_dropout = nn.Dropout(m["dropout"])
-        if not sdpa:
-            self.register_buffer("mask", torch.triu(torch.ones(m["context"], m["context"]), diagonal=1))
-
-    def forward(self, x):
-        b, t, c = x.shape
-        q, k, v = (p(x).view(b, t, self.n_head, self.head_dim).transpose(1, 2) for p in (self.query, self.key, self.value))
-        if self.sdpa:
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
-        else:
-            scores = q @ k.transpose(2, 3)
-            scores.masked_fill_(self.mask.bool()[:t, :t], -math.inf)
-            y = self.attn_dropout(torch.softmax(scores / math.sqrt(self.head_dim), dim=-1)) @ v
-        return self.out_proj(y.transpose(1, 2).contiguous().view(b, t, c))
-
-
-class Block(nn.Module):
-    def __init__(self, m, sdpa, native):
-        super().__init__()
-        self.ln1, self.ln2 = LayerNorm(m["n_embd"], native), LayerNorm(m["n_embd"], native)
-        self.attn = CausalSelfAttention(m, sdpa)
-        self.ff = FeedForward(m["n_embd"], native)
-        self.drop_resid = nn.Dropout(m["dropout"])
-
-    def forward(self, x):
-        x = x + self.drop_resid(self.attn(self.ln1(x)))
-        return x + self.drop_resid(self.ff(self.ln2(x)))
-
-
-class GPT2(nn.Module):
-    def __init__(self, m, sdpa, native):
-        super().__init__()
-        self.m = m
-        vp, c = m["padded_vocab"], m["n_embd"]
-        self.tok_emb = nn.Embedding(vp, c)
-        self.pos_emb = nn.Embedding(m["context"], c)
-        self.drop_emb = nn.Dropout(m["dropout"])
-        self.blocks = nn.ModuleList(Block(m, sdpa, native) for _ in range(m["n_layer"]))
-        self.final_norm = LayerNorm(c, native)
-        self.head_weight = self.tok_emb.weight if m["tie_weights"] else nn.Parameter(torch.empty(vp, c))
-
-    def forward(self, idx):
-        pos = torch.arange(idx.size(1), device=idx.device)
-        x = self.drop_emb(self.tok_emb(idx) + self.pos_emb(pos))
-        for b in self.blocks:
-            x = b(x)
-        return F.linear(self.final_norm(x), self.head_weight)
-
-    def canonical_parameters(self):
-        """model/gpt2.cpp's canonical_parameters: the order init_weights draws in (padded rows left out)."""
-        m, v = self.m, self.m["vocab_size"]
-        out = [("tok_emb.weight", self.tok_emb.weight[:v]), ("pos_emb.weight", self.pos_emb.weight)]
-        for i, b in enumerate(self.blocks):
-            p = f"blocks.{i}."
-            out += [(p + "ln1.scale", b.ln1.scale), (p + "ln1.shift", b.ln1.shift)]
-            for name in ("query", "key", "value"):
-                lin = getattr(b.attn, name)
-                out.append((p + f"attn.{name}.weight", lin.weight))
-                if m["qkv_bias"]:
-                    out.append((p + f"attn.{name}.bias", lin.bias))
-            out += [(p + "attn.out_proj.weight", b.attn.out_proj.weight), (p + "attn.out_proj.bias", b.attn.out_proj.bias),
-                    (p + "ln2.scale", b.ln2.scale), (p + "ln2.shift", b.ln2.shift),
-                    (p + "ff.fc1.weight", b.ff.fc1.weight), (p + "ff.fc1.bias", b.ff.fc1.bias),
-                    (p + "ff.fc2.weight", b.ff.fc2.weight), (p + "ff.fc2.bias", b.ff.fc2.bias)]
-        out += [("final_norm.scale", self.final_norm.scale), ("final_norm.shift", self.final_norm.shift)]
-        if not m["tie_weights"]:
-            out.append(("head_weight", self.head_weight[:v]))
-        return out
-
-    @torch.no_grad()
-    def init_weights(self, seed):
-        """model/gpt2.cpp's init_weights, draw for draw."""
-        gen = torch.Generator().manual_seed(seed)
-        self.tok_emb.weight.zero_()
-        if not self.m["tie_weights"]:
-            self.head_weight.zero_()
-        for name, view in self.canonical_parameters():
-            cpu = torch.empty(view.shape, dtype=torch.float32)
-            if name.endswith("emb.weight"):
-                cpu.normal_(0.0, 1.0, generator=gen)
-            elif name.endswith(".scale"):
-                cpu.fill_(1.0)
-            elif name.endswith(".shift"):
-                cpu.fill_(0.0)
-            else:
-                if name.endswith(".bias"):
-                    fan_in = self.m["n_embd"] * (4 if "fc2" in name else 1)
-                else:
-                    fan_in = view.shape[1]
-                bound = 1.0 / math.sqrt(fan_in)
-                cpu.uniform_(-bound, bound, generator=gen)
-            view.copy_(cpu)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # gpt2_model beside it, however this is loaded
+from gpt2_model import GPT2  # noqa: E402
 
 
 def parameter_count(model):
@@ -438,17 +308,53 @@ def run(cfg):
     if "breakdown" in last:  # dropped for the time budget
         out["breakdown"] = last["breakdown"]
     elif last["breakdown_steps"]:  # 3. The breakdown pass, after the timed steps: profiling never perturbs them.
-        if live is None or live[0] != best:  # the faster scope's model was freed: built again (compiled: cached)
-            live = None
-            if cuda:
-                torch.cuda.empty_cache()
-            live = (best,) + build_step(cfg, device, tokens, best)[1:]
-            live[1](*live[2].next())
+        live = form_alive(cfg, device, tokens, best, live)
         out["breakdown"] = breakdown(live[1], live[2], last["breakdown_steps"], cuda, sync)
+    if cfg.get("pair_fds"):  # 4. The faster form's repetitions, one each time gpt2bench asks, beside its C++ rung's.
+        live = form_alive(cfg, device, tokens, best, live)
+        out["paired"] = paired(cfg["pair_fds"], live[1], live[2], forms[best]["steps_per_repetition"], sync)
     if cfg["compile"]:  # how many of its graphs inductor compiled and how many it took from its on-disk cache
         out["inductor_fx_graph_cache"] = fx_graph_cache_counts()
     out["elapsed_s"] = time.perf_counter() - started
     return out
+
+
+def form_alive(cfg, device, tokens, form, live):
+    """`live` (form, step, batches) where it is `form`'s; else that form built again (compiled: from the caches),
+    the other freed first, and run one step."""
+    if live is not None and live[0] == form:
+        return live
+    live = None
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    live = (form,) + build_step(cfg, device, tokens, form)[1:]
+    live[1](*live[2].next())
+    return live
+
+
+def paired(fds, step, data, steps, sync):
+    """Paired timing (docs/reference-rungs.md): "ready" on the write pipe, then for each "rep" read one repetition of
+    `steps` steps, timed as timed_model's, its seconds a step written back, until "end". gpt2bench times its C++
+    rung's repetitions between them, so that both sides see the same state of the machine."""
+    times = []
+    with os.fdopen(fds[0], "r") as asks, os.fdopen(fds[1], "w", buffering=1) as tells:
+        tells.write("ready\n")
+        for line in asks:
+            if line.strip() != "rep":
+                break
+            times.append(repetition(step, data, steps, sync)[0])
+            tells.write(f"{times[-1]!r}\n")
+    return {"step_s": times, "steps_per_repetition": steps}
+
+
+def repetition(step, data, steps, sync):
+    """One timed repetition: (seconds a step over `steps` steps, one device synchronisation at its end; the last loss)."""
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        loss = step(*data.next())
+    sync()
+    return (time.perf_counter() - t0) / steps, loss
 
 
 def fx_graph_cache_counts():
@@ -505,12 +411,8 @@ def timed_model(cfg, device, tokens, scope, share, profiled, sync):
     sync()
     began = time.monotonic()
     for _ in range(reps):
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            loss = step(*data.next())
-        sync()
-        times.append((time.perf_counter() - t0) / steps)
+        t, loss = repetition(step, data, steps, sync)
+        times.append(t)
         losses.append(float(loss))
     # When the repetitions ran, on the clock gpt2bench stamps its NVML samples with (CLOCK_MONOTONIC, std::chrono's
     # steady_clock there): it samples the device's clocks while this process runs and keeps those of this window,

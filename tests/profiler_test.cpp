@@ -22,11 +22,11 @@ namespace {
 
 using test::cpu;
 
-at::Tensor corpus(int64_t vocab) { return to_token_tensor(synthetic_corpus(vocab, 20000, 4)); }
+at::Tensor profiled_corpus(int64_t vocab) { return to_token_tensor(synthetic_corpus(vocab, 20000, 4)); }
 
 Breakdown profile(const StepSpec& s, int steps = 2) {
   auto meter = make_memory_meter(cpu());
-  return breakdown_rung(s, cpu(), corpus(s.model.vocab_size), 1, 1, steps, *meter);
+  return breakdown_rung(s, cpu(), profiled_corpus(s.model.vocab_size), 1, 1, steps, *meter);
 }
 
 StepSpec tiny(int64_t batch = 2) { return baseline_spec(test::tiny_model(), batch, cpu()); }

@@ -12,8 +12,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
+#include "bench/ladder/paired.h"
 #include "bench/ladder/parity.h"
 #include "bench/ladder/results.h"
 #include "bench/measure/clocks.h"
@@ -83,11 +85,14 @@ std::string last_line(const std::string& path) {
   return last;
 }
 
-// Runs argv with stdout and stderr into `log`; returns the exit status as a sentence ("" = exit 0).
-std::string run_logged(const std::vector<std::string>& args, const std::string& log) {
+// Runs argv with stdout and stderr into `log`; returns the exit status as a sentence ("" = exit 0). With `pipes`,
+// `beside` runs once the child says it is ready, asking it for repetitions; then the child is told to end.
+std::string run_logged(const std::vector<std::string>& args, const std::string& log, PairPipes* pipes = nullptr,
+                       const PairedTiming& beside = {}) {
   const pid_t pid = ::fork();
   if (pid < 0) return std::string("fork failed: ") + std::strerror(errno);
   if (pid == 0) {
+    if (pipes) pipes->in_child();
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) ::dup2(fd, STDOUT_FILENO), ::dup2(fd, STDERR_FILENO);
     std::vector<char*> argv;
@@ -98,8 +103,22 @@ std::string run_logged(const std::vector<std::string>& args, const std::string& 
     ::_exit(127);
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  auto wait_for_it = [&] {
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  };
+  if (pipes) {
+    pipes->in_parent();
+    try {
+      if (pipes->ready(pid)) beside([&] { return pipes->repetition(pid); });
+    } catch (...) {  // the child told to end and waited for all the same
+      pipes->end();
+      wait_for_it();
+      throw;
+    }
+    pipes->end();
   }
+  wait_for_it();
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
   return "exit code " + std::to_string(WEXITSTATUS(status));
@@ -127,7 +146,7 @@ bool references_failed(const nlohmann::json& refs) {
 }
 
 nlohmann::json run_reference(const std::string& name, nlohmann::json config, const at::Tensor& train_tokens,
-                             const std::string& dir, double budget_s) {
+                             const std::string& dir, double budget_s, const PairedTiming& beside) {
   const std::string sub = files::join(dir, "reference");
   files::create_dirs(sub);
   const int64_t B = config["batch"], T = config["model"]["context"];
@@ -142,11 +161,14 @@ nlohmann::json run_reference(const std::string& name, nlohmann::json config, con
   files::write_file_atomic(base + ".tokens", std::string(static_cast<const char*>(tokens.data_ptr()), n * sizeof(int64_t)));
   config["tokens"] = base + ".tokens";
   config["budget_s"] = budget_s < 0 ? nlohmann::json() : nlohmann::json(std::max(0.0, budget_s));  // null: none
+  std::unique_ptr<PairPipes> pipes = beside ? std::make_unique<PairPipes>() : nullptr;
+  if (pipes) config["pair_fds"] = {pipes->child_fds().first, pipes->child_fds().second};
   files::write_file_atomic(base + ".config.json", config.dump(2) + "\n");
   files::remove_all(out_path);
 
   const std::string script = std::string(GPT2BENCH_SOURCE_DIR) + "/reference/gpt2bench_ref.py";
-  const std::string failed = run_logged({project_python(), script, base + ".config.json", out_path}, log);
+  const std::string failed = run_logged({project_python(), script, base + ".config.json", out_path}, log, pipes.get(), beside);
+  config.erase("pair_fds");  // this process's file descriptors: nothing to keep
   nlohmann::json entry = {{"name", name}, {"status", "ok"}, {"config", config}, {"log", log}};
   if (failed.empty()) {
     try {
@@ -199,39 +221,6 @@ nlohmann::json ratio_interval_json(const std::vector<double>& cpp, const nlohman
                      "with the Mann-Whitney distribution-free interval"}};
 }
 
-// The C++ rung a reference is compared with: the baseline for ref_torch_eager; else the fastest one-process rung
-// at its batch, of the same model, not an anti-variant nor the top's second timing, whose parity did not fail
-// (a faster one that failed is named in `passed_over`).
-const RungRecord* compared_rung(nlohmann::json& ref, const std::vector<RungRecord>& rungs) {
-  const int64_t batch = ref["config"]["batch"];
-  const RungRecord* with = nullptr;
-  ref.erase("passed_over");
-  if (ref["name"] == "ref_torch_eager") {
-    for (const auto& r : rungs)
-      if (r.plan.kind == RungKind::kBaseline && r.ok()) with = &r;
-  } else {
-    // The fastest one-process rung at its batch and of its model (untied head), not an anti-variant nor the top's
-    // second timing (the faster of two timings would favour it), whose parity did not fail.
-    const bool tied = ref["config"]["model"]["tie_weights"];
-    std::vector<const RungRecord*> failed_parity;
-    for (const auto& r : rungs) {
-      if (!r.ok() || r.spec().batch != batch || ranks(r.spec()) != 1 || r.plan.rung.anti ||
-          r.plan.kind == RungKind::kControl || r.spec().model.tie_weights != tied)
-        continue;
-      if (r.out.parity.verdict == "fail")
-        failed_parity.push_back(&r);
-      else if (!with || r.median_tokens_per_sec() > with->median_tokens_per_sec())
-        with = &r;
-    }
-    // Said beside the ratio: the faster rungs it is not held against, and why.
-    for (const RungRecord* r : failed_parity)
-      if (!with || r->median_tokens_per_sec() > with->median_tokens_per_sec())
-        ref["passed_over"].push_back({{"rung", r->name()}, {"cpp_tokens_per_sec", r->median_tokens_per_sec()},
-                                      {"why", "failed parity"}});
-  }
-  return with;
-}
-
 // The reference's parity: its losses against the baseline's, or at batch_scaling's batch against the C++ rung that
 // trains that problem; its parity run's out-of-memory error where it had one.
 void judge_reference_parity(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline) {
@@ -282,6 +271,39 @@ nlohmann::json category_ms(const nlohmann::json& breakdown) {
 
 }  // namespace
 
+// The C++ rung a reference is compared with: the baseline for ref_torch_eager; else the fastest one-process rung
+// at its batch, of the same model, not an anti-variant nor the top's second timing, whose parity did not fail
+// (a faster one that failed is named in `passed_over`).
+const RungRecord* compared_rung(nlohmann::json& ref, const std::vector<RungRecord>& rungs) {
+  const int64_t batch = ref["config"]["batch"];
+  const RungRecord* with = nullptr;
+  ref.erase("passed_over");
+  if (ref["name"] == "ref_torch_eager") {
+    for (const auto& r : rungs)
+      if (r.plan.kind == RungKind::kBaseline && r.ok()) with = &r;
+  } else {
+    // The fastest one-process rung at its batch and of its model (untied head), not an anti-variant nor the top's
+    // second timing (the faster of two timings would favour it), whose parity did not fail.
+    const bool tied = ref["config"]["model"]["tie_weights"];
+    std::vector<const RungRecord*> failed_parity;
+    for (const auto& r : rungs) {
+      if (!r.ok() || r.spec().batch != batch || ranks(r.spec()) != 1 || r.plan.rung.anti ||
+          r.plan.kind == RungKind::kControl || r.spec().model.tie_weights != tied)
+        continue;
+      if (r.out.parity.verdict == "fail")
+        failed_parity.push_back(&r);
+      else if (!with || r.median_tokens_per_sec() > with->median_tokens_per_sec())
+        with = &r;
+    }
+    // Said beside the ratio: the faster rungs it is not held against, and why.
+    for (const RungRecord* r : failed_parity)
+      if (!with || r->median_tokens_per_sec() > with->median_tokens_per_sec())
+        ref["passed_over"].push_back({{"rung", r->name()}, {"cpp_tokens_per_sec", r->median_tokens_per_sec()},
+                                      {"why", "failed parity"}});
+  }
+  return with;
+}
+
 void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline) {
   if (ref["status"] != "ok") return;
   const auto& res = ref["result"];
@@ -308,7 +330,33 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
   judge_reference_parity(ref, rungs, baseline);
 }
 
-void compare_again(nlohmann::json& ref, const RungRecord& again) {
+namespace {
+// Paired timing's figures into `a` (ref["again"]) and the reference's ratio: pair i is the C++ rung's repetition i and
+// the script's, one run right after the other; a drift slower than a pair moves both alike and leaves its ratio.
+void take_pairs(nlohmann::json& ref, nlohmann::json& a, const RungRecord& again, const std::vector<double>& python_step_s) {
+  const auto& cpp_ms = again.out.timing.rep_step_ms;
+  std::vector<double> ratios;  // C++ tok/s over Python's: Python's seconds a step over C++'s
+  for (size_t i = 0; i < std::min(cpp_ms.size(), python_step_s.size()); ++i)
+    ratios.push_back(python_step_s[i] / (cpp_ms[i] / 1e3));
+  if (ratios.empty()) return;
+  const MedianInterval mi = median_interval(ratios);
+  const double tokens = ref["config"]["batch"].get<double>() * ref["config"]["model"]["context"].get<double>();
+  a["ratio"] = mi.median;
+  a["ratio_interval"] = {{"estimate", mi.median}, {"low", mi.low}, {"high", mi.high}, {"level", mi.level},
+                         {"method", "paired: the median of the pairs' ratios (a C++ repetition and a Python one, "
+                                    "alternately first), with the sign test's order-statistic interval"}};
+  a["paired"] = {{"python_step_s", python_step_s}, {"ratios", ratios},
+                 {"python_tokens_per_sec", tokens / median(python_step_s)},
+                 {"python_steps_per_repetition", ref["result"].value("paired", nlohmann::json::object()).value("steps_per_repetition", 0)}};
+  ref["first_timing"] = {{"cpp_tokens_per_sec", ref["cpp_tokens_per_sec"]}, {"ratio", ref["ratio"]}};
+  if (ref.contains("ratio_interval")) ref["first_timing"]["ratio_interval"] = ref["ratio_interval"];
+  ref["ratio"] = a["ratio"], ref["ratio_interval"] = a["ratio_interval"];
+  ref["cpp_tokens_per_sec"] = a["cpp_tokens_per_sec"];
+  ref["python_tokens_per_sec"] = a["paired"]["python_tokens_per_sec"];
+}
+}  // namespace
+
+void compare_again(nlohmann::json& ref, const RungRecord& again, const std::vector<double>& python_step_s) {
   nlohmann::json a = {{"rung", again.name()}};
   if (again.out.clocks) a["clocks"] = to_json(*again.out.clocks);
   if (again.out.timing.rep_tokens_per_sec.empty() || again.out.status == RungStatus::kInterrupted ||
@@ -324,6 +372,7 @@ void compare_again(nlohmann::json& ref, const RungRecord& again) {
   a["repetitions"] = {{"tokens_per_sec", again.out.timing.rep_tokens_per_sec}, {"step_ms", again.out.timing.rep_step_ms}};
   a["steps_per_repetition"] = again.out.timing.steps;
   a["batch"] = again.spec().batch;
+  if (!python_step_s.empty() && ref.contains("ratio")) take_pairs(ref, a, again, python_step_s);
   ref["again"] = a;
 }
 
@@ -332,15 +381,21 @@ namespace {
 std::string interval_words(const nlohmann::json& j) {
   if (!j.contains("ratio_interval")) return "";
   const auto& ri = j["ratio_interval"];
-  return strf(" (%.2f-%.2fx, %.0f%%)", ri["low"].get<double>(), ri["high"].get<double>(), 100 * ri["level"].get<double>());
+  const bool paired = ri.value("method", "").starts_with("paired");
+  return strf(" (%.2f-%.2fx, %.0f%%%s)", ri["low"].get<double>(), ri["high"].get<double>(), 100 * ri["level"].get<double>(),
+              paired ? ", paired" : "");
 }
 }  // namespace
 
 std::string again_line(const nlohmann::json& ref) {
   if (!ref.contains("again")) return "";
   const auto& a = ref["again"];
-  std::string s = "    " + a["rung"].get<std::string>() + " timed again after " + ref["name"].get<std::string>() + ": ";
+  std::string s = "    " + a["rung"].get<std::string>() + " timed again " + (a.contains("paired") ? "beside " : "after ") +
+                  ref["name"].get<std::string>() + ": ";
   if (a.contains("error")) return s + first_line(a["error"].get<std::string>());
+  if (a.contains("paired") && ref.contains("first_timing"))  // its ratio is the reference's: the other timing's
+    return s + strf("%.0f tok/s; its first timing (the ladder's) %.2fx it", a["cpp_tokens_per_sec"].get<double>(),
+                    ref["first_timing"]["ratio"].get<double>()) + interval_words(ref["first_timing"]);
   return s + strf("%.0f tok/s, %.2fx it", a["cpp_tokens_per_sec"].get<double>(), a["ratio"].get<double>()) +
          interval_words(a);
 }
@@ -418,7 +473,8 @@ std::string reference_line(const nlohmann::json& ref) {
     return o.str();
   }
   const auto& res = ref["result"];
-  o << strf("ok: %.0f tok/s (Python, torch %s%s%s)", res["tokens_per_sec"].get<double>(),
+  // paired: the script's tok/s over its paired repetitions, those its ratio is of
+  o << strf("ok: %.0f tok/s (Python, torch %s%s%s)", ref.value("python_tokens_per_sec", res["tokens_per_sec"].get<double>()),
             res.value("torch_version", "?").c_str(), res.contains("compile_scope") ? ", compiled: " : "",
             res.value("compile_scope", "").c_str());
   if (ref.contains("ratio"))

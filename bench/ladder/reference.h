@@ -5,6 +5,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,11 +31,15 @@ const std::vector<std::string>& reference_names();
 // where its parity run goes uncompiled (ref_torch_compile at another batch than the profile's).
 nlohmann::json reference_config(const std::string& name, const Profile& prof, const DeviceInfo& dev, int64_t batch);
 
+// Paired timing's C++ side: called once the script has timed its forms and holds its fastest, with a function that
+// runs one repetition of it and returns its seconds a step (throwing where the script ended). It must not throw.
+using PairedTiming = std::function<void(const std::function<double()>& python_repetition)>;
+
 // Runs one reference with `budget_s` (< 0 none, 0 spent): DIR/reference/<name>_b<batch>.{config.json,tokens,log}.
 // Returns rungs.json's entry: name, status (ok | error), error, config, the script's result. Never throws for a
-// failing script: its last line of output is the error.
+// failing script: its last line of output is the error. With `beside`, paired timing (bench/ladder/paired.h).
 nlohmann::json run_reference(const std::string& name, nlohmann::json config, const at::Tensor& train_tokens,
-                             const std::string& dir, double budget_s);
+                             const std::string& dir, double budget_s, const PairedTiming& beside = {});
 
 // Throws, saying how to mend it, where `python` (project_python()) is not an executable: checked before a ladder
 // with reference rungs writes anything.
@@ -58,10 +63,15 @@ void attach_reference_clocks(nlohmann::json& ref, const ClockSamples& samples);
 // breakdown, `events_per_step` and `category_ms` (ms a step by kind of work: the C++ rung's, the reference's).
 void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline);
 
+// The C++ rung a reference at config["batch"] is compared with (nullptr: none); `passed_over` set in `ref`.
+const RungRecord* compared_rung(nlohmann::json& ref, const std::vector<RungRecord>& rungs);
+
 // `again`: the C++ rung the reference was compared with, timed again right after it (Ladder::retime). Sets
 // ref["again"]: that rung, its median tok/s, its ratio to the reference with the same interval as `ratio`'s, its
-// repetitions and clocks; or why there is none (it failed, diverged, was interrupted).
-void compare_again(nlohmann::json& ref, const RungRecord& again);
+// repetitions and clocks; or why there is none (it failed, diverged, was interrupted). With `python_step_s` (paired
+// timing: the script's repetitions, each beside the C++ one of its index), the ratio is the pairs' and becomes the
+// reference's own `ratio`; the ladder's timing's is kept in `first_timing`.
+void compare_again(nlohmann::json& ref, const RungRecord& again, const std::vector<double>& python_step_s = {});
 
 // One console line (at most 160 characters), then one for each faster rung it was not compared with (passed_over).
 std::string reference_line(const nlohmann::json& ref);

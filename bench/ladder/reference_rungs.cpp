@@ -1,7 +1,10 @@
 #include "bench/ladder/reference_rungs.h"
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <iostream>
+#include <optional>
 
 #include "bench/ladder/lost_device.h"
 #include "bench/ladder/reference.h"
@@ -10,6 +13,108 @@
 #include "common/python.h"
 
 namespace gpt2 {
+
+bool fits_beside(const RungRecord& with, const DeviceInfo& dev) {
+  return !dev.cuda() || dev.total_memory <= 0 ||
+         static_cast<double>(with.out.memory.peak_reserved_bytes) <= kPairedMemoryShare * static_cast<double>(dev.total_memory);
+}
+
+namespace {
+
+// The C++ rung's second timing: paired with the reference's repetitions, or after it.
+struct Again {
+  std::optional<RungRecord> record;
+  std::vector<double> python_step_s;  // paired: the reference's repetitions, each beside the C++ one of its index
+  std::string error;
+  std::optional<ClockSamples> ref_samples;  // the clocks while the reference timed its forms (paired: taken first)
+};
+
+double again_share(const RungRunner& ladder, int64_t runs_left) {
+  return ladder.budget.limited() ? ladder.budget.share_s(runs_left - 1) : INFINITY;
+}
+
+// Paired timing's C++ side: `with` built and timed, one of the reference's repetitions beside each of its own.
+PairedTiming pair_with(const RungRecord& with, const std::string& name, int64_t runs_left, RungRunner& ladder, Again& a) {
+  return [&with, name, runs_left, &ladder, &a](const std::function<double()>& python_repetition) {
+    if (ladder.clocks) ladder.clocks->stop(), a.ref_samples = ladder.clocks->take_samples();
+    std::cerr << "[ref] " << with.name() << " timed again, its repetitions paired with " << name << "'s: build + "
+              << ladder.warmup_steps() << " warm-up steps\n";
+    try {
+      a.record = ladder.retime(with, again_share(ladder, runs_left),
+                               [&] { a.python_step_s.push_back(python_repetition()); });
+    } catch (const c10::OutOfMemoryError&) {  // it did not fit beside the reference after all: timed after it
+      a.python_step_s.clear();
+    } catch (const std::exception& e) {
+      a.error = error_text(e);
+    }
+    ladder.release();
+  };
+}
+
+// The reference's C++ rung timed again after it (not paired), into `a`.
+void time_again_after(const nlohmann::json& ref, int64_t runs_left, RungRunner& ladder,
+                      const std::vector<RungRecord>& records, Again& a) {
+  if (!ref.contains("compared_with") || g_signal) return;
+  const auto with = std::find_if(records.begin(), records.end(),
+                                 [&](const RungRecord& r) { return r.name() == ref["compared_with"].get<std::string>(); });
+  if (with == records.end()) return;
+  std::cerr << "[ref] " << with->name() << " timed again after " << ref["name"].get<std::string>() << ": build + "
+            << ladder.warmup_steps() << " warm-up steps\n";
+  try {
+    a.record = ladder.retime(*with, again_share(ladder, runs_left));
+  } catch (const std::exception& e) {
+    a.error = error_text(e);
+  }
+}
+
+// One reference: its Python process, and its C++ rung timed again, paired with the reference's repetitions where
+// both fit on the device (else after it). Returns rungs.json's entry.
+nlohmann::json one_reference(const std::string& name, int64_t batch, int64_t runs_left, RungRunner& ladder,
+                             const std::vector<RungRecord>& records, const nlohmann::json& refs, RunWriter& writer,
+                             const std::string& out_dir) {
+  nlohmann::json ref = {{"name", name}, {"config", reference_config(name, ladder.prof, ladder.dev, batch)}};
+  const RungRecord* with = compared_rung(ref, records);
+  if (with && !fits_beside(*with, ladder.dev)) with = nullptr;
+  std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << project_python()
+            << (with ? ", paired with " + with->name() : "") << "\n";
+  ladder.release();  // the Python process shares the device: what this one held, and holds still, is said
+  const nlohmann::json held = ladder.held();
+  if (ladder.clocks) {  // NVML while the Python process runs: the samples before it dropped
+    ladder.clocks->take_samples();
+    ladder.clocks->start();
+  }
+  Again a;
+  const double share = ladder.budget.limited() ? ladder.budget.share_s(runs_left) : -1;
+  ref = run_reference(name, ref["config"], ladder.data.train, out_dir, share,
+                      with ? pair_with(*with, name, runs_left, ladder, a) : PairedTiming{});
+  if (ladder.clocks) {
+    if (!a.ref_samples) ladder.clocks->stop(), a.ref_samples = ladder.clocks->take_samples();
+    attach_reference_clocks(ref, *a.ref_samples);
+  }
+  ref["cpp_process_held"] = held;
+  if (g_signal && ref["status"] != "ok") {  // the stop reached the Python process too: not its failure
+    ref["status"] = "interrupted", ref["error"] = "not finished: interrupted (--resume runs it again)";
+    ref.erase("failure");
+  }
+  compare_reference(ref, records, ladder.baseline);
+  const bool paired = a.record.has_value();  // else its line first, while its rung is timed again after it
+  if (!paired) std::cerr << reference_line(ref) << "\n";
+  if (!paired && a.error.empty()) time_again_after(ref, runs_left, ladder, records, a);
+  if (a.record) compare_again(ref, *a.record, a.python_step_s);
+  if (paired) std::cerr << reference_line(ref) << "\n";
+  if (!a.error.empty()) {
+    ref["again"] = {{"rung", ref.value("compared_with", "")}, {"error", a.error}};
+    auto with_this = refs;  // a lost device ends the process here: the reference's own figures kept
+    with_this.push_back(ref);
+    writer.set_references(with_this);
+    lost_device_exit().check(a.error);
+    ladder.release();
+  }
+  if (ref.contains("again")) std::cerr << again_line(ref) << "\n";
+  return ref;
+}
+
+}  // namespace
 
 void run_reference_rungs(const LadderOptions& o, RungRunner& ladder, const std::vector<RungRecord>& records,
                          RunWriter& writer) {
@@ -23,48 +128,8 @@ void run_reference_rungs(const LadderOptions& o, RungRunner& ladder, const std::
     if (std::find(to_run.begin(), to_run.end(), t) == to_run.end())
       std::cerr << "[ref] " << t.first << " at batch " << t.second << ": kept from the earlier run\n";
   for (size_t i = 0; i < to_run.size() && !g_signal; ++i) {
-    const auto& [name, batch] = to_run[i];
     const auto runs_left = static_cast<int64_t>(2 * (to_run.size() - i));  // each reference, then its rung again
-    const double share = ladder.budget.limited() ? ladder.budget.share_s(runs_left) : -1;
-    std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << project_python() << "\n";
-    ladder.release();  // the Python process shares the device: what this one held, and holds still, is said
-    const nlohmann::json held = ladder.held();
-    if (ladder.clocks) {  // NVML while the Python process runs: the samples before it dropped
-      ladder.clocks->take_samples();
-      ladder.clocks->start();
-    }
-    nlohmann::json ref = run_reference(name, reference_config(name, prof, ladder.dev, batch), ladder.data.train,
-                                       o.out_dir, share);
-    if (ladder.clocks) {
-      ladder.clocks->stop();
-      attach_reference_clocks(ref, ladder.clocks->take_samples());
-    }
-    ref["cpp_process_held"] = held;
-    if (g_signal && ref["status"] != "ok") {  // the stop reached the Python process too: not its failure
-      ref["status"] = "interrupted", ref["error"] = "not finished: interrupted (--resume runs it again)";
-      ref.erase("failure");
-    }
-    compare_reference(ref, records, ladder.baseline);
-    std::cerr << reference_line(ref) << "\n";
-    const auto with = std::find_if(records.begin(), records.end(), [&](const RungRecord& r) {
-      return ref.contains("compared_with") && r.name() == ref["compared_with"].get<std::string>();
-    });
-    if (with != records.end() && !g_signal) {
-      std::cerr << "[ref] " << with->name() << " timed again after " << name << ": build + " << ladder.warmup_steps()
-                << " warm-up steps\n";
-      try {
-        compare_again(ref, ladder.retime(*with, ladder.budget.limited() ? ladder.budget.share_s(runs_left - 1) : INFINITY));
-      } catch (const std::exception& e) {
-        ref["again"] = {{"rung", with->name()}, {"error", error_text(e)}};
-        auto with_this = refs;  // a lost device ends the process here: the reference's own figures kept
-        with_this.push_back(ref);
-        writer.set_references(with_this);
-        lost_device_exit().check(error_text(e));
-        ladder.release();
-      }
-      std::cerr << again_line(ref) << "\n";
-    }
-    refs.push_back(ref);
+    refs.push_back(one_reference(to_run[i].first, to_run[i].second, runs_left, ladder, records, refs, writer, o.out_dir));
     writer.set_references(refs);
     writer.flush(records, "running");
   }

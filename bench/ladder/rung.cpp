@@ -265,7 +265,7 @@ void RungRunner::fail(RungRecord& r, const std::exception& e) {
   }
 }
 
-RungRecord RungRunner::retime(const RungRecord& with, double share) {
+RungRecord RungRunner::retime(const RungRecord& with, double share, const std::function<void()>& beside) {
   RungRecord again = with;
   again.out.timing.rep_step_ms.clear(), again.out.timing.rep_tokens_per_sec.clear(), again.out.batch_search.clear();
   again.out.timing.diverged_at = 0;
@@ -274,7 +274,10 @@ RungRecord RungRunner::retime(const RungRecord& with, double share) {
   fit(again, share, started);
   for (int64_t rep = 0; rep < prof.repetitions; ++rep) {
     bool stopped = false;
+    const bool beside_first = beside && rep % 2 == 1;  // C++ first, Python first, ...: a steady drift cancels by twos
+    if (beside_first) beside();
     repetition(again, stopped);
+    if (beside && !beside_first && !stopped) beside();
     if (stopped) {
       again.out.status = RungStatus::kInterrupted;
       break;

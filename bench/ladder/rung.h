@@ -104,8 +104,9 @@ struct RungRunner {
   void fail(RungRecord& r, const std::exception& e);
 
   // The rung a reference was compared with, timed again after it as the ladder times it (no parity, no breakdown),
-  // into a copy: before and after the Python side, it shows what drift makes of the ratio.
-  RungRecord retime(const RungRecord& with, double share);
+  // into a copy: before and after the Python side, it shows what drift makes of the ratio. With `beside` (paired
+  // timing: one repetition of the reference), it runs beside each repetition, after it and before it by turns.
+  RungRecord retime(const RungRecord& with, double share, const std::function<void()>& beside = {});
 
   // Ranks other than 0: the data-parallel rungs rank 0 announces until "done", then a barrier (rank 0 hosts the
   // store and must outlive every rank's read). GPT2BENCH_TEST_FOLLOWER_DELAY_MS (tests): a slow follower.

@@ -90,13 +90,17 @@ def _reference_notes(run: Run) -> list[str]:
         notes.append("reference rungs: the same step in Python PyTorch, same device, data and batch (docs/reference-rungs.md"
                      "); C++ / Python above 1 means the C++ rung is faster; its interval is where noise alone "
                      "could put it (Hodges-Lehmann over the repetitions' pairwise tok/s ratios, Mann-Whitney "
-                     "distribution-free, at the coverage shown). The C++ rung is timed again right after each "
-                     "reference: its two timings bracket the Python one, and a ratio that holds at both is not the "
-                     "machine's drift between them. First step: torch.compile's compilation where compiled.")
+                     "distribution-free, at the coverage shown). \"paired\": the C++ rung was timed again with "
+                     "its repetitions alternating with the reference's, the ratio the median of the pairs' (sign-test "
+                     "interval), so a drift of the machine moves both sides alike; its other timing is the ladder's. "
+                     "Else the C++ rung was timed again right after the reference: its two timings bracket the "
+                     "Python one, and a ratio that holds at both is not the machine's drift between them. First "
+                     "step: torch.compile's compilation where compiled.")
         if len(run.cards) > 1:
             notes.append(f"this run was timed on {len(run.cards)} cards of one model ({', '.join(run.cards)}; "
-                         "resumed on another machine): a reference may have run on another card than its C++ rung, so "
-                         "its C++ / Python is across cards; the column \"C++ timed again after it\" is one card's.")
+                         "resumed on another machine): a reference may have run on another card than its C++ rung's "
+                         "first timing, whose ratio is then across cards; a paired ratio, or one timed again right "
+                         "after the reference, is one card's.")
         scoped = [ref for ref in run.references if (ref.get("result") or {}).get("compile_scopes")]
         if scoped:
             notes.append("torch.compile both ways a user writes it, each timed, the faster the reference's tok/s: "

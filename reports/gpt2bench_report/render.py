@@ -93,23 +93,29 @@ def _compared_with(ref: dict) -> str:
 def reference_table(run: Run) -> list[list[str]]:
     """The Python reference rungs beside the C++ ones: never in the ladder's speed-ups."""
     rows = [["reference (Python)", "batch", "status", "tok/s", "compared with", "C++ tok/s", "C++ / Python",
-             "its interval", "C++ timed again after it: / Python", "parity", "first step s", "torch"]]
+             "its interval", "C++'s other timing / Python", "parity", "first step s", "torch"]]
 
     def interval(ri: dict | None) -> str:
-        return f"{ri['low']:.2f}-{ri['high']:.2f}x ({100 * ri['level']:.0f}%)" if ri else "-"
+        if not ri:
+            return "-"
+        paired = ", paired" if ri.get("method", "").startswith("paired") else ""
+        return f"{ri['low']:.2f}-{ri['high']:.2f}x ({100 * ri['level']:.0f}%{paired})"
 
     for ref in run.references:
         res, cfg = ref.get("result", {}), ref.get("config", {})
         ok = ref.get("status") == "ok"
         ri, again = ref.get("ratio_interval"), ref.get("again") or {}
-        if "ratio" in again:
-            again_cell = f"{again['ratio']:.2f}x" + (f"; {interval(again['ratio_interval'])}" if again.get("ratio_interval") else "")
+        # paired: the ratio is the pairs', the other timing the ladder's first; else the rung timed again after it
+        other, when = (ref["first_timing"], "first, the ladder's") if "first_timing" in ref else (again, "timed again after it")
+        if "ratio" in other:
+            again_cell = (f"{other['ratio']:.2f}x" + (f"; {interval(other['ratio_interval'])}" if other.get("ratio_interval") else "")
+                          + f" ({when})")
         else:
             again_cell = _first_line(again.get("error", "")) or "-"
         rows.append([
             ref.get("name", "?"), str(cfg.get("batch", "")),
             ref.get("status", "?") if ok else _failure(ref),
-            _fmt(res.get("tokens_per_sec")) if ok else "-", _compared_with(ref),
+            _fmt(ref.get("python_tokens_per_sec", res.get("tokens_per_sec"))) if ok else "-", _compared_with(ref),
             _fmt(ref.get("cpp_tokens_per_sec")), _fmt(ref.get("ratio"), ".2f") + "x" if "ratio" in ref else "-",
             interval(ri), again_cell,
             ref.get("parity", {}).get("verdict", "n/a"), _first_step(res) if ok else "-",

@@ -119,6 +119,7 @@ def drifts(run) -> list[tuple[str, float, str]]:
         first = run.rung(again.get("rung", ""))
         reps = (again.get("repetitions") or {}).get("tokens_per_sec") or []
         if first is not None and first.ok and again.get("cpp_tokens_per_sec") and differs(first.rep_tokens_per_sec, reps)[0]:
-            found.append((f"{first.name} timed again after {ref['name']}", again["cpp_tokens_per_sec"] / first.tokens_per_sec,
+            when = "beside" if "paired" in again else "after"
+            found.append((f"{first.name} timed again {when} {ref['name']}", again["cpp_tokens_per_sec"] / first.tokens_per_sec,
                           ""))
     return found

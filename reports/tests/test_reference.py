@@ -2,6 +2,7 @@
 parameter counts for GPT-2 124M (the seed's 163,009,536 untied, 124,412,160 tied), on the meta device.
 Its losses against the C++ baseline's are checked end to end by ctest (Cli.ReferenceRungsMatch...)."""
 import importlib.util
+import os
 import time
 from pathlib import Path
 
@@ -308,3 +309,20 @@ def test_warming_refuses_what_it_cannot_warm_and_passes_over_what_the_reference_
                      "compile_scopes": ["model"], "parity_steps": 2, "parity_eager": True}, ["parity", "model_and_loss"])
     assert said == {"parity": "not compiled by this reference (no parity steps, or parity_eager)",
                     "model_and_loss": "not among its compile_scopes ['model']"}
+
+
+def test_paired_timing_answers_each_ask_with_one_repetition_until_told_to_end():
+    # gpt2bench's side of the pipes, written ahead: two repetitions asked, then the end
+    asks_r, asks_w = os.pipe()
+    tells_r, tells_w = os.pipe()
+    os.write(asks_w, b"rep\nrep\nend\nrep\n")
+    os.close(asks_w)
+    steps = []
+    out = ref.paired([asks_r, tells_w], lambda x, y: steps.append(x) or torch.tensor(0.0),
+                     type("Data", (), {"next": lambda self: (len(steps), 0)})(), 3, lambda: None)
+    with os.fdopen(tells_r) as tells:
+        said = tells.read().splitlines()
+    assert said[0] == "ready" and len(said) == 3
+    assert [float(s) for s in said[1:]] == out["step_s"]  # what it answered is what it records
+    assert out["steps_per_repetition"] == 3 and steps == list(range(6))  # 3 steps a repetition, none after "end"
+    assert all(s > 0 for s in out["step_s"])

@@ -578,8 +578,13 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
          "result": {"tokens_per_sec": 1000.0, "first_step_s": 30.0, "torch_version": "2.13.0+cpu",
                     "compile_scope": "model_and_loss", "inductor_fx_graph_cache": {"hits": 1, "misses": 2},
                     "compile_scopes": {"model": {"tokens_per_sec": 950.0}, "model_and_loss": {"tokens_per_sec": 1000.0}}}},
+        # paired timing (its repetitions alternating with the C++ rung's): the pairs' ratio, the ladder's timing beside
         {"name": "ref_torch_compile", "status": "ok", "config": {"batch": 32}, "compared_with": base["name"],
-         "cpp_tokens_per_sec": 1200.0, "ratio": 1.25,
+         "cpp_tokens_per_sec": 1200.0, "ratio": 1.25, "python_tokens_per_sec": 955.0,
+         "ratio_interval": {"estimate": 1.25, "low": 1.21, "high": 1.3, "level": 0.961, "method": "paired: ..."},
+         "first_timing": {"cpp_tokens_per_sec": 1300.0, "ratio": 1.35,
+                          "ratio_interval": {"estimate": 1.35, "low": 1.3, "high": 1.4, "level": 0.961}},
+         "again": {"rung": base["name"], "cpp_tokens_per_sec": 1200.0, "ratio": 1.25, "paired": {}},
          "passed_over": [{"rung": "13_top+fused_residual_norm", "cpp_tokens_per_sec": 1500.0, "why": "failed parity"}],
          "result": {"tokens_per_sec": 960.0, "first_step_s": 3.0, "torch_version": "2.13.0+cpu", "compile_scope": "model",
                     "inductor_fx_graph_cache": {"hits": 2, "misses": 0},
@@ -596,12 +601,13 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
     row = next(line for line in md.splitlines() if line.startswith("| ref_torch_eager"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells == ["ref_torch_eager", "4", "ok", "1,000", base["name"], "1,200", "1.20x", "1.10-1.31x (96%)",
-                     "1.15x; 1.05-1.22x (96%)", "pass", "0.5", "2.13.0+cpu"]
+                     "1.15x; 1.05-1.22x (96%) (timed again after it)", "pass", "0.5", "2.13.0+cpu"]
     assert f"| ref_torch_compile | 8 | ok | 1,000 | {base['name']} | 1,200 | 1.20x | - | not finished: interrupted |" in md
     assert "| ref_torch_compile | 4 | error: python3 gpt2bench_ref.py: exit code 1: InvalidCxxCompiler" in md
     # a faster rung whose parity failed is not what a reference is held against, and the table says so
-    assert (f"| ref_torch_compile | 32 | ok | 960 | {base['name']} (not 13_top+fused_residual_norm: failed parity) "
-            "| 1,200 | 1.25x |") in md
+    assert (f"| ref_torch_compile | 32 | ok | 955 | {base['name']} (not 13_top+fused_residual_norm: failed parity) "
+            "| 1,200 | 1.25x | 1.21-1.30x (96%, paired) | 1.35x; 1.30-1.40x (96%) (first, the ladder's) |") in md
+    assert f"{base['name']} 1.25x (1.21-1.30x, paired) ref_torch_compile at B=32" in md  # Findings
     # where inductor took its graphs from a cache an earlier process warmed, the first step says so
     assert "| 3.0 (graphs from the cache) | 2.13.0+cpu |" in md
     assert "| 30.0 (1 of 3 graphs from the cache) | 2.13.0+cpu |" in md
@@ -621,8 +627,8 @@ def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path
     md = (write_report([load_run(run_dir)], tmp_path / "report2") / "report.md").read_text()
     assert ("this run was timed on 2 cards of one model (GPU-00112233-4455-6677-8899-aabbccddeeff, "
             "GPU-ffeeddcc-bbaa-9988-7766-554433221100; resumed on another machine): a reference may have run on "
-            "another card than its C++ rung, so its C++ / Python is across cards; the column \"C++ timed again after "
-            "it\" is one card's.") in md
+            "another card than its C++ rung's first timing, whose ratio is then across cards; a paired ratio, or one "
+            "timed again right after the reference, is one card's.") in md
 
 
 def test_the_eager_gap_sets_each_reference_beside_its_cpp_rung_op_by_op(tmp_path):
