@@ -35,14 +35,7 @@ at::Tensor by_formula(const at::Tensor& qkv, int64_t n_head) {
   return y.permute({0, 2, 1, 3}).reshape({B, T, C});
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const c10::Error& e) {
-    return e.what_without_backtrace();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(CudnnAttention, AtensSideIsCausalAttentionOverTheProjectionsHeads) {
   at::manual_seed(5);

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <c10/util/Exception.h>
+
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "bench/runtime/device.h"
@@ -15,6 +18,18 @@
 namespace gpt2::test {
 
 inline DeviceInfo cpu() { return detect_device("cpu"); }
+
+// What `f` threw, a c10::Error without its backtrace; "(no error)" where it threw nothing.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
 
 inline ModelOptions tiny_model() {
   ModelOptions m;

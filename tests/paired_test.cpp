@@ -8,13 +8,13 @@
 
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <string>
 
 #include "bench/ladder/paired.h"
 #include "bench/ladder/reference.h"
 #include "bench/ladder/reference_rungs.h"
 #include "bench/runtime/device_info.h"
+#include "helpers.h"
 
 namespace gpt2 {
 namespace {
@@ -24,15 +24,6 @@ RungRecord ok_rung(const std::string& name) {
   r.plan.rung.name = name;
   r.out.status = RungStatus::kOk;
   return r;
-}
-
-std::string what_it_threw(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // A stand-in for the script's side: "ready", then `answers` one per "rep", then it exits (as one that failed would).
@@ -59,7 +50,7 @@ TEST(Paired, ThePipesAskForARepetitionAtATimeAndSayWhenTheScriptEnded) {
   ASSERT_TRUE(pipes.ready(pid));
   EXPECT_DOUBLE_EQ(pipes.repetition(pid), 0.25);
   EXPECT_DOUBLE_EQ(pipes.repetition(pid), 0.5);
-  EXPECT_NE(what_it_threw([&] { (void)pipes.repetition(pid); })
+  EXPECT_NE(test::error_of([&] { (void)pipes.repetition(pid); })
                 .find("paired timing: the reference ended when asked for a repetition"),
             std::string::npos);
   pipes.end();
@@ -69,7 +60,7 @@ TEST(Paired, ThePipesAskForARepetitionAtATimeAndSayWhenTheScriptEnded) {
   PairPipes bad;  // an answer that is not seconds is refused, saying what it was
   const pid_t other = script(bad, {"nan?"});
   ASSERT_TRUE(bad.ready(other));
-  EXPECT_NE(what_it_threw([&] { (void)bad.repetition(other); }).find("answered 'nan?'"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { (void)bad.repetition(other); }).find("answered 'nan?'"), std::string::npos);
   bad.end();
   EXPECT_EQ(::waitpid(other, &status, 0), other);
 
