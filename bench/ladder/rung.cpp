@@ -269,6 +269,7 @@ RungRecord RungRunner::retime(const RungRecord& with, double share, const std::f
   RungRecord again = with;
   again.out.timing.rep_step_ms.clear(), again.out.timing.rep_tokens_per_sec.clear(), again.out.batch_search.clear();
   again.out.timing.diverged_at = 0;
+  if (beside) again.plan.rung.spec.search_batch = false;  // out of memory beside a reference: no halved batch, an error
   const double started = budget.elapsed_s();
   build(again, share);
   fit(again, share, started);
