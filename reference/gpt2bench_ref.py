@@ -342,6 +342,7 @@ def paired(fds, step, data, steps, sync):
         for line in asks:
             if line.strip() != "rep":
                 break
+            repetition(step, data, 1, sync)  # untimed: the other side has just run, and neither pays for that
             times.append(repetition(step, data, steps, sync)[0])
             tells.write(f"{times[-1]!r}\n")
     return {"step_s": times, "steps_per_repetition": steps}

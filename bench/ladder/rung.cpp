@@ -277,6 +277,7 @@ RungRecord RungRunner::retime(const RungRecord& with, double share, const std::f
     bool stopped = false;
     const bool beside_first = beside && rep % 2 == 1;  // C++ first, Python first, ...: a steady drift cancels by twos
     if (beside_first) beside();
+    if (beside) live->step(), synchronize(dev);  // untimed, as the reference's: neither pays for the other's run
     repetition(again, stopped);
     if (beside && !beside_first && !stopped) beside();
     if (stopped) {

@@ -324,5 +324,6 @@ def test_paired_timing_answers_each_ask_with_one_repetition_until_told_to_end():
         said = tells.read().splitlines()
     assert said[0] == "ready" and len(said) == 3
     assert [float(s) for s in said[1:]] == out["step_s"]  # what it answered is what it records
-    assert out["steps_per_repetition"] == 3 and steps == list(range(6))  # 3 steps a repetition, none after "end"
+    # one untimed step, then 3 timed, each time asked; none after "end"
+    assert out["steps_per_repetition"] == 3 and steps == list(range(8))
     assert all(s > 0 for s in out["step_s"])
