@@ -48,26 +48,26 @@ PairPipes::~PairPipes() {
 void PairPipes::in_child() { close_fd(asks_[1]), close_fd(answers_[0]); }
 void PairPipes::in_parent() { close_fd(asks_[0]), close_fd(answers_[1]); }
 
-std::string PairPipes::line(pid_t child) {
+std::optional<std::string> PairPipes::line(pid_t child) {
   for (;;) {
     if (const auto nl = pending_.find('\n'); nl != std::string::npos) {
       std::string out = pending_.substr(0, nl);
       pending_.erase(0, nl + 1);
-      return out.empty() ? " " : out;
+      return out;
     }
-    if (answers_[0] < 0) return "";
+    if (answers_[0] < 0) return std::nullopt;
     // A compile worker the script started may hold its end open after it died: its end is seen, not only EOF.
     pollfd p{answers_[0], POLLIN, 0};
     const int n = ::poll(&p, 1, 1000);
     if (n < 0 && errno == EINTR) continue;
     if (n == 0) {
-      if (ended(child)) return "";
+      if (ended(child)) return std::nullopt;
       continue;
     }
     char buf[256];
     const ssize_t got = ::read(answers_[0], buf, sizeof buf);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return "";
+    if (got <= 0) return std::nullopt;
     pending_.append(buf, static_cast<size_t>(got));
   }
 }
@@ -75,12 +75,11 @@ std::string PairPipes::line(pid_t child) {
 bool PairPipes::ready(pid_t child) { return line(child) == "ready"; }
 
 double PairPipes::repetition(pid_t child) {
-  const std::string said = say(asks_[1], "rep\n") ? line(child) : "";
+  const std::optional<std::string> said = say(asks_[1], "rep\n") ? line(child) : std::nullopt;
   char* end = nullptr;
-  const double s = said.empty() ? 0 : std::strtod(said.c_str(), &end);
-  if (said.empty() || end == said.c_str() || !(s > 0))
-    throw std::runtime_error("paired timing: the reference " +
-                             (said.empty() ? std::string("ended") : "answered '" + said + "'") +
+  const double s = said ? std::strtod(said->c_str(), &end) : 0;
+  if (!said || end == said->c_str() || !(s > 0))
+    throw std::runtime_error("paired timing: the reference " + (said ? "answered '" + *said + "'" : std::string("ended")) +
                              " when asked for a repetition");
   return s;
 }

@@ -4,6 +4,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -30,7 +31,7 @@ class PairPipes {
  private:
   int asks_[2] = {-1, -1}, answers_[2] = {-1, -1};
   std::string pending_;  // read past the last line
-  std::string line(pid_t child);  // the child's next line; "" where it ended or closed its end
+  std::optional<std::string> line(pid_t child);  // the child's next line; none where it ended or closed its end
 };
 
 }  // namespace gpt2

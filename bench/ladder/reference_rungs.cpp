@@ -51,17 +51,12 @@ PairedTiming pair_with(const RungRecord& with, const std::string& name, int64_t 
   };
 }
 
-// The reference's C++ rung timed again after it (not paired), into `a`.
-void time_again_after(const nlohmann::json& ref, int64_t runs_left, RungRunner& ladder,
-                      const std::vector<RungRecord>& records, Again& a) {
-  if (!ref.contains("compared_with") || g_signal) return;
-  const auto with = std::find_if(records.begin(), records.end(),
-                                 [&](const RungRecord& r) { return r.name() == ref["compared_with"].get<std::string>(); });
-  if (with == records.end()) return;
-  std::cerr << "[ref] " << with->name() << " timed again after " << ref["name"].get<std::string>() << ": build + "
-            << ladder.warmup_steps() << " warm-up steps\n";
+// The reference's C++ rung, `with`, timed again after it (not paired), into `a`.
+void time_again_after(const RungRecord& with, const std::string& name, int64_t runs_left, RungRunner& ladder, Again& a) {
+  std::cerr << "[ref] " << with.name() << " timed again after " << name << ": build + " << ladder.warmup_steps()
+            << " warm-up steps\n";
   try {
-    a.record = ladder.retime(*with, again_share(ladder, runs_left));
+    a.record = ladder.retime(with, again_share(ladder, runs_left));
   } catch (const std::exception& e) {
     a.error = error_text(e);
   }
@@ -73,10 +68,10 @@ nlohmann::json one_reference(const std::string& name, int64_t batch, int64_t run
                              const std::vector<RungRecord>& records, const nlohmann::json& refs, RunWriter& writer,
                              const std::string& out_dir) {
   nlohmann::json ref = {{"name", name}, {"config", reference_config(name, ladder.prof, ladder.dev, batch)}};
-  const RungRecord* with = compared_rung(ref, records);
-  if (with && !fits_beside(*with, ladder.dev)) with = nullptr;
+  const RungRecord* with = compared_rung(ref, records);  // compare_reference's, from the same config and rungs
+  const RungRecord* pairs = with && fits_beside(*with, ladder.dev) ? with : nullptr;
   std::cerr << "[ref] " << name << " at batch " << batch << ": Python " << project_python()
-            << (with ? ", paired with " + with->name() : "") << "\n";
+            << (pairs ? ", paired with " + pairs->name() : "") << "\n";
   ladder.release();  // the Python process shares the device: what this one held, and holds still, is said
   const nlohmann::json held = ladder.held();
   if (ladder.clocks) {  // NVML while the Python process runs: the samples before it dropped
@@ -86,7 +81,7 @@ nlohmann::json one_reference(const std::string& name, int64_t batch, int64_t run
   Again a;
   const double share = ladder.budget.limited() ? ladder.budget.share_s(runs_left) : -1;
   ref = run_reference(name, ref["config"], ladder.data.train, out_dir, share,
-                      with ? pair_with(*with, name, runs_left, ladder, a) : PairedTiming{});
+                      pairs ? pair_with(*pairs, name, runs_left, ladder, a) : PairedTiming{});
   if (ladder.clocks) {
     if (!a.ref_samples) ladder.clocks->stop(), a.ref_samples = ladder.clocks->take_samples();
     attach_reference_clocks(ref, *a.ref_samples);
@@ -99,7 +94,8 @@ nlohmann::json one_reference(const std::string& name, int64_t batch, int64_t run
   compare_reference(ref, records, ladder.baseline);
   const bool paired = a.record.has_value();  // else its line first, while its rung is timed again after it
   if (!paired) std::cerr << reference_line(ref) << "\n";
-  if (!paired && a.error.empty()) time_again_after(ref, runs_left, ladder, records, a);
+  if (!paired && a.error.empty() && with && ref.contains("compared_with") && !g_signal)
+    time_again_after(*with, name, runs_left, ladder, a);
   if (a.record) compare_again(ref, *a.record, a.python_step_s);
   if (paired) std::cerr << reference_line(ref) << "\n";
   if (!a.error.empty()) {

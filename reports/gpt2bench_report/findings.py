@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .charts import GIB, fmt
 from .load import Run, Rung
-from .stats import against_previous
+from .stats import against_previous, paired_word
 
 
 def fastest(run: Run) -> Rung | None:
@@ -39,8 +39,7 @@ def _against_references(run: Run) -> list[str]:
         name, batch = ref.get("name", "?"), (ref.get("config") or {}).get("batch", "?")
         if "ratio" in ref:
             ri = ref.get("ratio_interval") or {}
-            paired = ", paired" if ri.get("method", "").startswith("paired") else ""
-            span = f" ({ri['low']:.2f}-{ri['high']:.2f}x{paired})" if ri else ""
+            span = f" ({ri['low']:.2f}-{ri['high']:.2f}x{paired_word(ri)})" if ri else ""
             out.append(f"{ref.get('compared_with', '?')} {ref['ratio']:.2f}x{span} {name} at B={batch}")
         elif ref.get("status") != "ok":
             out.append(f"{name} at B={batch}: {ref.get('status', '?')}")

@@ -13,7 +13,7 @@ from . import charts, generations
 from .findings import by_kind, findings
 from .notes import _STATE, _first_line, _short, error_texts, rung_why, run_notes
 from .load import Run, device_groups
-from .stats import against_previous
+from .stats import against_previous, paired_word
 
 
 _fmt = charts.fmt
@@ -96,10 +96,7 @@ def reference_table(run: Run) -> list[list[str]]:
              "its interval", "C++'s other timing / Python", "parity", "first step s", "torch"]]
 
     def interval(ri: dict | None) -> str:
-        if not ri:
-            return "-"
-        paired = ", paired" if ri.get("method", "").startswith("paired") else ""
-        return f"{ri['low']:.2f}-{ri['high']:.2f}x ({100 * ri['level']:.0f}%{paired})"
+        return f"{ri['low']:.2f}-{ri['high']:.2f}x ({100 * ri['level']:.0f}%{paired_word(ri)})" if ri else "-"
 
     for ref in run.references:
         res, cfg = ref.get("result", {}), ref.get("config", {})

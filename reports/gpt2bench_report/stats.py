@@ -9,6 +9,11 @@ ALPHA = 0.05
 MIN_REPS_FOR_U = 4  # below this the U test cannot reach p < 0.05; ranges are compared instead
 
 
+def paired_word(ri: dict) -> str:
+    """", paired" for a reference's ratio interval from paired timing (docs/reference-rungs.md), else ""."""
+    return ", paired" if ri.get("method", "").startswith("paired") else ""
+
+
 def mann_whitney_p(a: list[float], b: list[float]) -> float:
     """Exact two-sided p-value of the Mann-Whitney U test (no ties assumed; small samples)."""
     n, m = len(a), len(b)
