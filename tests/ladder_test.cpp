@@ -126,9 +126,11 @@ TEST(TimedLoop, AStopBetweenStepsEndsTheRepetition) {
   EXPECT_EQ(t.losses.size(), 2u);
 }
 
+// In bf16, as the rungs ref_torch_compile is held against.
 RungRecord rung(const std::string& name, const std::string& status, const std::string& error = "") {
   RungRecord r;
   r.plan.rung.name = name;
+  r.plan.rung.spec.precision = Precision::kBf16Cast;
   r.out.status = rung_status_from(status);
   r.out.error = error;
   return r;
@@ -200,7 +202,8 @@ TEST(Reference, ComparedWithTheFastestRungOfTheSameStep) {
   auto ref = [](int64_t batch) {
     const double step_s = batch * 4 / 100.0;  // 100 tok/s at T = 4, with some noise
     return nlohmann::json{{"name", "ref_torch_compile"}, {"status", "ok"},
-                          {"config", {{"batch", batch}, {"model", {{"tie_weights", false}, {"context", 4}}}}},
+                          {"config", {{"batch", batch}, {"precision", "bf16_cast"},
+                                      {"model", {{"tie_weights", false}, {"context", 4}}}}},
                           {"result", {{"tokens_per_sec", 100.0}, {"step_s", {step_s / 1.05, step_s, step_s / 0.95}}}}};
   };
   nlohmann::json at16 = ref(16), at8 = ref(8), at4 = ref(4);
@@ -331,7 +334,8 @@ TEST(Reference, NeverComparedWithARungThatFailedParity) {
     return r;
   };
   const nlohmann::json ref = {{"name", "ref_torch_compile"}, {"status", "ok"},
-                              {"config", {{"batch", 8}, {"model", {{"tie_weights", false}, {"context", 4}}}}},
+                              {"config", {{"batch", 8}, {"precision", "bf16_cast"},
+                                          {"model", {{"tie_weights", false}, {"context", 4}}}}},
                               {"result", {{"tokens_per_sec", 100.0}}}};
   std::vector<RungRecord> rungs = {ok("11_vocab_padding", 120, "pass"), ok("13_top+fused_residual_norm", 150, "fail"),
                                    ok("14_top+gelu_epilogues", 90, "fail"), ok("15_top+fused_classifier", 130, "n/a")};
@@ -362,6 +366,52 @@ TEST(Reference, NeverComparedWithARungThatFailedParity) {
   EXPECT_FALSE(clean.contains("passed_over"));
 }
 
+// ref_torch_compile's matmuls are bf16: a faster fp32 rung (a CPU whose bf16 is slow), fp16 rung (a CPU with
+// AVX512-FP16: 15_top+fp16_autocast, 1.33x it on a Xeon) or FP8 rung is passed over with why, so that its ratio
+// says what the step does, not its format. bf16 autocast is bf16 matmuls too.
+TEST(Reference, ComparedOnlyWithRungsOfItsMatmulFormat) {
+  auto ok = [](const std::string& name, double tps, Precision precision) {
+    RungRecord r = rung(name, "ok");
+    r.plan.rung.spec.batch = 16;
+    r.plan.rung.spec.precision = precision;
+    r.out.timing.rep_tokens_per_sec = {tps, tps, tps};
+    return r;
+  };
+  std::vector<RungRecord> rungs = {ok("03_fused_adamw", 400, Precision::kFp32),
+                                   ok("12_batch_scaling", 100, Precision::kBf16Cast),
+                                   ok("14_top+bf16_autocast", 110, Precision::kBf16Autocast),
+                                   ok("15_top+fp16_autocast", 130, Precision::kFp16Autocast),
+                                   ok("22_top+fp8_linears", 150, Precision::kBf16Cast),
+                                   ok("23_top+kept", 120, Precision::kBf16Cast),
+                                   ok("24_top+tf32", 50, Precision::kFp32)};
+  rungs[4].plan.rung.spec.model.fp8_linears = true;
+  rungs[6].plan.rung.spec.tf32 = true;
+  nlohmann::json ref = {{"name", "ref_torch_compile"}, {"status", "ok"},
+                        {"config", {{"batch", 16}, {"precision", "bf16_cast"},
+                                    {"model", {{"tie_weights", false}, {"context", 4}}}}},
+                        {"result", {{"tokens_per_sec", 100.0}}}};
+  compare_reference(ref, rungs, {});
+  EXPECT_EQ(ref["compared_with"], "23_top+kept");
+  EXPECT_DOUBLE_EQ(ref["ratio"].get<double>(), 1.2);
+  const nlohmann::json passed = ref["passed_over"];  // the faster ones alone: not the slower tf32 rung
+  ASSERT_EQ(passed.size(), 3u) << ref.dump();
+  EXPECT_EQ(passed[0]["rung"], "03_fused_adamw");
+  EXPECT_EQ(passed[0]["why"], "fp32 matmuls, the reference's bf16");
+  EXPECT_EQ(passed[1]["why"], "fp16 matmuls, the reference's bf16");
+  EXPECT_EQ(passed[2]["rung"], "22_top+fp8_linears");
+  EXPECT_EQ(passed[2]["why"], "fp8 matmuls, the reference's bf16");
+  EXPECT_NE(reference_line(ref).find("not compared with 15_top+fp16_autocast (130 tok/s): fp16 matmuls, the "
+                                     "reference's bf16"),
+            std::string::npos)
+      << reference_line(ref);
+  rungs[5].plan.rung.spec.precision = Precision::kFp16Autocast;  // no bf16 rung faster than bf16 autocast's
+  compare_reference(ref, rungs, {});
+  EXPECT_EQ(ref["compared_with"], "14_top+bf16_autocast");
+  nlohmann::json unknown = ref;
+  unknown["config"]["precision"] = "int4";
+  EXPECT_THROW(compare_reference(unknown, rungs, {}), std::invalid_argument);
+}
+
 // Where both sides ran a breakdown the reference's kernels are set beside the C++ rung's by kind of work, by the one
 // rule the breakdown's categories follow: kernel names from the H100 run of 2026-11-27 (ref_torch_compile at B=8).
 TEST(Reference, SetBesideItsRungByKindOfWork) {
@@ -374,7 +424,8 @@ TEST(Reference, SetBesideItsRungByKindOfWork) {
     return nlohmann::json{{"name", name}, {"count_per_step", 1.0}, {"ms_per_step", ms}};
   };
   nlohmann::json ref = {{"name", "ref_torch_compile"}, {"status", "ok"},
-                        {"config", {{"batch", 8}, {"model", {{"tie_weights", false}, {"context", 4}}}}},
+                        {"config", {{"batch", 8}, {"precision", "bf16_cast"},
+                                    {"model", {{"tie_weights", false}, {"context", 4}}}}},
                         {"result", {{"tokens_per_sec", 100.0}, {"breakdown", {{"events", "kernel launches"},
                                                                               {"events_per_step", 551.0}}}}}};
   ref["result"]["breakdown"]["by_name"] = {
@@ -431,7 +482,8 @@ TEST(Reference, AtBatchScalingsBatchItIsJudgedAgainstTheCppRungThere) {
   const Trajectory baseline{{5.0, 4.0}, 3.0, 3.0};
   auto ref = [](std::vector<double> losses, double b_norm) {
     return nlohmann::json{{"name", "ref_torch_compile"}, {"status", "ok"},
-                          {"config", {{"batch", 16}, {"model", {{"tie_weights", false}, {"context", 4}}}}},
+                          {"config", {{"batch", 16}, {"precision", "bf16_cast"},
+                                      {"model", {{"tie_weights", false}, {"context", 4}}}}},
                           {"result", {{"tokens_per_sec", 100.0}, {"parity_losses", losses}, {"parity_grad_norm", 2.0},
                                       {"parity_first_batch_after", 9.0},  // would fail the problem rule
                                       {"parity_grad_norms", {{"a", 2.0}, {"b", b_norm}}}}}};

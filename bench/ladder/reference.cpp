@@ -272,8 +272,8 @@ nlohmann::json category_ms(const nlohmann::json& breakdown) {
 }  // namespace
 
 // The C++ rung a reference is compared with: the baseline for ref_torch_eager; else the fastest one-process rung
-// at its batch, of the same model, not an anti-variant nor the top's second timing, whose parity did not fail
-// (a faster one that failed is named in `passed_over`).
+// at its batch, of the same model and matmul format (bf16: not an fp16 or FP8 step against a bf16 one), not an
+// anti-variant nor the top's second timing, whose parity did not fail (a faster one left out is in `passed_over`).
 const RungRecord* compared_rung(nlohmann::json& ref, const std::vector<RungRecord>& rungs) {
   const int64_t batch = ref["config"]["batch"];
   const RungRecord* with = nullptr;
@@ -282,24 +282,28 @@ const RungRecord* compared_rung(nlohmann::json& ref, const std::vector<RungRecor
     for (const auto& r : rungs)
       if (r.plan.kind == RungKind::kBaseline && r.ok()) with = &r;
   } else {
-    // The fastest one-process rung at its batch and of its model (untied head), not an anti-variant nor the top's
-    // second timing (the faster of two timings would favour it), whose parity did not fail.
+    // The faster of two timings of the top would favour it: its second timing (kControl) is no candidate.
     const bool tied = ref["config"]["model"]["tie_weights"];
-    std::vector<const RungRecord*> failed_parity;
+    StepSpec as_run;
+    as_run.precision = precision_from(ref["config"]["precision"]);
+    const std::string format = matmul_format(as_run);
+    std::vector<std::pair<const RungRecord*, std::string>> left_out;  // and why
     for (const auto& r : rungs) {
       if (!r.ok() || r.spec().batch != batch || ranks(r.spec()) != 1 || r.plan.rung.anti ||
           r.plan.kind == RungKind::kControl || r.spec().model.tie_weights != tied)
         continue;
       if (r.out.parity.verdict == "fail")
-        failed_parity.push_back(&r);
+        left_out.emplace_back(&r, "failed parity");
+      else if (matmul_format(r.spec()) != format)
+        left_out.emplace_back(&r, matmul_format(r.spec()) + " matmuls, the reference's " + format);
       else if (!with || r.median_tokens_per_sec() > with->median_tokens_per_sec())
         with = &r;
     }
     // Said beside the ratio: the faster rungs it is not held against, and why.
-    for (const RungRecord* r : failed_parity)
+    for (const auto& [r, why] : left_out)
       if (!with || r->median_tokens_per_sec() > with->median_tokens_per_sec())
         ref["passed_over"].push_back({{"rung", r->name()}, {"cpp_tokens_per_sec", r->median_tokens_per_sec()},
-                                      {"why", "failed parity"}});
+                                      {"why", why}});
   }
   return with;
 }

@@ -42,6 +42,13 @@ MathMode math_mode(const StepSpec& s) {
   }
 }
 
+std::string matmul_format(const StepSpec& s) { return s.model.fp8_linears ? "fp8" : to_string(math_mode(s)); }
+
+Precision precision_from(const std::string& name) {
+  for (Precision p : {Precision::kFp32, Precision::kBf16Cast, Precision::kBf16Autocast, Precision::kFp16Autocast})
+    if (to_string(p) == name) return p;
+  throw std::invalid_argument("unknown precision '" + name + "'");
+}
 
 std::string to_string(OptimizerKind v) { return enum_name(v); }
 std::string to_string(SdpaBackend v) { return enum_name(v); }

@@ -77,10 +77,14 @@ struct StepSpec {
 StepSpec baseline_spec(const ModelOptions& model, int64_t batch, const DeviceInfo& dev);
 
 MathMode math_mode(const StepSpec& s);
+// What the step's matmuls compute in, as a reference rung is matched to the C++ rungs: math_mode's name, or "fp8"
+// where the blocks' linear layers run in FP8.
+std::string matmul_format(const StepSpec& s);
 // Ranks that share one step (1 unless the step is data-parallel) and the tokens one step trains on.
 int ranks(const StepSpec& s);
 int64_t tokens_per_step(const StepSpec& s);
 std::string to_string(Precision p);
+Precision precision_from(const std::string& name);  // throws std::invalid_argument on an unknown name
 std::string to_string(OptimizerKind k);
 std::string to_string(SdpaBackend b);
 SdpaBackend sdpa_backend_from(const std::string& name);  // throws std::invalid_argument on an unknown name
