@@ -86,7 +86,10 @@ def _compared_with(ref: dict) -> str:
     """The C++ rung a reference is held against, and the faster ones it is not (rungs.json's passed_over: a rung
     whose parity failed computes another step)."""
     said = ref.get("compared_with", "-")
-    passed = [f"not {p.get('rung', '?')}: {p.get('why', '?')}" for p in ref.get("passed_over", [])]
+    by_why: dict[str, list[str]] = {}  # one clause a reason: three fp32 rungs on a CPU whose bf16 is slow
+    for p in ref.get("passed_over", []):
+        by_why.setdefault(p.get("why", "?"), []).append(p.get("rung", "?"))
+    passed = [f"not {', '.join(rungs)}: {why}" for why, rungs in by_why.items()]
     return said + (f" ({'; '.join(passed)})" if passed else "")
 
 
