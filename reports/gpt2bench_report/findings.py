@@ -40,7 +40,10 @@ def _against_references(run: Run) -> list[str]:
         if "ratio" in ref:
             ri = ref.get("ratio_interval") or {}
             span = f" ({ri['low']:.2f}-{ri['high']:.2f}x{paired_word(ri)})" if ri else ""
-            out.append(f"{ref.get('compared_with', '?')} {ref['ratio']:.2f}x{span} {name} at B={batch}")
+            # the fastest rung it is not held against, where one is faster (another matmul format, failed parity)
+            passed = max(ref.get("passed_over", []), key=lambda p: p.get("cpp_tokens_per_sec", 0), default=None)
+            not_ = f" (not {passed.get('rung', '?')}: {passed.get('why', '?')})" if passed else ""
+            out.append(f"{ref.get('compared_with', '?')} {ref['ratio']:.2f}x{span} {name} at B={batch}{not_}")
         elif ref.get("status") != "ok":
             out.append(f"{name} at B={batch}: {ref.get('status', '?')}")
     return out
