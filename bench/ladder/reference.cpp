@@ -292,10 +292,11 @@ const RungRecord* compared_rung(nlohmann::json& ref, const std::vector<RungRecor
       if (!r.ok() || r.spec().batch != batch || ranks(r.spec()) != 1 || r.plan.rung.anti ||
           r.plan.kind == RungKind::kControl || r.spec().model.tie_weights != tied)
         continue;
+      const std::string its = matmul_format(r.spec());
       if (r.out.parity.verdict == "fail")
         left_out.emplace_back(&r, "failed parity");
-      else if (matmul_format(r.spec()) != format)
-        left_out.emplace_back(&r, matmul_format(r.spec()) + " matmuls, the reference's " + format);
+      else if (its != format)
+        left_out.emplace_back(&r, its + " matmuls, the reference's " + format);
       else if (!with || r.median_tokens_per_sec() > with->median_tokens_per_sec())
         with = &r;
     }
