@@ -59,7 +59,7 @@ cuda-check:
 	@grep -q 'GPT2_HAVE_CUDNN_FE=1' build-cuda/compile_commands.json || { echo "cuda-check: no cuDNN frontend or cuDNN found (cudnn_attention)"; exit 1; }
 	@scripts/kernel_resources.sh build-cuda
 	@echo "cuda-check: CUDA-only sources compiled: bench/runtime/cuda/cuda_backend.cpp (CUDA-event timer, caching-allocator stats, \
-	device info, pinned prefetch, CUDA graph, NCCL), bench/measure/cuda/cupti_collector.cpp (CUPTI activities), \
+	device info, pinned prefetch, side stream, CUDA graph, NCCL), bench/measure/cuda/cupti_collector.cpp (CUPTI activities), \
 our kernels $(wildcard kernels/cuda/*.cu) (sm80/sm90), kernels/cuda/gelu_epilogues.cpp (cuBLASLt epilogues), \
 kernels/cuda/gemm_survey.cpp (cuBLASLt heuristics, the step's chosen algorithms), \
 kernels/cuda/cudnn_attention.cpp (cuDNN frontend attention graphs)"

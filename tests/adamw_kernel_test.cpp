@@ -195,5 +195,22 @@ TEST_F(KernelsCuda, AdamWOneLaunchTrainsAsTheFusedOneEagerAndGraphed_CUDA) {
   }
 }
 
+// The update in backward on its side stream, eagerly and under a CUDA graph (the fork and join inside the capture),
+// against the fused update after backward: the same losses.
+TEST_F(KernelsCuda, AdamWInBackwardTrainsAsAfterBackwardEagerAndGraphed_CUDA) {
+  const auto tokens = to_token_tensor(synthetic_corpus(97, 20000, 1));
+  StepSpec s = baseline_spec(test::tiny_model(), 4, dev_);
+  s.optimizer.kind = OptimizerKind::kAdamwFused;
+  for (ExecutorKind e : {ExecutorKind::kEager, ExecutorKind::kCudaGraph}) {
+    s.executor = e;
+    s.optimizer.in_backward = false;
+    const Trajectory after = loss_trajectory(s, dev_, tokens, 3, 4);
+    s.optimizer.in_backward = true;
+    const Trajectory inside = loss_trajectory(s, dev_, tokens, 3, 4);
+    for (size_t i = 0; i < after.losses.size(); ++i)
+      EXPECT_NEAR(inside.losses[i], after.losses[i], 1e-5) << to_string(e) << " step " << i;
+  }
+}
+
 }  // namespace
 }  // namespace gpt2

@@ -82,6 +82,71 @@ TEST(AdamW, LoopForeachFusedAndOneLaunchAgree) {
     for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(at::allclose(results[0][i], results[k][i], 1e-6, 1e-6)) << k << " " << i;
 }
 
+// The update in backward is issued from the gradient hooks, a group as soon as all its gradients are made (on the
+// CPU it runs there and then); finish() issues what is left, and a parameter without a gradient stays as it is.
+TEST(AdamW, AnUpdateInBackwardIsIssuedAsEachGroupsGradientsAreMade) {
+  OptimizerOptions o;
+  o.kind = OptimizerKind::kAdamwFused;
+  std::vector<at::Tensor> params = {at::full({3}, 1.0).requires_grad_(), at::full({2}, 2.0).requires_grad_(),
+                                    at::full({2}, 3.0).requires_grad_()};
+  AdamW opt(params, o);
+  UpdateInBackward in_backward(opt, {{0}, {1, 2}}, make_side_stream(cpu()));
+  (params[0].sum() * 2).backward();  // group {1, 2} gets no gradient
+  EXPECT_FALSE(at::equal(params[0].detach(), at::full({3}, 1.0))) << "group 0 was not updated by its hook";
+  in_backward.finish();
+  EXPECT_EQ(in_backward.issued_by_hooks(), 1u);
+  EXPECT_TRUE(at::equal(params[1].detach(), at::full({2}, 2.0)));
+  EXPECT_TRUE(at::equal(params[2].detach(), at::full({2}, 3.0)));
+  opt.zero_grad();
+  (params[1].sum() + params[0].sum()).backward();  // half of group {1, 2}: finish() issues it
+  EXPECT_TRUE(at::equal(params[1].detach(), at::full({2}, 2.0)));
+  in_backward.finish();
+  EXPECT_EQ(in_backward.issued_by_hooks(), 1u);  // group 0; group {1, 2} by finish()
+  EXPECT_FALSE(at::equal(params[1].detach(), at::full({2}, 2.0)));
+  EXPECT_TRUE(at::equal(params[2].detach(), at::full({2}, 3.0)));
+  EXPECT_EQ(opt.state_tensors()[6].item<float>(), 2.0f);  // parameter 0 took two steps
+  EXPECT_EQ(opt.state_tensors()[7].item<float>(), 1.0f);  // parameter 1 one
+  OptimizerOptions loop;
+  AdamW host_counted(params, loop);
+  const std::string loop_error = test::error_of([&] { UpdateInBackward(host_counted, {{0, 1, 2}}, make_side_stream(cpu())); });
+  EXPECT_NE(loop_error.find("an update in backward needs the fused AdamW, not adamw_loop"), std::string::npos) << loop_error;
+  const std::string group_error = test::error_of([&] { UpdateInBackward(opt, {{0, 1}}, make_side_stream(cpu())); });
+  EXPECT_NE(group_error.find("parameter 2 is in no group or in two"), std::string::npos) << group_error;
+}
+
+// The same steps as the fused optimizer after backward, bit for bit, in the layouts whose backward reads weights
+// (fused QKV, the residual norm's kernels, the fused classifier, a tied head): no weight is changed before
+// autograd is done with it, or its version counter would throw.
+TEST(TrainStep, AnUpdateInBackwardTakesTheFusedStepsExactly) {
+  StepSpec s = tiny_spec(4);
+  s.optimizer.kind = OptimizerKind::kAdamwFused;
+  s.model.dropout = 0.0;
+  for (int layout = 0; layout < 2; ++layout) {
+    s.model.fused_qkv = s.model.fused_residual_norm = s.model.tie_weights = layout == 1;
+    s.model.classifier_chunk = layout == 1 ? 16 : 0;
+    auto run = [&](bool in_backward) {
+      s.optimizer.in_backward = in_backward;
+      TrainStep ts(s, cpu(), corpus(97), 3);
+      std::vector<double> losses;
+      for (int i = 0; i < 3; ++i) losses.push_back(ts.step().item<double>());
+      if (in_backward) {  // every group by its hooks: 2 blocks, the embeddings, the final norm's 2 (and the head)
+        EXPECT_EQ(ts.update_in_backward()->issued_by_hooks(), layout == 1 ? 6u : 7u) << "layout " << layout;
+      }
+      std::vector<at::Tensor> params;
+      for (const auto& p : ts.model().parameters()) params.push_back(p.detach().clone());
+      return std::make_pair(losses, params);
+    };
+    const auto after = run(false), inside = run(true);
+    EXPECT_EQ(after.first, inside.first) << "layout " << layout;
+    ASSERT_EQ(after.second.size(), inside.second.size());
+    for (size_t i = 0; i < after.second.size(); ++i)
+      EXPECT_TRUE(at::equal(after.second[i], inside.second[i])) << "layout " << layout << " parameter " << i;
+  }
+  s.precision = Precision::kFp16Autocast;
+  const std::string fp16 = test::error_of([&] { TrainStep(s, cpu(), corpus(97), 3); });
+  EXPECT_NE(fp16.find("cannot wait for what DDP's all-reduce or fp16's inf check"), std::string::npos) << fp16;
+}
+
 TEST(AdamW, MatchesTheFormulaForOneStep) {
   // One step from zero state: m = (1-b1)g, v = (1-b2)g², update = lr·m̂/(√v̂+eps) = lr·sign(g) (approx).
   auto p = at::full({1}, 2.0).requires_grad_();

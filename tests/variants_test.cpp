@@ -57,6 +57,7 @@ const std::map<std::string, std::function<bool(const StepSpec&)>>& expected_edit
       {"fused_residual_norm", [](const StepSpec& s) { return s.model.fused_residual_norm; }},
       {"fp8_linears", [](const StepSpec& s) { return s.model.fp8_linears; }},
       {"adamw_one_launch", [](const StepSpec& s) { return s.optimizer.kind == OptimizerKind::kAdamwOneLaunch; }},
+      {"adamw_in_backward", [](const StepSpec& s) { return s.optimizer.in_backward; }},
       {"gemm_algorithms", [](const StepSpec& s) { return s.model.lt_linears; }},
       {"cudnn_attention", [](const StepSpec& s) { return s.model.cudnn_attention; }},
   };
@@ -104,6 +105,7 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
       {"fp16_autocast", {cpu().fp16, true, true}},  // this CPU's flags (below: both ways)
       {"fp8_linears", {false, false, false}},       // sm89+ (below)
       {"adamw_one_launch", {false, true, true}},
+      {"adamw_in_backward", {false, true, true}},  // one process (below: two)
       {"gemm_algorithms", {false, true, true}},
       {"cudnn_attention", {false, false, true}},
   };
@@ -128,6 +130,10 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
   DeviceInfo two = cpu();
   two.world_size = 2;
   EXPECT_TRUE(find_variant("ddp")->supports(two).ok);
+  DeviceInfo two_gpus = fake_gpu(9);
+  two_gpus.world_size = 2;
+  EXPECT_EQ(find_variant("adamw_in_backward")->supports(two_gpus).why_not,
+            "under DDP a gradient is not whole until its bucket's all-reduce is done");
   // fp16 autocast on a CPU only with a fast fp16 matmul (AVX512-FP16 / AMX-FP16); every GPU has one.
   DeviceInfo cpu16 = cpu();
   cpu16.fp16 = true;

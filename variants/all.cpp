@@ -30,6 +30,7 @@ const std::vector<const Variant*>& registry() {
       &sync_every_step,
       &fp8_linears,
       &adamw_one_launch,
+      &adamw_in_backward,
       &gemm_algorithms,
       &cudnn_attention,
   };

@@ -30,6 +30,7 @@ extern const Variant fused_residual_norm;
 extern const Variant fp8_linears;
 extern const Variant sync_every_step;
 extern const Variant adamw_one_launch;
+extern const Variant adamw_in_backward;
 extern const Variant gemm_algorithms;
 extern const Variant cudnn_attention;
 }  // namespace variants

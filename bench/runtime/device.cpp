@@ -158,6 +158,8 @@ std::unique_ptr<BatchMover> make_batch_mover(const DeviceInfo& d, Loader& loader
   return std::make_unique<PlainMover>(loader, torch_device(d));
 }
 
+std::unique_ptr<SideStream> make_side_stream(const DeviceInfo& d) { return backend_for(d).side_stream(d.index); }
+
 std::unique_ptr<Executor> make_executor(ExecutorKind k, const DeviceInfo& d, StepBody body,
                                         std::vector<at::Tensor> state) {
   if (k == ExecutorKind::kEager) return std::make_unique<EagerExecutor>(std::move(body));

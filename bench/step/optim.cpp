@@ -1,9 +1,13 @@
 #include "bench/step/optim.h"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include <cmath>
+#include <utility>
 
+#include "bench/runtime/device.h"
 #include "kernels/adamw.h"
 
 namespace gpt2 {
@@ -48,6 +52,16 @@ void AdamW::step(const at::Tensor& grad_scale, const at::Tensor& found_inf) {
     case OptimizerKind::kAdamwFused: return step_fused(live, grad_scale, found_inf);
     case OptimizerKind::kAdamwOneLaunch: return step_one_launch(live, grad_scale, found_inf);
   }
+}
+
+void AdamW::step_fused_some(const std::vector<size_t>& which) {
+  TORCH_CHECK(o_.kind == OptimizerKind::kAdamwFused, "an update of some parameters needs the fused AdamW (",
+              to_string(o_.kind), " counts its steps for all parameters at once)");
+  at::NoGradGuard no_grad;
+  std::vector<size_t> live;
+  for (size_t i : which)
+    if (params_.at(i).grad().defined()) live.push_back(i);
+  step_fused(live, {}, {});
 }
 
 void AdamW::step_loop(const std::vector<size_t>& live) {
@@ -106,6 +120,49 @@ void AdamW::step_one_launch(const std::vector<size_t>& live, const at::Tensor& g
   if (p.empty()) return;
   kernels::adamw_one_launch_(p, g, m, v, step_t_[0], {o_.lr, o_.beta1, o_.beta2, o_.weight_decay, o_.eps}, grad_scale,
                              found_inf);
+}
+
+namespace {
+struct Accumulated : torch::autograd::PostAccumulateGradHook {
+  explicit Accumulated(std::function<void()> f) : f(std::move(f)) {}
+  void operator()(const torch::autograd::Variable&) override { f(); }
+  std::function<void()> f;
+};
+}  // namespace
+
+UpdateInBackward::UpdateInBackward(AdamW& opt, std::vector<std::vector<size_t>> groups, std::unique_ptr<SideStream> side)
+    : opt_(opt), groups_(std::move(groups)), side_(std::move(side)) {
+  TORCH_CHECK(opt_.kind() == OptimizerKind::kAdamwFused, "an update in backward needs the fused AdamW, not ",
+              to_string(opt_.kind()));
+  std::vector<int> seen(opt_.params().size(), 0);
+  for (const auto& group : groups_)
+    for (size_t i : group) TORCH_CHECK(i < seen.size() && !seen[i]++, "parameter ", i, " is in no group or in two");
+  for (size_t i = 0; i < seen.size(); ++i) TORCH_CHECK(seen[i], "parameter ", i, " is in no group or in two");
+  for (size_t g = 0; g < groups_.size(); ++g) {  // checked first: no hook is left behind by a refused grouping
+    waiting_.push_back(groups_[g].size());
+    for (size_t i : groups_[g])
+      torch::autograd::impl::set_post_acc_grad_hooks(opt_.params()[i],
+                                                     std::make_unique<Accumulated>([this, g] { accumulated(g); }));
+  }
+}
+
+UpdateInBackward::~UpdateInBackward() {
+  for (const auto& p : opt_.params()) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
+}
+
+void UpdateInBackward::accumulated(size_t group) {
+  if (waiting_[group] == 0 || --waiting_[group] > 0) return;
+  side_->run([&] { opt_.step_fused_some(groups_[group]); });
+  ++issuing_;
+}
+
+void UpdateInBackward::finish() {
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (waiting_[g] > 0) side_->run([&] { opt_.step_fused_some(groups_[g]); });
+    waiting_[g] = groups_[g].size();
+  }
+  side_->join();
+  issued_by_hooks_ = std::exchange(issuing_, 0);
 }
 
 }  // namespace gpt2

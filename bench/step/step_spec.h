@@ -38,6 +38,7 @@ struct DistOptions {
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::kAdamwLoop;
   double lr = 5e-4, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // the seed's AdamW
+  bool in_backward = false;  // each block's update issued as backward completes its gradients, on a side stream
   bool operator==(const OptimizerOptions&) const = default;
 };
 

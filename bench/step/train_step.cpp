@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "bench/runtime/nvtx.h"
 #include "bench/runtime/phase.h"
@@ -62,6 +63,23 @@ class AutocastGuard {
   bool cache_;
 };
 
+// The update in backward's groups: a block's parameters together (the block's gradients come within one block's
+// backward), each other parameter alone (the head's, the embeddings', the final norm's come at different times).
+std::vector<std::vector<size_t>> update_groups(GPT2Impl& model) {
+  std::map<std::string, size_t> group_of;
+  std::vector<std::vector<size_t>> groups;
+  size_t i = 0;
+  for (const auto& item : model.named_parameters()) {
+    const std::string& name = item.key();
+    const bool block = name.rfind("blocks.", 0) == 0;
+    const std::string key = block ? name.substr(0, name.find('.', 7)) : name;
+    const auto [it, fresh] = group_of.emplace(key, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(i++);
+  }
+  return groups;
+}
+
 int dist_rank(const StepSpec& spec, Dist* dist) {
   if (spec.dist.backend == "none") return 0;
   TORCH_CHECK(dist && dist->world_size() == spec.dist.world_size && spec.dist.world_size > 1, "a DDP step of world size ",
@@ -88,6 +106,11 @@ TrainStep::TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tok
     grad_sync_ = dist->grad_sync(model_->parameters());
   }
   opt_ = std::make_unique<AdamW>(model_->parameters(), spec_.optimizer);
+  if (spec_.optimizer.in_backward) {
+    TORCH_CHECK(spec_.dist.backend == "none" && spec_.precision != Precision::kFp16Autocast,
+                "an update in backward cannot wait for what DDP's all-reduce or fp16's inf check needs first");
+    in_backward_ = std::make_unique<UpdateInBackward>(*opt_, update_groups(*model_), make_side_stream(dev_));
+  }
   if (spec_.precision == Precision::kFp16Autocast) {
     auto f = at::TensorOptions().device(device_).dtype(at::kFloat);
     scale_ = at::full({}, 65536.0, f);  // GradScaler's defaults: init 2^16, x2 every 2000 clean steps, /2 on inf
@@ -177,11 +200,12 @@ at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {
   {
     PhaseRange r("backward");
     (scale_.defined() ? loss * scale_ : loss).backward();
+    if (in_backward_) in_backward_->finish();
   }
   {
     PhaseRange r("optimizer");
     if (!scale_.defined()) {
-      opt_->step();
+      if (!in_backward_) opt_->step();  // else issued in backward
     } else {
       // GradScaler.step: find inf/nan in the gradients; the fused kernel unscales and skips the
       // update itself (no host sync); the other forms need the verdict on the host, as in PyTorch.

@@ -55,6 +55,7 @@ class TrainStep {
   const StepSpec& spec() const { return spec_; }
   GPT2Impl& model() { return *model_; }
   const AdamW& optimizer() const { return *opt_; }
+  const UpdateInBackward* update_in_backward() const { return in_backward_.get(); }  // null unless the spec asks
   int64_t tokens_per_step() const { return gpt2::tokens_per_step(spec_); }
   // The loss on (x, y) with the step's model, precision and autocast, no gradients: the mean over x's rows, taken
   // `rows` at a time. Beside a live step a whole batch's logits need not fit: on an H100 at batch_scaling's 128, the
@@ -75,6 +76,7 @@ class TrainStep {
   SdpaBackendGuard sdpa_backend_;
   GPT2 model_{nullptr};
   std::unique_ptr<AdamW> opt_;
+  std::unique_ptr<UpdateInBackward> in_backward_;  // spec.optimizer.in_backward: the update issued from backward
   Loader loader_;
   std::unique_ptr<BatchMover> mover_;
   std::unique_ptr<Executor> executor_;

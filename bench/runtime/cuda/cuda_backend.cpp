@@ -161,6 +161,28 @@ class PinnedPrefetchMover : public BatchMover {
   int slot_ = 0;
 };
 
+// Under a CUDA graph's capture the fork (an event recorded on the capturing stream, waited on by the side stream)
+// brings the side stream into the capture and the join takes it out again, as the capture requires.
+class CudaSideStream : public SideStream {
+ public:
+  explicit CudaSideStream(int index) : side_(c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(index))) {}
+  void run(const std::function<void()>& f) override {
+    const auto caller = c10::cuda::getCurrentCUDAStream(side_.device_index());
+    wait_stream(side_, caller);
+    c10::cuda::CUDAStreamGuard guard(side_);
+    f();
+    used_ = true;
+  }
+  void join() override {
+    if (used_) wait_stream(c10::cuda::getCurrentCUDAStream(side_.device_index()), side_);
+    used_ = false;
+  }
+
+ private:
+  c10::cuda::CUDAStream side_;
+  bool used_ = false;
+};
+
 // capture_with's steps on a real device (bench/graph_capture.h has the protocol and its reasons).
 class DeviceCapture : public CaptureSteps {
  public:
@@ -225,6 +247,7 @@ class CapturedGraph {
 std::unique_ptr<BatchMover> make_pinned_mover(Loader& loader, int index) {
   return std::make_unique<PinnedPrefetchMover>(loader, index);
 }
+std::unique_ptr<SideStream> make_side_stream(int index) { return std::make_unique<CudaSideStream>(index); }
 std::function<void()> graphed(std::function<void()> pass) {
   auto graph = std::make_shared<CapturedGraph>(pass);
   return [graph] { graph->replay(); };
@@ -288,6 +311,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<BatchMover> pinned_mover(Loader& loader, int index) const override {
     return cuda::make_pinned_mover(loader, index);
   }
+  std::unique_ptr<SideStream> side_stream(int index) const override { return cuda::make_side_stream(index); }
   std::function<void()> graphed(std::function<void()> pass) const override { return cuda::graphed(std::move(pass)); }
   c10::intrusive_ptr<c10d::Backend> collectives(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                 std::chrono::milliseconds timeout) const override {
