@@ -63,9 +63,11 @@ void dw_from_chunk(at::Tensor& dw, const at::Tensor& z, const at::Tensor& h, boo
 // (mean loss, dloss/dh, dloss/dw), chunk_tokens rows at a time; the gradients only when asked for. Over several
 // chunks dw is summed in fp32, and the backward rounds it once into w's dtype as it scales it; in one chunk it is
 // one GEMM in w's dtype (cuBLAS sums in fp32 and rounds once as well), without an fp32 copy to write and read.
+// With `beside`, each chunk's softmax pass runs on the side stream while the caller's stream makes the chunk
+// before's dh and dw: two chunks' logits are held at once, the ops and their order on each stream unchanged.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> chunked(const at::Tensor& h, const at::Tensor& w,
                                                        const at::Tensor& targets, int64_t chunk_tokens, bool grads,
-                                                       int threads, bool staged) {
+                                                       int threads, bool staged, SideStream* beside) {
   const int64_t n_rows = h.size(0);
   const double scale = 1.0 / static_cast<double>(n_rows);
   const bool one_chunk = n_rows <= chunk_tokens;
@@ -74,23 +76,42 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> chunked(const at::Tensor& h, cons
   at::Tensor dw;
   if (grads)
     dw = n_rows == 0 ? at::zeros_like(w) : at::empty(w.sizes(), w.options().dtype(one_chunk ? w.scalar_type() : at::kFloat));
+  if (one_chunk || !grads) beside = nullptr;
+  at::Tensor before;  // the last chunk's gradient of its logits, waiting for its GEMMs
+  int64_t before_row = 0;
+  auto gemms = [&](const at::Tensor& z, int64_t i) {
+    at::Tensor dh_rows = dh.narrow(0, i, z.size(0));  // whole rows of a contiguous tensor: written in place by the GEMM
+    at::mm_out(dh_rows, z, w);
+    dw_from_chunk(dw, z, h.narrow(0, i, z.size(0)), /*first=*/i == 0);
+  };
   for (int64_t i = 0; i < n_rows; i += chunk_tokens) {
     const int64_t n = std::min(chunk_tokens, n_rows - i);
-    const at::Tensor hc = h.narrow(0, i, n);
-    at::Tensor z = at::mm(hc, w.t());  // (n, V): the only logits there are, this chunk's
-    loss.add_(softmax_xent_backward_(z, targets.narrow(0, i, n), scale, threads, staged).sum());
-    if (!grads) continue;
-    at::Tensor dh_rows = dh.narrow(0, i, n);  // whole rows of a contiguous tensor: written in place by the GEMM
-    at::mm_out(dh_rows, z, w);
-    dw_from_chunk(dw, z, hc, /*first=*/i == 0);
+    at::Tensor z = at::mm(h.narrow(0, i, n), w.t());  // (n, V): the only logits there are, this chunk's
+    auto softmax = [&, z, i, n]() mutable {
+      loss.add_(softmax_xent_backward_(z, targets.narrow(0, i, n), scale, threads, staged).sum());
+    };
+    if (!beside) {
+      softmax();
+      if (grads) gemms(z, i);
+      continue;
+    }
+    beside->join();  // the chunk before's softmax is done: its GEMMs may start, beside this chunk's softmax
+    beside->run(softmax);
+    if (before.defined()) gemms(before, before_row);
+    before = z, before_row = i;
+  }
+  if (beside) {
+    beside->join();
+    gemms(before, before_row);
   }
   return {loss.mul_(scale), dh, dw};
 }
 
 struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& h, const at::Tensor& w,
-                            const at::Tensor& targets, int64_t chunk_tokens, bool grads, int threads, bool staged) {
-    auto [loss, dh, dw] = chunked(h, w, targets, chunk_tokens, grads, threads, staged);
+                            const at::Tensor& targets, int64_t chunk_tokens, bool grads, int threads, bool staged,
+                            SideStream* beside) {
+    auto [loss, dh, dw] = chunked(h, w, targets, chunk_tokens, grads, threads, staged, beside);
     ctx->save_for_backward({dh, dw});
     return loss;
   }
@@ -100,7 +121,7 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
     const at::Tensor g = grad_out[0].to(at::kFloat).reshape({1});
     const at::ScalarType dtype = saved[0].scalar_type();  // h's, which is w's
     return {scaled_gradient(saved[0], g, dtype), scaled_gradient(saved[1], g, dtype), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor()};
+            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -143,7 +164,7 @@ at::Tensor softmax_xent_backward_(at::Tensor& logits, const at::Tensor& targets,
 }
 
 at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& w, const at::Tensor& targets,
-                                int64_t chunk_tokens, int threads, bool staged) {
+                                int64_t chunk_tokens, int threads, bool staged, SideStream* beside) {
   TORCH_CHECK(h.dim() == 2 && w.dim() == 2 && h.size(1) == w.size(1), "linear_cross_entropy: h (N, C) and w (V, C), got ",
               h.sizes(), " and ", w.sizes());
   TORCH_CHECK(chunk_tokens > 0, "linear_cross_entropy: chunk_tokens must be positive, got ", chunk_tokens);
@@ -151,7 +172,7 @@ at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& w, const 
               h.scalar_type(), " and ", w.scalar_type());
   const bool grads = at::GradMode::is_enabled() && (h.requires_grad() || w.requires_grad());
   return LinearCrossEntropy::apply(cast_as_autocast(h), cast_as_autocast(w), targets, chunk_tokens, grads, threads,
-                                   staged);
+                                   staged, beside);
 }
 
 }  // namespace gpt2::kernels

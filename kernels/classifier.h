@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "kernels/side_stream.h"
+
 namespace gpt2::kernels {
 
 // In place: logits (n × V, fp32/bf16/fp16, contiguous) become scale·(softmax(logits) − onehot(targets));
@@ -39,8 +41,10 @@ at::Tensor scaled_gradient_cuda(const at::Tensor& kept, const at::Tensor& g, at:
 // mean over rows of cross_entropy(h·wᵀ, targets) for h (N × C), w (V × C), targets (N), differentiable in h
 // and w, computed chunk_tokens rows at a time (the last chunk shorter). The same value as
 // at::cross_entropy_loss(at::linear(h, w), targets) up to summation order. On CUDA its kernel runs with
-// `threads` a row, `staged` or not (softmax_xent_backward_cuda_).
+// `threads` a row, `staged` or not (softmax_xent_backward_cuda_). With `beside` and more than one chunk, each
+// chunk's softmax pass runs on that side stream beside the GEMMs of the chunk before (the same values).
 at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& w, const at::Tensor& targets,
-                                int64_t chunk_tokens, int threads = 512, bool staged = false);
+                                int64_t chunk_tokens, int threads = 512, bool staged = false,
+                                SideStream* beside = nullptr);
 
 }  // namespace gpt2::kernels

@@ -195,6 +195,23 @@ TEST_F(KernelsCuda, AdamWOneLaunchTrainsAsTheFusedOneEagerAndGraphed_CUDA) {
   }
 }
 
+// The fused classifier's softmax passes on a side stream, in the step eagerly and under a CUDA graph, against the
+// same chunks in order: the same losses.
+TEST_F(KernelsCuda, ClassifierBesideASideStreamTrainsAsInOrderEagerAndGraphed_CUDA) {
+  const auto tokens = to_token_tensor(synthetic_corpus(97, 20000, 1));
+  StepSpec s = baseline_spec(test::tiny_model(), 4, dev_);
+  s.model.classifier_chunk = 24;  // 64 tokens: three chunks
+  for (ExecutorKind e : {ExecutorKind::kEager, ExecutorKind::kCudaGraph}) {
+    s.executor = e;
+    s.model.classifier_beside = false;
+    const Trajectory in_order = loss_trajectory(s, dev_, tokens, 3, 4);
+    s.model.classifier_beside = true;
+    const Trajectory beside = loss_trajectory(s, dev_, tokens, 3, 4);
+    for (size_t i = 0; i < in_order.losses.size(); ++i)
+      EXPECT_NEAR(beside.losses[i], in_order.losses[i], 1e-6) << to_string(e) << " step " << i;
+  }
+}
+
 // The update in backward on its side stream, eagerly and under a CUDA graph (the fork and join inside the capture),
 // against the fused update after backward: the same losses.
 TEST_F(KernelsCuda, AdamWInBackwardTrainsAsAfterBackwardEagerAndGraphed_CUDA) {

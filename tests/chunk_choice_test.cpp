@@ -112,6 +112,29 @@ TEST(ChunkChoice, TheChoiceIsTheRungsOutcomeAndSurvivesResume) {
   EXPECT_EQ(back.spec().model.classifier_chunk, 0);
 }
 
+// On a GPU each chunk that leaves more than one is also timed with its softmax passes beside the GEMMs; the rung
+// runs the one chosen, and a chunk in order clears it.
+TEST(ChunkChoice, EachChunkButAllTokensIsAlsoTimedBesideASideStream) {
+  std::vector<std::string> calls;
+  const auto c = pick_classifier_chunk({1024, 2048, 4096}, 1, [&](int64_t chunk, bool beside) {
+    calls.push_back(std::to_string(chunk) + (beside ? " beside" : ""));
+    return chunk == 2048 && beside ? 1e-3 : 2e-3;
+  }, true);
+  EXPECT_EQ(calls, (std::vector<std::string>{"1024", "1024 beside", "2048", "2048 beside", "4096",
+                                             "1024", "1024 beside", "2048", "2048 beside", "4096"}));
+  EXPECT_EQ(c.chosen, "2048 beside");
+  RungRecord r;
+  r.plan.rung.spec.model.classifier_chunk = 1024;
+  r.plan.rung.spec.settings.classifier_chunk_fastest = true;
+  r.out.status = RungStatus::kOk;
+  r.out.choices.push_back(c);
+  EXPECT_EQ(r.spec().model.classifier_chunk, 2048);
+  EXPECT_TRUE(r.spec().model.classifier_beside);
+  EXPECT_EQ(to_json(r)["spec"]["model"]["classifier_beside"], true);
+  r.out.choices[0].chosen = "4096";
+  EXPECT_FALSE(r.spec().model.classifier_beside);
+}
+
 TEST(ChunkChoice, TheProfileSaysFastestOrANumberOfTokens) {
   test::TempDir d;
   auto load = [&](const std::string& chunk) {

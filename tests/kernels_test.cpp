@@ -112,6 +112,41 @@ TEST(Kernels, ChunkedClassifierMatchesLinearThenCrossEntropy) {
   EXPECT_NEAR(linear_cross_entropy(h, w, t, 5).item<double>(), want.loss.item<double>(), 1e-5);
 }
 
+// A side stream that runs its work late, at the next join (as a GPU may): a schedule that used a chunk's softmax
+// before joining would read logits where it wants their gradient.
+class LateSideStream : public SideStream {
+ public:
+  void run(const std::function<void()>& f) override { queued.push_back(f), log += "r"; }
+  void join() override {
+    for (auto& f : queued) f();
+    queued.clear(), log += "j";
+  }
+  std::vector<std::function<void()>> queued;
+  std::string log;
+};
+
+// Beside a side stream, the classifier computes the same values, bit for bit (the same ops in the same order on
+// each stream): each chunk's softmax is queued after a join, and its GEMMs wait for the next join.
+TEST(Kernels, ChunkedClassifierBesideASideStreamIsTheSame) {
+  at::manual_seed(4);
+  const at::Tensor h = at::randn({37, 16}), w = at::randn({50, 16}) * 0.3, t = targets_for(37, 50);
+  for (int64_t chunk : {7, 36, 37}) {  // six chunks with a short last one, two, one (nothing to run beside)
+    auto run = [&](SideStream* beside) {
+      at::Tensor hh = h.clone().requires_grad_(), ww = w.clone().requires_grad_();
+      at::Tensor loss = linear_cross_entropy(hh, ww, t, chunk, 512, false, beside);
+      (loss * 3.0).backward();
+      return std::vector<at::Tensor>{loss.detach(), hh.grad(), ww.grad()};
+    };
+    LateSideStream late;
+    const auto in_order = run(nullptr), beside = run(&late);
+    for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(at::equal(in_order[i], beside[i])) << "chunk " << chunk << " output " << i;
+    const int64_t chunks = (37 + chunk - 1) / chunk;
+    std::string want;
+    for (int64_t c = 0; c < chunks && chunks > 1; ++c) want += "jr";
+    EXPECT_EQ(late.log, chunks > 1 ? want + "j" : "") << "chunk " << chunk;
+  }
+}
+
 TEST(Kernels, ChunkedClassifierInBf16IsWithinBf16OfFp32) {
   at::manual_seed(2);
   const at::Tensor h = at::randn({24, 32}), w = at::randn({64, 32}) * 0.2, t = targets_for(24, 64);

@@ -115,11 +115,21 @@ std::vector<int64_t> classifier_chunk_candidates(int64_t first, int64_t tokens) 
 
 Choice pick_classifier_chunk(const std::vector<int64_t>& candidates, int rounds,
                              const std::function<double(int64_t)>& trial) {
+  return pick_classifier_chunk(candidates, rounds, [&](int64_t chunk, bool) { return trial(chunk); }, false);
+}
+
+Choice pick_classifier_chunk(const std::vector<int64_t>& candidates, int rounds,
+                             const std::function<double(int64_t, bool)>& trial, bool beside) {
   Choice c{"classifier_chunk", "", "each chunk's median forward + backward of the LM head and loss "
            "(kernels::linear_cross_entropy) on the rung's tokens, timed in turns; the fastest", "", "", 0, {}, ""};
   std::vector<std::string> names;
-  for (int64_t chunk : candidates) names.push_back(std::to_string(chunk));
-  return time_candidates(c, names, rounds, [&](const std::string& name) { return trial(std::stoll(name)); });
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    names.push_back(std::to_string(candidates[i]));
+    if (beside && i + 1 < candidates.size()) names.push_back(names.back() + " beside");
+  }
+  return time_candidates(c, names, rounds, [&](const std::string& name) {
+    return trial(std::stoll(name), name.ends_with(" beside"));
+  });
 }
 
 Choice choose_classifier_chunk(const StepSpec& spec, const DeviceInfo& dev, int rounds, int iters) {
@@ -128,13 +138,16 @@ Choice choose_classifier_chunk(const StepSpec& spec, const DeviceInfo& dev, int 
   const auto opts = at::device(torch_device(dev)).dtype(attention_dtype(spec));
   at::Tensor h = at::randn({N, C}, opts).requires_grad_(), w = at::randn({V, C}, opts).requires_grad_();
   const at::Tensor t = at::randint(m.vocab_size, {N}, at::device(torch_device(dev)).dtype(at::kLong));
-  Choice c = pick_classifier_chunk(classifier_chunk_candidates(spec.settings.classifier_chunk, N), rounds,
-                                   [&](int64_t chunk) {
-                                     return seconds_per_pass(dev, iters, [&] {
-                                       (void)torch::autograd::grad({kernels::linear_cross_entropy(h, w, t, chunk)},
-                                                                   {h, w}, {});
-                                     });
-                                   });
+  const std::unique_ptr<SideStream> side = make_side_stream(dev);
+  Choice c = pick_classifier_chunk(
+      classifier_chunk_candidates(spec.settings.classifier_chunk, N), rounds,
+      [&](int64_t chunk, bool beside) {
+        return seconds_per_pass(dev, iters, [&] {
+          const at::Tensor loss = kernels::linear_cross_entropy(h, w, t, chunk, 512, false, beside ? side.get() : nullptr);
+          (void)torch::autograd::grad({loss}, {h, w}, {});
+        });
+      },
+      dev.cuda());  // on the CPU nothing runs beside: the same ops in the same order
   c.key = classifier_chunk_key(spec);
   h.reset(), w.reset();
   empty_cache(dev);
@@ -282,6 +295,7 @@ std::vector<Chooser>& choosers() {
        classifier_chunk_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_classifier_chunk(s, d); },
        [](StepSpec& s, const std::string& chosen) {
          if (s.model.classifier_chunk > 0) s.model.classifier_chunk = std::stoll(chosen);
+         s.model.classifier_beside = s.model.classifier_chunk > 0 && chosen.ends_with(" beside");
        }},
       {"classifier_kernel", true,
        [](const StepSpec& s) { return s.model.classifier_chunk > 0 && s.settings.classifier_kernel == "fastest"; },

@@ -36,6 +36,10 @@ std::vector<int64_t> classifier_chunk_candidates(int64_t first, int64_t tokens);
 // `trial(chunk)`: one forward + backward at that chunk; the fastest median wins.
 Choice pick_classifier_chunk(const std::vector<int64_t>& candidates, int rounds,
                              const std::function<double(int64_t)>& trial);
+// With a side stream (CUDA): each candidate but the last (all tokens, one chunk) also as "<chunk> beside", its
+// softmax passes on the side stream; `trial(chunk, beside)`.
+Choice pick_classifier_chunk(const std::vector<int64_t>& candidates, int rounds,
+                             const std::function<double(int64_t, bool)>& trial, bool beside);
 // On the step's LM head and loss (kernels::linear_cross_entropy): its tokens, width, padded vocabulary and dtype.
 Choice choose_classifier_chunk(const StepSpec& spec, const DeviceInfo& dev, int rounds = 7, int iters = 2);
 // "N=8192 C=768 V=50304 BFloat16 from 1024": rungs with the same head share one timing.

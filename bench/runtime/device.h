@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "bench/runtime/device_info.h"
+#include "kernels/side_stream.h"
 #include "model/data.h"
 
 namespace gpt2 {
@@ -55,15 +56,7 @@ class BatchMover {
 };
 std::unique_ptr<BatchMover> make_batch_mover(const DeviceInfo& d, Loader& loader, bool pinned);
 
-// Work queued beside the calling thread's stream. run(f): f's device work waits for what that stream has queued so
-// far and is queued on a side stream; join(): the caller's stream waits for all of it. On the CPU f runs at once.
-class SideStream {
- public:
-  virtual ~SideStream() = default;
-  virtual void run(const std::function<void()>& f) = 0;
-  virtual void join() = 0;
-};
-std::unique_ptr<SideStream> make_side_stream(const DeviceInfo& d);
+std::unique_ptr<SideStream> make_side_stream(const DeviceInfo& d);  // kernels/side_stream.h
 
 // Runs the step's body: eagerly, or (CUDA) captured once as a CUDA graph and then replayed with
 // the inputs copied into static buffers. `state` (parameters, optimizer state) is restored after

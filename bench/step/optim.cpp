@@ -152,13 +152,13 @@ UpdateInBackward::~UpdateInBackward() {
 
 void UpdateInBackward::accumulated(size_t group) {
   if (waiting_[group] == 0 || --waiting_[group] > 0) return;
-  side_->run([&] { opt_.step_fused_some(groups_[group]); });
+  side_->run([this, group] { opt_.step_fused_some(groups_[group]); });
   ++issuing_;
 }
 
 void UpdateInBackward::finish() {
   for (size_t g = 0; g < groups_.size(); ++g) {
-    if (waiting_[g] > 0) side_->run([&] { opt_.step_fused_some(groups_[g]); });
+    if (waiting_[g] > 0) side_->run([this, g] { opt_.step_fused_some(groups_[g]); });
     waiting_[g] = groups_[g].size();
   }
   side_->join();

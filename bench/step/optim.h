@@ -12,7 +12,7 @@
 
 namespace gpt2 {
 
-class SideStream;  // bench/runtime/device.h
+class SideStream;  // kernels/side_stream.h
 
 class AdamW {
  public:

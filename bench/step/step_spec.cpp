@@ -79,7 +79,7 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
          {"fused_gelu_backward", m.fused_gelu_backward}, {"gelu_backward_slab", m.gelu_backward_slab},
          {"fused_residual_norm", m.fused_residual_norm},
          {"residual_norm_held", m.residual_norm_held}, {"classifier_threads", m.classifier_threads},
-         {"classifier_staged", m.classifier_staged},
+         {"classifier_staged", m.classifier_staged}, {"classifier_beside", m.classifier_beside},
          {"gelu_epilogues", m.gelu_epilogues}, {"fp8_linears", m.fp8_linears}, {"cudnn_attention", m.cudnn_attention},
          {"cudnn_plans", {{"forward", m.cudnn_forward_plan}, {"backward", m.cudnn_backward_plan}}},
          {"lt_linears", m.lt_linears},

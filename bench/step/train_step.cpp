@@ -117,6 +117,7 @@ TrainStep::TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tok
     growth_tracker_ = at::zeros({}, f.dtype(at::kInt));
     found_inf_ = at::zeros({}, f);
   }
+  if (spec_.model.classifier_beside) classifier_side_ = make_side_stream(dev_);
   mover_ = make_batch_mover(dev_, loader_, spec_.loader.pinned);
   std::vector<at::Tensor> state = model_->parameters();
   for (const auto& t : opt_->state_tensors()) state.push_back(t);
@@ -189,7 +190,8 @@ at::Tensor TrainStep::forward_loss(const at::Tensor& x, const at::Tensor& y) {
   PhaseRange r("loss");  // fused: the head's matmuls, forward and backward, are here too
   if (chunk > 0)
     return kernels::linear_cross_entropy(out.view({-1, out.size(-1)}), model_->head_weight, y.view({-1}), chunk,
-                                         spec_.model.classifier_threads, spec_.model.classifier_staged);
+                                         spec_.model.classifier_threads, spec_.model.classifier_staged,
+                                         classifier_side_.get());
   return at::cross_entropy_loss(out.view({-1, out.size(-1)}), y.view({-1}));
 }
 

@@ -76,7 +76,8 @@ class TrainStep {
   SdpaBackendGuard sdpa_backend_;
   GPT2 model_{nullptr};
   std::unique_ptr<AdamW> opt_;
-  std::unique_ptr<UpdateInBackward> in_backward_;  // spec.optimizer.in_backward: the update issued from backward
+  std::unique_ptr<UpdateInBackward> in_backward_;
+  std::unique_ptr<SideStream> classifier_side_;  // spec.model.classifier_beside: its softmax passes run there  // spec.optimizer.in_backward: the update issued from backward
   Loader loader_;
   std::unique_ptr<BatchMover> mover_;
   std::unique_ptr<Executor> executor_;
