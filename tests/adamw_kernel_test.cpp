@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -180,53 +181,42 @@ TEST_F(KernelsCuda, AdamWOneLaunchMatchesTorchsFusedAdamW_CUDA) {
   }
 }
 
-// The training step with ours under a CUDA graph (each replay reads the count the last one left) and eagerly,
-// against torch's fused AdamW: the same losses.
+// The tiny model's step with `change(s, true)` against `change(s, false)`, eagerly and under a CUDA graph: the same
+// losses over four steps.
+void expect_the_same_losses(const DeviceInfo& dev, const std::function<void(StepSpec&, bool)>& change, double tol) {
+  const auto tokens = to_token_tensor(synthetic_corpus(97, 20000, 1));
+  StepSpec s = baseline_spec(test::tiny_model(), 4, dev);
+  s.optimizer.kind = OptimizerKind::kAdamwFused;
+  for (ExecutorKind e : {ExecutorKind::kEager, ExecutorKind::kCudaGraph}) {
+    s.executor = e;
+    change(s, false);
+    const Trajectory without = loss_trajectory(s, dev, tokens, 3, 4);
+    change(s, true);
+    const Trajectory with = loss_trajectory(s, dev, tokens, 3, 4);
+    for (size_t i = 0; i < without.losses.size(); ++i)
+      EXPECT_NEAR(with.losses[i], without.losses[i], tol) << to_string(e) << " step " << i;
+  }
+}
+
+// Ours under a CUDA graph (each replay reads the count the last one left) and eagerly, against torch's fused AdamW.
 TEST_F(KernelsCuda, AdamWOneLaunchTrainsAsTheFusedOneEagerAndGraphed_CUDA) {
-  const auto tokens = to_token_tensor(synthetic_corpus(97, 20000, 1));
-  StepSpec s = baseline_spec(test::tiny_model(), 4, dev_);
-  s.optimizer.kind = OptimizerKind::kAdamwFused;
-  const Trajectory fused = loss_trajectory(s, dev_, tokens, 3, 4);
-  s.optimizer.kind = OptimizerKind::kAdamwOneLaunch;
-  for (ExecutorKind e : {ExecutorKind::kEager, ExecutorKind::kCudaGraph}) {
-    s.executor = e;
-    const Trajectory ours = loss_trajectory(s, dev_, tokens, 3, 4);
-    for (size_t i = 0; i < fused.losses.size(); ++i) EXPECT_NEAR(ours.losses[i], fused.losses[i], 1e-5) << i;
-  }
+  expect_the_same_losses(dev_, [](StepSpec& s, bool ours) {
+    s.optimizer.kind = ours ? OptimizerKind::kAdamwOneLaunch : OptimizerKind::kAdamwFused;
+  }, 1e-5);
 }
 
-// The fused classifier's softmax passes on a side stream, in the step eagerly and under a CUDA graph, against the
-// same chunks in order: the same losses.
+// The fused classifier's softmax passes on a side stream against the same chunks in order.
 TEST_F(KernelsCuda, ClassifierBesideASideStreamTrainsAsInOrderEagerAndGraphed_CUDA) {
-  const auto tokens = to_token_tensor(synthetic_corpus(97, 20000, 1));
-  StepSpec s = baseline_spec(test::tiny_model(), 4, dev_);
-  s.model.classifier_chunk = 24;  // 64 tokens: three chunks
-  for (ExecutorKind e : {ExecutorKind::kEager, ExecutorKind::kCudaGraph}) {
-    s.executor = e;
-    s.model.classifier_beside = false;
-    const Trajectory in_order = loss_trajectory(s, dev_, tokens, 3, 4);
-    s.model.classifier_beside = true;
-    const Trajectory beside = loss_trajectory(s, dev_, tokens, 3, 4);
-    for (size_t i = 0; i < in_order.losses.size(); ++i)
-      EXPECT_NEAR(beside.losses[i], in_order.losses[i], 1e-6) << to_string(e) << " step " << i;
-  }
+  expect_the_same_losses(dev_, [](StepSpec& s, bool beside) {
+    s.model.classifier_chunk = 24;  // 64 tokens: three chunks
+    s.model.classifier_beside = beside;
+  }, 1e-6);
 }
 
-// The update in backward on its side stream, eagerly and under a CUDA graph (the fork and join inside the capture),
-// against the fused update after backward: the same losses.
+// The update in backward on its side stream (the fork and join inside the capture) against the fused update after
+// backward.
 TEST_F(KernelsCuda, AdamWInBackwardTrainsAsAfterBackwardEagerAndGraphed_CUDA) {
-  const auto tokens = to_token_tensor(synthetic_corpus(97, 20000, 1));
-  StepSpec s = baseline_spec(test::tiny_model(), 4, dev_);
-  s.optimizer.kind = OptimizerKind::kAdamwFused;
-  for (ExecutorKind e : {ExecutorKind::kEager, ExecutorKind::kCudaGraph}) {
-    s.executor = e;
-    s.optimizer.in_backward = false;
-    const Trajectory after = loss_trajectory(s, dev_, tokens, 3, 4);
-    s.optimizer.in_backward = true;
-    const Trajectory inside = loss_trajectory(s, dev_, tokens, 3, 4);
-    for (size_t i = 0; i < after.losses.size(); ++i)
-      EXPECT_NEAR(inside.losses[i], after.losses[i], 1e-5) << to_string(e) << " step " << i;
-  }
+  expect_the_same_losses(dev_, [](StepSpec& s, bool inside) { s.optimizer.in_backward = inside; }, 1e-5);
 }
 
 }  // namespace
