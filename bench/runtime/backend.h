@@ -1,6 +1,6 @@
-// defines: Backend — what a kind of device does its own way: devices, timers, memory meters, batch movers, graphs,
-//          collectives, synchronize/empty_cache. cpu_backend.cpp, and cuda/cuda_backend.cpp in the CUDA build
-//          (else no_cuda.cpp: cuda_backend() == nullptr): CMake picks the file, no code asks which build it is.
+// defines: Backend — what a kind of device does its own way: devices, timers, memory meters, batch movers,
+//          side streams, graphs, collectives, synchronize/empty_cache: cpu_backend.cpp, cuda/cuda_backend.cpp in
+//          a CUDA build (else no_cuda.cpp: cuda_backend() == nullptr). CMake picks the file; no code asks which.
 #pragma once
 #include <c10/util/intrusive_ptr.h>
 
