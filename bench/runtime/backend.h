@@ -32,7 +32,7 @@ class Backend {
   virtual std::unique_ptr<MemoryMeter> memory_meter(int index) const = 0;
   // Pinned host buffers copied ahead on a side stream; throws where the device has none.
   virtual std::unique_ptr<BatchMover> pinned_mover(Loader& loader, int index) const = 0;
-  virtual std::unique_ptr<SideStream> side_stream(int index) const = 0;  // device.h's SideStream
+  virtual std::unique_ptr<SideStream> side_stream(int index) const = 0;  // kernels/side_stream.h
   // `pass` captured once as a device graph; calling the result replays it. Throws where the device has none.
   virtual std::function<void()> graphed(std::function<void()> pass) const = 0;
   // The collective backend for this device's tensors under DDP; null where gloo (always set) serves.

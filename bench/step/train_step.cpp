@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <string>
 
 #include "bench/runtime/nvtx.h"
 #include "bench/runtime/phase.h"
@@ -66,16 +66,15 @@ class AutocastGuard {
 // The update in backward's groups: a block's parameters together (the block's gradients come within one block's
 // backward), each other parameter alone (the head's, the embeddings', the final norm's come at different times).
 std::vector<std::vector<size_t>> update_groups(GPT2Impl& model) {
-  std::map<std::string, size_t> group_of;
   std::vector<std::vector<size_t>> groups;
+  std::string last;  // a module's parameters come one after another
   size_t i = 0;
   for (const auto& item : model.named_parameters()) {
     const std::string& name = item.key();
-    const bool block = name.rfind("blocks.", 0) == 0;
-    const std::string key = block ? name.substr(0, name.find('.', 7)) : name;
-    const auto [it, fresh] = group_of.emplace(key, groups.size());
-    if (fresh) groups.emplace_back();
-    groups[it->second].push_back(i++);
+    const std::string key = name.rfind("blocks.", 0) == 0 ? name.substr(0, name.find('.', 7)) : name;
+    if (groups.empty() || key != last) groups.emplace_back();
+    groups.back().push_back(i++);
+    last = key;
   }
   return groups;
 }
