@@ -144,6 +144,23 @@ TEST(Variants, SupportOnCpuAndFakedGpus) {
   EXPECT_NE(no.why_not.find("AVX512-FP16"), std::string::npos) << no.why_not;
 }
 
+// The docs' table says where a variant runs in one process or in two: ddp (two) and adamw_in_backward (one) both
+// run on a GPU.
+TEST(Variants, TheTableCountsARunInOneProcessOrInTwo) {
+  const std::string table = variants_markdown();
+  auto columns = [&](const std::string& name) {  // the last three: CPU, sm80, sm90
+    const auto at = table.find("| `" + name + "`");
+    if (at == std::string::npos) return std::string("(no row)");
+    const std::string row = table.substr(at, table.find('\n', at) - at);
+    size_t from = row.size();
+    for (int bars = 0; bars < 4 && from > 0;) bars += row[--from] == '|';
+    return row.substr(from);
+  };
+  EXPECT_EQ(columns("ddp"), "| yes | yes | yes |");
+  EXPECT_EQ(columns("adamw_in_backward"), "| no | yes | yes |");
+  EXPECT_EQ(columns("tf32"), "| no | yes | yes |");
+}
+
 // The parity check itself, per variant, on the CPU: K steps of baseline + variant against the
 // baseline, judged by the variant's class. Small model, but the real GPT-2 vocabulary so that
 // vocab padding means 50257 -> 50304.

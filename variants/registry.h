@@ -18,7 +18,7 @@ struct RecipeError : std::runtime_error {
 
 // docs/variants.md's variant table, from the registry (`gpt2bench list-variants --markdown`): the
 // baseline, then every variant with what it does, its source, parity class, and whether it runs on
-// a CPU and on an sm80+ GPU (judged with several processes, so ddp runs on both).
+// a CPU and on an sm80+ GPU, in one process or in two (ddp needs two).
 std::string variants_markdown();
 
 const Variant* find_variant(std::string_view name);  // nullptr if unknown
