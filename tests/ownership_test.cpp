@@ -155,6 +155,22 @@ TEST(Ownership, PeaksAreMeasuredOnceRemeasuredOnceThenRaised) {
   EXPECT_FALSE(kept.to_json().contains("unreliable"));
 }
 
+// A CPU's MFU is over its best measured rate (the Zen 3's run 20261202: fp32 123 GFLOP/s, bf16 emulated at 4.5).
+// A bf16 peak raised below it leaves the MFU's basis sound; the fp32 one raised makes it unreliable.
+TEST(Ownership, OnlyARaisedPeakThatIsTheCpusBestMakesItsMfuUnreliable) {
+  const DeviceInfo cpu = detect_device("cpu");
+  Peaks peaks(cpu, [](MathMode m) { return m == MathMode::kFp32 ? 100e9 : 4e9; });
+  std::vector<RungRecord> records(2);
+  records[1].plan.rung.spec.precision = Precision::kBf16Cast;
+  peaks.measure_for(records, nlohmann::json());
+  EXPECT_TRUE(peaks.hold(records[1], 5e9, records));
+  EXPECT_TRUE(peaks.to_json()["unreliable"].contains("bf16"));
+  EXPECT_DOUBLE_EQ(*records[0].plan.mfu_peak, 100e9);
+  EXPECT_EQ(records[0].plan.mfu_basis.find("UNRELIABLE"), std::string::npos) << records[0].plan.mfu_basis;
+  EXPECT_TRUE(peaks.hold(records[0], 120e9, records));
+  EXPECT_NE(records[1].plan.mfu_basis.find("UNRELIABLE"), std::string::npos) << records[1].plan.mfu_basis;
+}
+
 // --rung: 100,000 characters crashed std::regex (its recursion); 20,000 nested groups too. Now: a pattern over
 // 1,000 characters is refused, and no pattern within that takes long or overflows (glibc's matcher: no backtracking).
 TEST(Ownership, ALongOrNestedRungPatternIsRefusedOrMatchedNeverACrash) {

@@ -1,5 +1,6 @@
 #include "bench/ladder/peaks.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -94,7 +95,11 @@ bool Peaks::hold(const RungRecord& r, double flops_per_s, std::vector<RungRecord
 
 void Peaks::set_into(std::vector<RungRecord>& records) const {
   auto [mfu_peak, mfu_basis] = mfu_peak_for(dev_, measured_);
-  if (!dev_.cuda() && !unreliable_.empty()) mfu_basis += "; UNRELIABLE: raised to a rate a rung achieved";
+  // A CPU's MFU is over its best rate: unreliable where that precision's peak was raised, not another's below it.
+  const auto best = std::max_element(measured_.begin(), measured_.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (!dev_.cuda() && best != measured_.end() && unreliable_.contains(to_string(best->first)))
+    mfu_basis += "; UNRELIABLE: raised to a rate a rung achieved";
   for (auto& r : records) {
     if (auto m = measured_.find(math_mode(r.plan.rung.spec)); m != measured_.end()) r.plan.measured_peak = m->second;
     r.plan.mfu_peak = mfu_peak;

@@ -1074,10 +1074,10 @@ def test_a_top_timed_again_at_another_batch_is_not_drift():
 
 
 def test_a_skipped_rung_gives_its_own_reason_once():
-    # The Zen 3's cpu-mini run: each skipped rung's row says why it did not run, its own variant's reason, not
-    # again the reasons of the skipped variants below it (13_ddp had repeated tf32's, pinned_memory's and
+    # A Zen 3 run: each skipped rung's row says why it did not run, its own variant's reason, not again the reasons
+    # of the skipped variants below it (in its cpu-mini run of 11-25, 13_ddp had repeated tf32's, pinned_memory's and
     # cuda_graph's), and a reason its error already gives is not said twice.
-    run = load_run(ROOT / "reports" / "reference" / "cpu-amd-epyc-zen3" / "20261125-121752-cpu-mini")
+    run = load_run(ROOT / "reports" / "reference" / "cpu-amd-epyc-zen3" / "20261202-065802-cpu-scaled")
     why = {r.name: rung_why(r) for r in run.rungs if r.status == "skipped"}
     reasons = {s["variant"]: s["reason"] for r in run.rungs for s in r.skipped}
     assert why["13_ddp"].startswith("the same step as 12_batch_scaling here (skipped here: tf32, pinned_memory,")
@@ -1088,7 +1088,7 @@ def test_a_skipped_rung_gives_its_own_reason_once():
         own = run.rung(name).variant
         assert [v for v in reasons if reasons[v] in text and v != own] == [], name
     assert why["15_top+fp16_autocast"] == "fp16_autocast does not run here: " + reasons["fp16_autocast"]
-    assert why["23_top+kept"] == "no extra beat the top rung in this run (rungs.json: kept)"
+    assert why["28_top+kept"] == "no extra beat the top rung in this run (rungs.json: kept)"
 
 
 def test_committed_runs_of_two_cpus_side_by_side(tmp_path):
@@ -1220,6 +1220,20 @@ def test_mfu_over_a_peak_measured_low_is_flagged_not_shown(tmp_path):
     run = load_run(run_dir)
     assert run.unreliable_peaks == {"fp32": "measured below a rate 05_sdpa achieved (a busy machine?)"}
     assert "the peak was measured below a rate the run achieved" in run.mfu_unreliable
+
+
+def test_a_raised_peak_below_the_cpus_best_leaves_its_mfu_shown(tmp_path):
+    # The Zen 3's run: bf16 (emulated, 4.5 GFLOP/s) raised to a rate a rung achieved; MFU is over fp32's 123.
+    src = ROOT / "reports/reference/cpu-amd-epyc-zen3/20261202-065802-cpu-scaled"
+    run = load_run(src)
+    assert list(run.unreliable_peaks) == ["bf16"] and run.mfu_unreliable == ""
+    assert headline(run)[6] == f"{100 * run.rung('03_fused_adamw').mfu:.1f}%"
+    d = tmp_path / "run"  # the same run with fp32 raised too: its MFU's basis is then the raised one
+    shutil.copytree(src, d)
+    doc = json.loads((d / "rungs.json").read_text())
+    doc["measured"]["unreliable"]["fp32"] = {"why": "measured below a rate 03_fused_adamw achieved"}
+    (d / "rungs.json").write_text(json.dumps(doc))
+    assert "fp32: measured below" in load_run(d).mfu_unreliable and headline(load_run(d))[6] == "?"
 
 
 def _with_fp8_rung(tmp_path, status="ok", device_type=None):
