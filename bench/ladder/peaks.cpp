@@ -1,6 +1,5 @@
 #include "bench/ladder/peaks.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -96,9 +95,7 @@ bool Peaks::hold(const RungRecord& r, double flops_per_s, std::vector<RungRecord
 void Peaks::set_into(std::vector<RungRecord>& records) const {
   auto [mfu_peak, mfu_basis] = mfu_peak_for(dev_, measured_);
   // A CPU's MFU is over its best rate: unreliable where that precision's peak was raised, not another's below it.
-  const auto best = std::max_element(measured_.begin(), measured_.end(),
-                                     [](const auto& a, const auto& b) { return a.second < b.second; });
-  if (!dev_.cuda() && best != measured_.end() && unreliable_.contains(to_string(best->first)))
+  if (!dev_.cuda() && unreliable_.contains(to_string(best_measured(measured_))))
     mfu_basis += "; UNRELIABLE: raised to a rate a rung achieved";
   for (auto& r : records) {
     if (auto m = measured_.find(math_mode(r.plan.rung.spec)); m != measured_.end()) r.plan.measured_peak = m->second;

@@ -41,6 +41,14 @@ std::optional<Datasheet> find_datasheet(const std::string& device_name) {
 // MFU's denominator, one for the whole run, and what it is, in words. A GPU: its datasheet's dense
 // bf16 tensor-core peak (PaLM, nanoGPT and llm.c take MFU so, whatever the rung's precision); an
 // unknown GPU has none (never a guess). A CPU has no datasheet: the best matmul rate measured on it.
+MathMode best_measured(const std::map<MathMode, double>& measured) {
+  MathMode best = MathMode::kFp32;
+  double rate = 0;
+  for (const auto& [m, r] : measured)
+    if (r > rate) best = m, rate = r;
+  return best;
+}
+
 std::pair<std::optional<double>, std::string> mfu_peak_for(const DeviceInfo& dev, const std::map<MathMode, double>& measured) {
   if (dev.cuda()) {
     const auto row = find_datasheet(dev.name);
@@ -50,10 +58,8 @@ std::pair<std::optional<double>, std::string> mfu_peak_for(const DeviceInfo& dev
     return {row->bf16_tflops * 1e12, strf("the %s's dense bf16 tensor-core peak, %.0f TFLOP/s (%s)",
                                           row->model.c_str(), row->bf16_tflops, row->source.c_str())};
   }
-  MathMode best = MathMode::kFp32;
-  double rate = 0;
-  for (const auto& [m, r] : measured)
-    if (r > rate) best = m, rate = r;
+  const MathMode best = best_measured(measured);
+  const double rate = measured.count(best) ? measured.at(best) : 0;
   return {rate, strf("the highest matmul rate measured on this CPU in any precision, %.1f GFLOP/s (%s)", rate / 1e9,
                      to_string(best).c_str())};
 }

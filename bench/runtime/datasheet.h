@@ -33,5 +33,7 @@ std::optional<Datasheet> find_datasheet(const std::string& device_name);
 // a row: none (never a guess). A CPU has no datasheet: the best of the matmul rates `measured` on it.
 std::pair<std::optional<double>, std::string> mfu_peak_for(const DeviceInfo& dev,
                                                            const std::map<MathMode, double>& measured);
+// The precision of the best rate in `measured` (fp32 if none): a CPU's MFU basis.
+MathMode best_measured(const std::map<MathMode, double>& measured);
 
 }  // namespace gpt2
