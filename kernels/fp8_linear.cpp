@@ -2,6 +2,7 @@
 #include "kernels/fp8_linear.h"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <torch/autograd.h>
 
 #include "kernels/autocast.h"
@@ -19,8 +20,13 @@ double largest(at::ScalarType format) {
 // (M, K) tensor is one; anything else is copied into that layout. `bias` goes into the GEMM's epilogue.
 at::Tensor scaled_mm(const Fp8& a, const at::Tensor& b_data, const at::Tensor& b_inverse_scale, at::ScalarType out,
                      const std::optional<at::Tensor>& bias = {}, bool fast_accum = false) {
-  const at::Tensor col_major = b_data.t().is_contiguous() ? b_data : b_data.t().contiguous().t();
-  return at::_scaled_mm(a.data.contiguous(), col_major, a.inverse_scale, b_inverse_scale, bias, {}, out, fast_accum);
+  at::Tensor rows, cols;
+  {
+    RECORD_FUNCTION(kFp8ScalingRecord, c10::ArrayRef<const c10::IValue>{});
+    rows = a.data.contiguous();
+    cols = b_data.t().is_contiguous() ? b_data : b_data.t().contiguous().t();
+  }
+  return at::_scaled_mm(rows, cols, a.inverse_scale, b_inverse_scale, bias, {}, out, fast_accum);
 }
 
 struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
@@ -63,6 +69,7 @@ void check_args(const at::Tensor& x, const at::Tensor& w, const std::optional<at
 
 Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format) {
   const double top = largest(format);
+  RECORD_FUNCTION(kFp8ScalingRecord, c10::ArrayRef<const c10::IValue>{});
   // Two passes over t: its amax (exact, no |t| in memory), then the scaling, cast as the kernel stores it (CUDA's
   // kernels cast their output; the CPU's go through a temporary). The scale in the multiply's dtype, fp32 for fp16
   // (a small gradient's scale overflows fp16); t·scale stays below e4m3's overflow (480): no clamp.

@@ -17,6 +17,10 @@ struct Fp8 {
 Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format);
 at::Tensor dequantize_fp8(const Fp8& q);  // fp32
 
+// The RecordFunction scope of FP8's own work (each quantization, the layouts _scaled_mm needs): the breakdown's
+// fp8_scaling, wherever it runs (bench/measure/profiler.h: own_scope).
+inline constexpr const char* kFp8ScalingRecord = "gpt2bench::fp8_scaling";
+
 // x (N, K) · wᵀ (w: M, K) + b (M) in x's dtype (the autocast dtype under autocast), differentiable in all three.
 // Forward: x and w in e4m3 (3 mantissa bits: the precision forward values need). Backward: the gradient in e5m2
 // (the range gradients need), multiplied with the forward's e4m3 x and w. On CUDA every dimension must be a

@@ -14,6 +14,7 @@
 #include "bench/measure/breakdown.h"
 #include "bench/measure/profiler.h"
 #include "helpers.h"
+#include "kernels/fp8_linear.h"
 #include "kernels/gemm_survey.h"
 #include "model/gpt2.h"
 
@@ -432,6 +433,57 @@ TEST(CpuProfiler, EveryTopLevelOpButGradientAccumulationHasACategory) {
     EXPECT_FALSE(p.summary.op_coverage);  // a GPU's figure
     EXPECT_FALSE(to_json(p.summary).contains("op_coverage"));
   }
+}
+
+// FP8's quantizations and layouts (issue 50: "the scaling kernels are part of its cost") run inside its linear's
+// backward node, a top-level op named "...Fp8Linear" that counts as matmul: their own scope keeps their time as
+// fp8_scaling, taken out of the node's, none counted twice.
+TEST(CpuProfiler, Fp8ScalingInsideTheLinearsBackwardIsItsOwnKindOfWork) {
+  at::manual_seed(4);
+  const at::Tensor x = at::randn({64, 128}).requires_grad_(), w = (at::randn({96, 128}) * 0.02).requires_grad_();
+  auto collector = make_collector(cpu());
+  collector->start();
+  kernels::fp8_linear(x, w, std::nullopt).sum().backward();
+  collector->stop();
+  const std::vector<TraceEvent> events = collector->events();
+  const auto node = std::find_if(events.begin(), events.end(), [](const TraceEvent& e) {
+    return e.depth == 0 && e.name.find("Fp8Linear") != std::string::npos;
+  });
+  ASSERT_NE(node, events.end());
+  EXPECT_EQ(category(node->name), "matmul");
+  int64_t own_ns = 0, owns = 0, total_ns = 0;
+  for (const auto& e : events) {
+    if (e.own && e.start_ns >= node->start_ns && e.start_ns + e.dur_ns <= node->start_ns + node->dur_ns) {
+      own_ns += e.dur_ns, ++owns;
+    }
+    if (e.own) {
+      EXPECT_EQ(e.name, kernels::kFp8ScalingRecord);
+    }
+    if (e.depth == 0 || e.own) total_ns += e.dur_ns - e.nested_own_ns;
+  }
+  EXPECT_EQ(owns, 3);  // the gradient's quantization and the layouts of the two matmuls
+  EXPECT_EQ(node->nested_own_ns, own_ns);
+  EXPECT_GT(own_ns, 0);
+  const ProfileSummary s = summarize(events, 1, 1.0, "aten_record_function");
+  double counted = 0;
+  for (const auto& [_, ms] : s.category_ms) counted += ms;
+  EXPECT_NEAR(counted, total_ns / 1e6, 1e-9);
+  // forward: x's and w's quantizations and a layout, top-level scopes; backward: the three above
+  EXPECT_GT(s.category_ms.at("fp8_scaling"), own_ns / 1e6);
+  EXPECT_DOUBLE_EQ(s.category_events.at("fp8_scaling"), 6.0);
+}
+
+// On CUDA any kernel an own scope launched takes the scope's category, a copy kernel too; a cuBLASLt GEMM under
+// our lt_gemm record stays a matmul.
+TEST(CuptiAggregation, KernelsOfAnOwnScopeTakeItsCategory) {
+  const std::string copy = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<"
+                           "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}> >(int)";
+  EXPECT_EQ(category(copy, "kernel", "aten::clone"), "memcpy");
+  EXPECT_EQ(category(copy, "kernel", kernels::kFp8ScalingRecord), "fp8_scaling");
+  EXPECT_EQ(category("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTT", "kernel", kernels::kLtGemmRecord), "matmul");
+  EXPECT_EQ(category(kernels::kFp8ScalingRecord), "fp8_scaling");
+  EXPECT_TRUE(own_scope(kernels::kFp8ScalingRecord) && own_scope(kernels::kLtGemmRecord));
+  EXPECT_FALSE(own_scope("aten::mul") || own_scope("autograd::engine::evaluate_function: AddmmBackward0"));
 }
 
 }  // namespace

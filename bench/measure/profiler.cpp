@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "bench/runtime/phase.h"
+#include "kernels/fp8_linear.h"   // kFp8ScalingRecord
 #include "kernels/gemm_survey.h"  // kLtGemmRecord
 
 #include "bench/measure/cuda/cupti.h"
@@ -28,17 +29,22 @@ struct OpContext : at::ObserverContext {
   int64_t start;
   int depth;
   const char* phase;
+  bool own = false;
 };
 
 thread_local int t_depth = 0;
+thread_local bool t_in_own = false;      // inside an own scope nested in another op
+thread_local int64_t t_nested_own_ns = 0;  // such scopes' time inside the open top-level op
 std::mutex g_mu;
 std::vector<TraceEvent>* g_sink = nullptr;  // the active collector's events
 std::vector<PhaseInterval>* g_phase_sink = nullptr;
 int64_t g_phase_start = 0;
 
-std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction&) {
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   auto c = std::make_unique<OpContext>();
   c->depth = t_depth++;
+  if (c->depth == 0) t_nested_own_ns = 0;
+  if (c->depth > 0 && !t_in_own && own_scope(fn.name())) c->own = t_in_own = true;
   c->phase = current_phase();
   c->start = now_ns();
   return c;
@@ -50,6 +56,11 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
   --t_depth;
   TraceEvent e{fn.name(), "op", c->phase, c->start, end - c->start, c->depth, 0,
                static_cast<int64_t>(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000)};
+  if (c->own) {
+    e.own = true, t_in_own = false;
+    t_nested_own_ns += e.dur_ns;
+  }
+  if (c->depth == 0) e.nested_own_ns = t_nested_own_ns;
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_sink) g_sink->push_back(std::move(e));
 }
@@ -242,8 +253,12 @@ std::string forward_op(const std::string& name) {
 }
 }  // namespace
 
+bool own_scope(const std::string& name) { return name.rfind("gpt2bench::", 0) == 0; }
+
 std::string category(const std::string& raw, const std::string& kind, const std::string& op) {
   if (kind == "memcpy" || kind == "memset") return "memcpy";
+  if (kind == "kernel" && own_scope(op)) return category(op, "op");
+  if (raw == kernels::kFp8ScalingRecord) return "fp8_scaling";
   std::string n = kind == "op" ? forward_op(raw) : raw;
   std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
   auto has = [&](std::initializer_list<const char*> keys) {
@@ -305,8 +320,8 @@ ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, doubl
   std::vector<std::pair<int64_t, int64_t>> device_spans;
   for (const auto& e : events) {
     const std::string cat = category(e.name, e.kind, e.op);
-    const bool counted_time = e.kind != "op" || e.depth == 0;  // nested ops' time is inside their caller's
-    const double ms = counted_time ? e.dur_ns / 1e6 : 0.0;
+    const bool counted_time = e.kind != "op" || e.depth == 0 || e.own;  // nested: in their caller's time
+    const double ms = counted_time ? (e.dur_ns - e.nested_own_ns) / 1e6 : 0.0;
     if (e.kind != "memcpy" && e.kind != "memset") s.events_per_step += per;
     s.phase_events[e.phase.empty() ? "other" : e.phase] += per;
     s.category_events[cat] += per;
@@ -320,7 +335,7 @@ ProfileSummary summarize(const std::vector<TraceEvent>& events, int steps, doubl
     by_name[e.name].count += per;
     by_name[e.name].name = e.name;
     if (e.kind == "memcpy") s.bytes_copied_per_step += e.bytes * per;
-    if (e.kind == "op" && e.depth == 0) busy_ns += e.dur_ns;
+    if (e.kind == "op" && counted_time) busy_ns += e.dur_ns - e.nested_own_ns;
     if (e.kind != "op") {
       device_spans.emplace_back(e.start_ns, e.start_ns + e.dur_ns);
       device_ns += e.dur_ns;

@@ -25,8 +25,15 @@ struct TraceEvent {
   int64_t bytes = 0;  // memcpy/memset
   int64_t tid = 0;    // CPU thread, or CUDA stream
   int64_t correlation = 0;  // CUDA: the id CUPTI gives the launch and the work it queued
-  std::string op{};   // CUDA: the top-level ATen op (or autograd node) that launched it, "" when none was open
+  std::string op{};   // CUDA: the top-level ATen op (autograd node, own scope) that launched it, "" if none
+  bool own = false;   // CPU: an own_scope inside another op, its time counted as its own
+  int64_t nested_own_ns = 0;  // CPU, depth 0: the time own scopes took inside it, counted there, not here
 };
+
+// Our own RecordFunction scopes ("gpt2bench::..." names: kernels::kFp8ScalingRecord, kLtGemmRecord) keep their
+// time and kernels even inside another op, e.g. FP8's scaling inside its linear's backward node, which would
+// otherwise count it all as matmul. Ops inside one are its own.
+bool own_scope(const std::string& name);
 
 struct PhaseInterval {
   std::string name;
@@ -86,9 +93,9 @@ class FlopCounter {
   std::unique_ptr<State> state_;
 };
 
-// matmul | attention | normalization | elementwise | embedding | loss | optimizer | memcpy | other, from an op's
-// or kernel's name (an autograd node's is its forward op's); a generic CUDA kernel (elementwise, reduce), named by
-// its arithmetic alone, takes the category of `op`, the top-level op that launched it.
+// matmul | attention | normalization | elementwise | embedding | loss | optimizer | memcpy | fp8_scaling | other,
+// from an op's or kernel's name (an autograd node's is its forward op's); a generic CUDA kernel (elementwise,
+// reduce), named by its arithmetic alone, and any kernel an own_scope launched take the category of `op`.
 std::string category(const std::string& name, const std::string& kind = "op", const std::string& op = "");
 
 struct NameStat {

@@ -73,7 +73,7 @@ def _against_compile_by_kind(run: Run) -> str:
 
 def _fp8(run: Run) -> str:
     """A GPU run's FP8 rung against the rung it is built on (the bf16 top): its ratio, parity and memory, and where
-    its step's time moved by the two breakdowns (matmuls against the rest: FP8's scaling and casts)."""
+    its step's time moved by the two breakdowns (matmuls, FP8's own scaling and layouts, the largest other change)."""
     r = next((r for r in run.rungs if run.variant_parity(r) == "fp8"), None)
     if r is None or run.device.get("type") != "cuda":
         return ""
@@ -91,8 +91,10 @@ def _fp8(run: Run) -> str:
     mine, theirs = ((x.profile or {}).get("category_ms") or {} for x in (r, top))
     if mine and theirs:
         moved = {c: mine.get(c, 0.0) - theirs.get(c, 0.0) for c in set(mine) | set(theirs)}
-        rest = max((c for c in moved if c != "matmul"), key=lambda c: abs(moved[c]), default=None)
+        rest = max((c for c in moved if c not in ("matmul", "fp8_scaling")), key=lambda c: abs(moved[c]), default=None)
         line += f"; a step's matmuls {theirs.get('matmul', 0.0):.1f} -> {mine.get('matmul', 0.0):.1f} ms"
+        if "fp8_scaling" in mine:  # its quantizations and layouts (a breakdown before 2026-12-02 has them elsewhere)
+            line += f", its scaling and layouts {mine['fp8_scaling']:.1f} ms"
         if rest:
             line += f", its {rest} {moved[rest]:+.1f} ms (the largest other change)"
     else:

@@ -1269,6 +1269,15 @@ def test_a_gpu_run_s_findings_say_what_fp8_gained_and_where_its_time_went(tmp_pa
     assert "25_top+fp8_linears 0.90x 20_top+fused_residual_norm at B=32 (real)" in line, line
     matmul = top.profile["category_ms"]["matmul"]
     assert f"matmuls {matmul:.1f} -> {matmul - 3:.1f} ms, its elementwise +5.0 ms" in line, line
+    # a breakdown with FP8's own kind of work (its quantizations and layouts) says it before the largest other change
+    d = _with_fp8_rung(tmp_path / "k")
+    doc = json.loads((d / "rungs.json").read_text())
+    doc["rungs"][-1]["breakdown"]["category_ms"].update(fp8_scaling=4.0, elementwise=top.profile["category_ms"]
+                                                         ["elementwise"] + 1.0)
+    (d / "rungs.json").write_text(json.dumps(doc))
+    [line] = [ln for ln in findings(load_run(d)) if ln.startswith("**FP8**")]
+    assert f"matmuls {matmul:.1f} -> {matmul - 3:.1f} ms, its scaling and layouts 4.0 ms, its elementwise +1.0 ms" \
+        in line, line
     assert "parity pass" in line and "peak memory" in line
     # skipped on this GPU: said with the variant's own reason; a CPU run or a run older than the traits: no line
     run = load_run(_with_fp8_rung(tmp_path / "s", status="skipped"))

@@ -1,6 +1,6 @@
 // The CUDA profiler: CUPTI's Activity API. A kernel's phase is the one open when its launch (by correlation id)
-// started; its op is the top-level ATen op open on the launching thread, pushed as CUPTI's external correlation
-// id while it runs (as Kineto does).
+// started; its op is the top-level ATen op open on the launching thread (or an own scope inside it), pushed as
+// CUPTI's external correlation id while it runs (as Kineto does).
 #include <ATen/record_function.h>
 #include <cupti.h>
 
@@ -38,14 +38,17 @@ struct Store {
 Store* g_store = nullptr;
 constexpr auto kOpCorrelation = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 thread_local int t_op_depth = 0;
+thread_local bool t_in_own = false;  // inside an own scope nested in another op
 
 struct OpMark : at::ObserverContext {
-  bool pushed = false;
+  bool pushed = false, own = false;
 };
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   auto mark = std::make_unique<OpMark>();
-  if (t_op_depth++ > 0) return mark;  // a nested op: its kernels are its top-level caller's
+  // A nested op's kernels are its top-level caller's, but for an own scope's (profiler.h: own_scope).
+  if (t_op_depth++ > 0 && (t_in_own || !own_scope(fn.name()))) return mark;
+  if (t_op_depth > 1) mark->own = t_in_own = true;
   uint64_t id = 0;
   {
     std::lock_guard<std::mutex> lock(g_store->op_mu);
@@ -59,6 +62,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
 
 void on_op_end(const at::RecordFunction&, at::ObserverContext* ctx) {
   --t_op_depth;
+  if (ctx && static_cast<OpMark*>(ctx)->own) t_in_own = false;
   if (ctx && static_cast<OpMark*>(ctx)->pushed) cuptiActivityPopExternalCorrelationId(kOpCorrelation, nullptr);
 }
 
