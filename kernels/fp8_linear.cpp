@@ -70,15 +70,14 @@ void check_args(const at::Tensor& x, const at::Tensor& w, const std::optional<at
 Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format) {
   const double top = largest(format);
   RECORD_FUNCTION(kFp8ScalingRecord, c10::ArrayRef<const c10::IValue>{});
-  // Two passes over t: its amax (exact, no |t| in memory), then the scaling, cast as the kernel stores it (CUDA's
-  // kernels cast their output; the CPU's go through a temporary). The scale in the multiply's dtype, fp32 for fp16
-  // (a small gradient's scale overflows fp16); t·scale stays below e4m3's overflow (480): no clamp.
-  const at::Tensor amax = at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat).clamp_min(1e-12);
-  const at::Tensor x = t.scalar_type() == at::kHalf ? t.to(at::kFloat) : t;
-  const at::Tensor scale = (top / amax).to(x.scalar_type());
-  at::Tensor data = at::empty_like(x, x.options().dtype(format));
-  at::mul_out(data, x, scale);
-  return {data, scale.to(at::kFloat).reciprocal()};
+  // Four launches on a GPU: the amax (exact, no |t| in memory), two scalar ops making the inverse scale, and t
+  // divided by it, in fp32 (the 1-element view promotes it, where a 0-dim tensor would not: fp16's range would
+  // flush a small gradient's scale), cast to FP8 as it is stored. t / inverse_scale <= top: no clamp.
+  const at::Tensor inverse_scale =
+      at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat).clamp_min_(1e-12).div_(top);
+  at::Tensor data = at::empty_like(t, t.options().dtype(format));
+  at::div_out(data, t, inverse_scale.view({1}));
+  return {data, inverse_scale};
 }
 
 at::Tensor dequantize_fp8(const Fp8& q) { return q.data.to(at::kFloat) * q.inverse_scale; }
