@@ -1193,5 +1193,33 @@ TEST_F(KernelsCuda, Fp8LinearAndItsGradientsOnTheGpu_CUDA) {
   EXPECT_LT(fp8_rel(ours[1], ref[1]), 0.1);
 }
 
+// CUPTI's side of the fp8_scaling kind of work: the backward's quantization (four launches) and layouts, launched
+// inside the linear's autograd node, take their own scope's op and category, not the node's (matmul).
+TEST_F(KernelsCuda, Fp8ScalingKernelsInTheBackwardAreFp8Scaling_CUDA) {
+  const at::Tensor x = at::randn({256, 768}, on_gpu()).to(at::kBFloat16).requires_grad_();
+  const at::Tensor w = (at::randn({768, 768}, on_gpu()) * 0.02).to(at::kBFloat16).requires_grad_();
+  at::Tensor y;
+  try {
+    y = kernels::fp8_linear(x, w, std::nullopt);
+  } catch (const c10::Error& e) {
+    GTEST_SKIP() << "skipped: no FP8 matmul on this GPU (" << e.what_without_backtrace() << ")";
+  }
+  synchronize(dev_);
+  auto collector = make_collector(dev_);
+  collector->start();
+  y.backward(at::ones_like(y));
+  collector->stop();
+  const std::vector<TraceEvent> events = collector->events();
+  int scaling = 0;
+  for (const auto& e : events) {
+    if (e.kind == "kernel" && e.op == kernels::kFp8ScalingRecord) {
+      ++scaling;
+      EXPECT_EQ(category(e.name, e.kind, e.op), "fp8_scaling") << e.name;
+    }
+  }
+  EXPECT_GE(scaling, 4);  // the gradient's quantization; the transposes' copies beside it
+  EXPECT_GT(summarize(events, 1, 1.0, "cupti").category_ms.at("fp8_scaling"), 0.0);
+}
+
 }  // namespace
 }  // namespace gpt2
