@@ -54,8 +54,8 @@ struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
     const auto w_dtype = static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt());
     const at::Tensor d_x = scaled_mm(qg, qw.data, qw.inverse_scale, x_dtype);                  // (N, M)·(M, K)
     const at::Tensor d_w = scaled_mm({qg.data.t(), qg.inverse_scale}, qx.data, qx.inverse_scale, w_dtype);  // (M, N)·(N, K)
-    const bool bias = ctx->saved_data["bias"].toBool();
-    return {d_x, d_w, bias ? grad[0].sum(0, /*keepdim=*/false, at::kFloat).to(w_dtype) : at::Tensor(), at::Tensor()};
+    const bool bias = ctx->saved_data["bias"].toBool();  // its gradient in one launch: summed in fp32, rounded once
+    return {d_x, d_w, bias ? grad[0].sum(0, /*keepdim=*/false, w_dtype) : at::Tensor(), at::Tensor()};
   }
 };
 

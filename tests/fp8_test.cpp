@@ -59,7 +59,7 @@ TEST(Fp8, TheLinearIsItsReferenceAndWithinFp8OfFp32) {
 }
 
 // The backward's two matmuls take the forward's e4m3 x and w and the gradient in e5m2: autograd's through the
-// reference (the unquantized gradient) within e5m2's rounding; the bias's gradient exact.
+// reference (the unquantized gradient) within e5m2's rounding; the bias's gradient exact (in bf16: one rounding).
 TEST(Fp8, GradientsAreAutogradsThroughTheReferenceWithinE5m2) {
   at::manual_seed(3);
   auto leaf = [](at::Tensor t) { return t.requires_grad_(); };
@@ -70,6 +70,13 @@ TEST(Fp8, GradientsAreAutogradsThroughTheReferenceWithinE5m2) {
   EXPECT_LT(rel(ours[0], ref[0]), 0.1);
   EXPECT_LT(rel(ours[1], ref[1]), 0.1);
   EXPECT_LT(rel(ours[2], ref[2]), 1e-6);
+  // bf16: the bias's gradient summed in fp32 and rounded once, each element within half a bf16 ulp
+  const at::Tensor xb = leaf(x.detach().to(at::kBFloat16)), wb = leaf(w.detach().to(at::kBFloat16));
+  const at::Tensor bb = leaf(b.detach().to(at::kBFloat16)), gb = g.to(at::kBFloat16);
+  const at::Tensor db = torch::autograd::grad({kernels::fp8_linear(xb, wb, bb)}, {bb}, {gb})[0];
+  const at::Tensor exact = gb.to(at::kFloat).sum(0);
+  EXPECT_EQ(db.scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(((db.to(at::kFloat) - exact).abs() <= exact.abs() / 256 + 1e-6).all().item<bool>());
   const at::Tensor xs = leaf(at::randn({32, 64})), ws = leaf(at::randn({48, 64}));
   const auto no_bias = torch::autograd::grad({kernels::fp8_linear(xs, ws, std::nullopt)}, {xs, ws}, {at::ones({32, 48})});
   EXPECT_EQ(no_bias[0].sizes(), xs.sizes());
