@@ -1191,7 +1191,7 @@ TEST_F(KernelsCuda, Fp8LinearAndItsGradientsOnTheGpu_CUDA) {
   const auto ref = torch::autograd::grad({kernels::fp8_linear_reference(x, w, b)}, {x, w, b}, {g.to(at::kFloat)});
   EXPECT_LT(fp8_rel(ours[0], ref[0]), 0.1);
   EXPECT_LT(fp8_rel(ours[1], ref[1]), 0.1);
-  // the bias's gradient in one launch: summed in fp32, rounded once to bf16 (half a bf16 ulp of the exact sum)
+  // the bias's gradient summed in fp32 and rounded once to bf16: within half a bf16 ulp of the exact sum
   const at::Tensor exact = g.to(at::kFloat).sum(0);
   EXPECT_TRUE(((ours[2].to(at::kFloat) - exact).abs() <= exact.abs() / 256 + 1e-6).all().item<bool>());
 }
