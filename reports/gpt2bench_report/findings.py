@@ -1,9 +1,10 @@
 """A run's answer in five to nine lines, read first: how fast, what paid, against torch.compile and eager, what
-was kept, what failed, was skipped or throttled."""
+was kept, what failed, was skipped or throttled, and whether the run's checks of its own figures pass."""
 
 from __future__ import annotations
 
 from .charts import GIB, fmt
+from .checks import checks_words
 from .load import Run, Rung
 from .stats import against_previous, paired_word
 
@@ -141,7 +142,8 @@ def findings(run: Run) -> list[str]:
     if len(lines) > 8 and kinds_line:  # the first to go where the lines are too many: what failed is said
         lines.remove(kinds_line)
     ok = sum(r.ok for r in run.rungs)
-    return lines[:8] + [f"**Run**: {run.status}; {ok} of {len(run.rungs)} rungs ran to the end."]
+    own = checks_words(run)
+    return lines[:8] + [f"**Run**: {run.status}; {ok} of {len(run.rungs)} rungs ran to the end{'; ' * bool(own)}{own}."]
 
 
 HEADLINE = ["device", "run", "baseline tok/s", "fastest rung (batch)", "tok/s", "x baseline", "MFU",

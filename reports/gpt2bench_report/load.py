@@ -50,6 +50,8 @@ class Rung:
     ended_processes: int = 0  # processes that ended in it recording nothing (a crash, a kill): --resume counted them
     precision: str = "fp32"  # what its matmuls compute in: fp32 | tf32 | bf16 | fp16 (rungs.json "precision")
     mfu_vs_measured_peak: float | None = None  # model FLOPs/s over the matmul rate its run measured in `precision`
+    held_at_start: dict | None = None  # the device memory allocated and reserved as it started (0: nothing left behind)
+    counted_vs_formula: float | None = None  # the matmul FLOPs its breakdown pass counted over the formula's
 
     @property
     def throttled(self) -> bool:
@@ -271,6 +273,16 @@ def _load_kernels(d: Path, device: dict) -> dict | None:
     return doc
 
 
+def _held(r: dict, where: Path) -> dict | None:
+    """rungs.json's held_at_start (runs before 2026-11-27 have none), its bytes checked to be numbers."""
+    held = r.get("held_at_start")
+    if held is not None and not isinstance(held, dict):
+        raise ReportError(f"{where}: rung {r['name']}'s held_at_start is {json.dumps(held)[:40]}, not an object")
+    for key, v in (held or {}).items():
+        _number(v, where, f"rung {r['name']}'s held_at_start.{key}")
+    return held
+
+
 def _load_rung(r: dict, where: Path) -> Rung:
     """One rung of rungs.json, its figures checked to be numbers."""
     med = r.get("median", {})
@@ -316,6 +328,9 @@ def _load_rung(r: dict, where: Path) -> Rung:
         ended_processes=int(r.get("ended_processes", 0)),
         precision=r.get("precision") or _spec_precision(r.get("spec", {})),
         mfu_vs_measured_peak=med.get("mfu_vs_measured_peak"),
+        held_at_start=_held(r, where),
+        counted_vs_formula=_number(r.get("flops", {}).get("counted_vs_formula"), where,
+                                   f"rung {r['name']}'s flops.counted_vs_formula"),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import charts
+from .checks import check_notes
 from .load import Run, Rung
 from .stats import ALPHA, MIN_REPS_FOR_U, against_previous, differs, drifts
 
@@ -42,7 +43,7 @@ def rung_why(r: Rung) -> str:
 def run_notes(run: Run) -> list[str]:
     """What the table's figures are, in words: the MFU's basis, the spread and noise methods, and what
     the device does to them (emulated bf16, throttling)."""
-    return _method_notes(run) + _reference_notes(run) + _choice_notes(run) + _rung_notes(run)
+    return check_notes(run) + _method_notes(run) + _reference_notes(run) + _choice_notes(run) + _rung_notes(run)
 
 
 def _method_notes(run: Run) -> list[str]:

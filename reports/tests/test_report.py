@@ -1285,3 +1285,43 @@ def test_a_gpu_run_s_findings_say_what_fp8_gained_and_where_its_time_went(tmp_pa
     assert not [ln for ln in findings(load_run(_with_fp8_rung(tmp_path / "c", device_type="cpu"))) if "FP8" in ln]
     run.variant_traits = {}
     assert not [ln for ln in findings(run) if "FP8" in ln]
+
+
+def test_a_run_s_checks_of_its_own_figures_name_each_failure_and_its_figure(tmp_path):
+    from gpt2bench_report.checks import check_notes
+    h100 = ROOT / "reports/reference/gpu-nvidia-h100-80gb-hbm3/20261127-030430-gpu-124m"
+    # The committed H100 run as it is: its gelu_epilogues GEMMs went uncounted then (counted since 07de9df).
+    assert findings(load_run(h100))[-1].endswith(
+        "its own checks fail: FLOP count at 24_planned_batch+kept (0.929x) (notes).")
+    d = tmp_path / "h100"
+    shutil.copytree(h100, d)
+    doc = json.loads((d / "rungs.json").read_text())
+    rung = {r["name"]: r for r in doc["rungs"]}
+    rung["03_fused_adamw"]["held_at_start"]["allocated_bytes"] = 3 * 2**20
+    rung["07_sdpa"]["breakdown"]["phase_coverage"] = 0.9
+    rung["09_fuse_bias_gelu"]["flops"]["counted_vs_formula"] = 1.2
+    rung["24_planned_batch+kept"]["flops"]["counted_vs_formula"] = 1.0
+    unread = {"available": False, "why": "NVML: not supported"}
+    rung["10_cuda_graph"]["clocks"] = rung["11_vocab_padding"]["clocks"] = unread
+    compiled = next(x for x in doc["references"] if x["name"] == "ref_torch_compile")
+    compiled["clocks"] = dict(rung["07_sdpa"]["clocks"])
+    compiled["compile_scope_clocks"] = {"model": {"available": False, "why": "no sample within the timed window"}}
+    (d / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(d)
+    assert findings(run)[-1] == (
+        "**Run**: complete; 24 of 25 rungs ran to the end; its own checks fail: memory held at start at "
+        "03_fused_adamw (3 MiB); breakdown coverage at 07_sdpa (90%); FLOP count at 09_fuse_bias_gelu (1.200x); "
+        "clocks at 10_cuda_graph (NVML: not supported), 11_vocab_padding (NVML: not supported) and 1 more (notes).")
+    notes = check_notes(run)
+    assert len(notes) == 4 and notes == run_notes(run)[:4]
+    assert notes[3].startswith("check failed, clocks: 10_cuda_graph (NVML: not supported), 11_vocab_padding (NVML: "
+                               "not supported), ref_torch_compile "
+                               f"model at batch {compiled['config']['batch']} (no sample within the timed window): ")
+    assert "above, more work than the model's" in notes[2]
+    # A CPU has no clocks to check; a run older than held_at_start is not checked for it; a bad one is named.
+    assert findings(load_run(FIXTURES / "cpu_2threads"))[-1].endswith(
+        "its own checks pass (breakdown coverage, FLOP count).")
+    rung["03_fused_adamw"]["held_at_start"] = 3
+    (d / "rungs.json").write_text(json.dumps(doc))
+    with pytest.raises(ReportError, match="rung 03_fused_adamw's held_at_start is 3, not an object"):
+        load_run(d)

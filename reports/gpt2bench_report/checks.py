@@ -1,0 +1,75 @@
+"""The run's checks of its own figures (docs/reports.md): nothing left allocated at a rung's start, a breakdown
+whose phases hold its device time, the FLOPs its profiler counted against the formula's, the clocks read on a
+GPU. Each check that fails is named in Findings with its rungs, and in a note in full."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .load import Run
+
+COVERAGE = 0.95  # a breakdown's phases hold at least this share of its device time
+# Counted FLOPs over the formula's: below, matmuls the count missed; above, more than fc1's recompute (1.07).
+FLOPS = (0.99, 1.10)
+
+
+@dataclass
+class Check:
+    check: str  # a few words for the Findings line
+    rungs: list[str]  # the rungs (or references) it failed at, each with its figure
+    means: str  # what it says of the run's figures
+    checked: bool  # whether the run recorded the figure (older runs lack some; a CPU has no clocks)
+
+    def names(self, most: int = 2) -> str:
+        more = len(self.rungs) - most
+        return ", ".join(self.rungs[:most]) + (f" and {more} more" if more > 0 else "")
+
+
+def _clocks_unread(c) -> str:
+    """Why a clock summary holds no samples ('' where it does)."""
+    return "" if (c or {}).get("available") else (c or {}).get("why", "none recorded")
+
+
+def checks(run: Run) -> list[Check]:
+    """Each check with the rungs it failed at ([] where it passed) and whether the run recorded its figure."""
+    held, coverage, flops, clocks = [], [], [], []
+    gpu, ok = run.device.get("type") == "cuda", [r for r in run.rungs if r.ok]
+    for r in ok:
+        if (b := (r.held_at_start or {}).get("allocated_bytes") or 0) > 0:
+            held.append(f"{r.name} ({b / 2**20:.0f} MiB)")
+        if (c := (r.profile or {}).get("phase_coverage")) is not None and c < COVERAGE:
+            coverage.append(f"{r.name} ({100 * c:.0f}%)")
+        if (x := r.counted_vs_formula) is not None and not FLOPS[0] <= x <= FLOPS[1]:
+            flops.append(f"{r.name} ({x:.3f}x)")
+        if gpu and (why := _clocks_unread(r.clocks)):
+            clocks.append(f"{r.name} ({why})")
+    for ref in (ref for ref in run.references if gpu and ref.get("status") == "ok" and "clocks" in ref):
+        for scope, c in {"": ref["clocks"], **(ref.get("compile_scope_clocks") or {})}.items():
+            if why := _clocks_unread(c):
+                clocks.append(f"{ref['name']}{' ' + scope if scope else ''} at batch "
+                              f"{ref.get('config', {}).get('batch', '?')} ({why})")
+    return [
+        Check("memory held at start", held, "a rung before it left tensors allocated: its peak memory includes "
+              "them", any(r.held_at_start is not None for r in ok)),
+        Check("breakdown coverage", coverage, f"under {100 * COVERAGE:.0f}% of its breakdown's device time falls in "
+              "a phase (data, forward, loss, backward, optimizer): the rest is \"other\", unaccounted for",
+              any("phase_coverage" in (r.profile or {}) for r in ok)),
+        Check("FLOP count", flops, f"the matmul FLOPs its profiler counted over the formula's, outside "
+              f"{FLOPS[0]}-{FLOPS[1]}: below, matmuls the count does not see; above, more work than the model's "
+              "(the MFU is the formula's either way)", any(r.counted_vs_formula is not None for r in ok)),
+        Check("clocks", clocks, "no SM clock was sampled while it was timed: a slow timing cannot be told from "
+              "a slow clock", gpu),
+    ]
+
+
+def checks_words(run: Run) -> str:
+    """The Findings' words: 'its own checks pass (…)', or which failed and where; '' where none was recorded."""
+    done = [c for c in checks(run) if c.checked]
+    if failed := [c for c in done if c.rungs]:
+        return "its own checks fail: " + "; ".join(f"{c.check} at {c.names()}" for c in failed) + " (notes)"
+    return f"its own checks pass ({', '.join(c.check for c in done)})" if done else ""
+
+
+def check_notes(run: Run) -> list[str]:
+    """A note for each failed check: every rung, its figure, and what it means."""
+    return [f"check failed, {c.check}: {', '.join(c.rungs)}: {c.means}." for c in checks(run) if c.rungs]
