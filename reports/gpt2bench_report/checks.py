@@ -1,16 +1,20 @@
 """The run's checks of its own figures (docs/reports.md): nothing left allocated at a rung's start, a breakdown
 whose phases hold its device time, the FLOPs its profiler counted against the formula's, the clocks read on a
-GPU. Each check that fails is named in Findings with its rungs, and in a note in full."""
+GPU, paired ratios with no trend and no side-first effect. Each failure is named in Findings, and in a note."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import median
 
 from .load import Run
+from .stats import ALPHA, kendall_trend, mann_whitney_p
 
 COVERAGE = 0.95  # a breakdown's phases hold at least this share of its device time
 # Counted FLOPs over the formula's: below, matmuls the count missed; above, more than fc1's recompute (1.07).
 FLOPS = (0.99, 1.10)
+# Pairs that let each paired test reach p < 0.05: Kendall's tau at 5 (p = 2/5!); the U test at 4 against 4.
+TREND_PAIRS, ORDER_PAIRS = 5, 8
 
 
 @dataclass
@@ -48,6 +52,7 @@ def checks(run: Run) -> list[Check]:
             if why := _clocks_unread(c):
                 clocks.append(f"{ref['name']}{' ' + scope if scope else ''} at batch "
                               f"{ref.get('config', {}).get('batch', '?')} ({why})")
+    trend, order, paired = _paired(run)
     return [
         Check("memory held at start", held, "a rung before it left tensors allocated: its peak memory includes "
               "them", any(r.held_at_start is not None for r in ok)),
@@ -59,7 +64,30 @@ def checks(run: Run) -> list[Check]:
               "(the MFU is the formula's either way)", any(r.counted_vs_formula is not None for r in ok)),
         Check("clocks", clocks, "no SM clock was sampled while it was timed: a slow timing cannot be told from "
               "a slow clock", gpu),
+        Check("paired trend", trend, "the pairs' ratios (C++ over Python) move with their place in the run "
+              "(Kendall's tau): the machine or the two processes changed while they ran, and the ratio's interval, "
+              "which takes the pairs as alike, is too narrow", any(len(r) >= TREND_PAIRS for r in paired)),
+        Check("paired order", order, "the pairs' ratios differ by which side ran first (even pairs C++ first, odd "
+              "Python first; U test): one side's run slows the other's after it, which the alternation balances "
+              "but the interval does not see", any(len(r) >= ORDER_PAIRS for r in paired)),
     ]
+
+
+def _paired(run: Run) -> tuple[list[str], list[str], list[list[float]]]:
+    """The paired references whose ratios trend with the pairs' order, those whose ratios differ by the side
+    that ran first (beyond noise), and every paired reference's ratios."""
+    trend, order, paired = [], [], []
+    for ref in run.references:
+        ratios = ((ref.get("again") or {}).get("paired") or {}).get("ratios") or []
+        paired.append(ratios)
+        where = f"{ref.get('name', '?')} at batch {ref.get('config', {}).get('batch', '?')}"
+        if len(ratios) >= TREND_PAIRS and (t := kendall_trend(ratios))[1] < ALPHA:
+            trend.append(f"{where} (tau {t[0]:+.2f}, p {t[1]:.3f})")
+        cpp_first, python_first = ratios[0::2], ratios[1::2]
+        if len(ratios) >= ORDER_PAIRS and (p := mann_whitney_p(cpp_first, python_first)) < ALPHA:
+            order.append(f"{where} (C++ first {median(cpp_first):.2f}x, Python first {median(python_first):.2f}x, "
+                         f"p {p:.3f})")
+    return trend, order, paired
 
 
 def checks_words(run: Run) -> str:

@@ -39,6 +39,33 @@ def _u_distribution(n: int, m: int) -> tuple[int, ...]:
     return tuple(counts)
 
 
+def kendall_trend(values: list[float]) -> tuple[float, float]:
+    """(Kendall's tau of the values against their order, its exact two-sided p-value): whether a series trends."""
+    n = len(values)
+    pairs = n * (n - 1) // 2
+    if pairs == 0:
+        return 0.0, 1.0
+    inversions = sum(values[i] > values[j] for i in range(n) for j in range(i + 1, n))
+    s = pairs - 2 * inversions  # concordant less discordant pairs
+    counts = _inversions(n)
+    p = sum(c for k, c in enumerate(counts) if abs(pairs - 2 * k) >= abs(s)) / sum(counts)
+    return s / pairs, min(1.0, p)
+
+
+@lru_cache(maxsize=None)
+def _inversions(n: int) -> tuple[int, ...]:
+    """Permutations of n items with 0, 1, ... inversions (Mahonian numbers: Kendall's exact null distribution):
+    the n-th item placed at each of n positions adds 0..n-1 inversions to a permutation of n-1."""
+    if n <= 1:
+        return (1,)
+    prev = _inversions(n - 1)
+    counts = [0] * (len(prev) + n - 1)
+    for k, c in enumerate(prev):
+        for extra in range(n):
+            counts[k + extra] += c
+    return tuple(counts)
+
+
 def differs(a: list[float], b: list[float]) -> tuple[bool, str]:
     """(real difference?, how it was judged)."""
     if not a or not b:

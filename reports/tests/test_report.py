@@ -1325,3 +1325,35 @@ def test_a_run_s_checks_of_its_own_figures_name_each_failure_and_its_figure(tmp_
     (d / "rungs.json").write_text(json.dumps(doc))
     with pytest.raises(ReportError, match="rung 03_fused_adamw's held_at_start is 3, not an object"):
         load_run(d)
+
+
+def test_paired_ratios_that_trend_or_differ_by_the_side_first_are_named(tmp_path):
+    from gpt2bench_report.checks import check_notes
+    from gpt2bench_report.stats import kendall_trend
+    d = tmp_path / "h100"
+    shutil.copytree(ROOT / "reports/reference/gpu-nvidia-h100-80gb-hbm3/20261127-030430-gpu-124m", d)
+    doc = json.loads((d / "rungs.json").read_text())
+    eager, compiled = doc["references"][:2]
+    rising = [1.00, 1.01, 1.03, 1.02, 1.05, 1.06, 1.08, 1.07, 1.09]  # later pairs faster on the C++ side
+    by_side = [1.301, 1.101, 1.298, 1.103, 1.303, 1.099, 1.300, 1.102, 1.297]  # C++ first: 1.30x, else 1.10x
+    assert kendall_trend(by_side)[1] > 0.05 and kendall_trend(rising)[1] < 0.001
+    eager["again"]["paired"] = {"ratios": rising}
+    compiled["again"]["paired"] = {"ratios": by_side}
+    (d / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(d)
+    line = findings(run)[-1]
+    assert f"paired trend at ref_torch_eager at batch {eager['config']['batch']} (tau +0.89, p 0.000)" in line, line
+    assert (f"paired order at ref_torch_compile at batch {compiled['config']['batch']} (C++ first 1.30x, Python "
+            "first 1.10x, p 0.016)") in line, line
+    assert "paired trend at ref_torch_compile" not in line and "paired order at ref_torch_eager" not in line
+    assert [n.split(":")[0] for n in check_notes(run)] == ["check failed, FLOP count", "check failed, paired trend",
+                                                           "check failed, paired order"]
+    # Five pairs (a CPU run's repetitions) can show a trend, not a side's order (4 pairs against 4 at least).
+    five = [1.0, 1.1, 1.2, 1.3, 1.4]
+    eager["again"]["paired"]["ratios"], compiled["again"]["paired"]["ratios"] = five, by_side[:5]
+    (d / "rungs.json").write_text(json.dumps(doc))
+    line = findings(load_run(d))[-1]
+    assert "paired trend at ref_torch_eager" in line and "paired order" not in line, line
+    zen3 = ROOT / "reports/reference/cpu-amd-epyc-zen3/20261202-065802-cpu-scaled"  # its references paired, 5 pairs
+    assert findings(load_run(zen3))[-1].endswith(
+        "its own checks pass (memory held at start, breakdown coverage, FLOP count, paired trend).")
