@@ -137,7 +137,8 @@ Reads each run directory (results.json, rungs.json, breakdown/, kernels.json) an
 self-contained DIR/report.html and each chart as PNG and SVG: the answer first, then the ladder, memory, MFU,
 phases, ablations, the reference rungs, our kernels; with several runs (GPU generations) the same rungs side by
 side. --price (a run directory's or device's name = $ a device-hour; none built in) adds the cost of a million
-tokens. Runs reports/ with the project's venv (GPT2BENCH_PYTHON overrides the interpreter); docs/reports.md.
+tokens. Prints each run's Findings (the answer), then where the report is. Runs reports/ with the project's venv
+(GPT2BENCH_PYTHON overrides the interpreter); docs/reports.md.
 )";
 
 constexpr const char* kPrepareHelp = R"(usage: gpt2bench prepare --input TEXT --out DIR [--encoder encoder.json --bpe vocab.bpe]

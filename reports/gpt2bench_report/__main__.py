@@ -8,7 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .load import ReportError, load_run
+from .findings import findings
+from .load import ReportError, Run, load_run
 from .render import write_report
 
 
@@ -34,15 +35,17 @@ def main(argv: list[str] | None = None) -> int:
                   "name, a non-negative $ per device-hour)", file=sys.stderr)
             return 2
     try:
-        out = _report(a.runs, Path(a.out), prices)
+        out, runs = _report(a.runs, Path(a.out), prices)
     except ReportError as e:
         print(f"gpt2bench report: error: {e}", file=sys.stderr)
         return 1
+    for run in runs:  # the answer where the command was typed; the report holds the rest
+        print(f"{run.label}\n" + "\n".join("  - " + line.replace("**", "") for line in findings(run)))
     print(f"report: {out / 'report.html'}\n        {out / 'report.md'}")
     return 0
 
 
-def _report(run_dirs: list[str], out: Path, prices: dict) -> Path:
+def _report(run_dirs: list[str], out: Path, prices: dict) -> tuple[Path, list[Run]]:
     """The report of `run_dirs` into `out`, written whole or not at all: it is made in a folder beside `out` and
     moved in when done. Bad input of any kind is a ReportError, one line."""
     seen = {}
@@ -72,7 +75,7 @@ def _report(run_dirs: list[str], out: Path, prices: dict) -> Path:
                           "run file?)") from e
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return out
+    return out, runs
 
 
 if __name__ == "__main__":

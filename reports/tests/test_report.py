@@ -396,6 +396,16 @@ def test_bad_input_is_named(tmp_path, capsys):
     assert "nope: no such run directory" in capsys.readouterr().err
 
 
+def test_the_command_prints_each_run_s_findings_then_where_the_report_is(tmp_path, capsys):
+    assert main([str(FIXTURES / "cpu_2threads"), str(FIXTURES / "cpu_1thread"), "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    for name in ("cpu_2threads", "cpu_1thread"):
+        run = load_run(FIXTURES / name)
+        at = out.index(run.label)
+        assert out[at + 1:at + 1 + len(findings(run))] == ["  - " + f.replace("**", "") for f in findings(run)]
+    assert out[-2:] == [f"report: {tmp_path / 'o' / 'report.html'}", f"        {tmp_path / 'o' / 'report.md'}"]
+
+
 def test_gpt2bench_report_front(tmp_path):
     binary = ROOT / "build" / "gpt2bench"
     if not binary.exists():
