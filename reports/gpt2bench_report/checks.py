@@ -75,16 +75,17 @@ def checks(run: Run) -> list[Check]:
 
 def _paired(run: Run) -> tuple[list[str], list[str], list[list[float]]]:
     """The paired references whose ratios trend with the pairs' order, those whose ratios differ by the side
-    that ran first (beyond noise), and every paired reference's ratios."""
-    trend, order, paired = [], [], []
-    for ref in run.references:
-        ratios = ((ref.get("again") or {}).get("paired") or {}).get("ratios") or []
-        paired.append(ratios)
+    that ran first, and every paired reference's ratios. Each test at ALPHA over the references it tests
+    (Bonferroni), so that a sound run with two references fails it about as often as one test would."""
+    paired = [((ref.get("again") or {}).get("paired") or {}).get("ratios") or [] for ref in run.references]
+    tested = [sum(len(r) >= n for r in paired) for n in (TREND_PAIRS, ORDER_PAIRS)]
+    trend, order = [], []
+    for ref, ratios in zip(run.references, paired):
         where = f"{ref.get('name', '?')} at batch {ref.get('config', {}).get('batch', '?')}"
-        if len(ratios) >= TREND_PAIRS and (t := kendall_trend(ratios))[1] < ALPHA:
+        if len(ratios) >= TREND_PAIRS and (t := kendall_trend(ratios))[1] < ALPHA / tested[0]:
             trend.append(f"{where} (tau {t[0]:+.2f}, p {t[1]:.3f})")
         cpp_first, python_first = ratios[0::2], ratios[1::2]
-        if len(ratios) >= ORDER_PAIRS and (p := mann_whitney_p(cpp_first, python_first)) < ALPHA:
+        if len(ratios) >= ORDER_PAIRS and (p := mann_whitney_p(cpp_first, python_first)) < ALPHA / tested[1]:
             order.append(f"{where} (C++ first {median(cpp_first):.2f}x, Python first {median(python_first):.2f}x, "
                          f"p {p:.3f})")
     return trend, order, paired
