@@ -279,6 +279,29 @@ TEST(Reference, ItsErrorLineSaysWhatPythonSaidFirst) {
   EXPECT_EQ(reference_line(no_process), "    ref_torch_compile error: its result x does not parse");
 }
 
+// The interpreter may be a bare name, found on PATH as the shell finds it: the GPU kit's build compiles in
+// `python3`, and on an H200 (2026-12-04) the check looked for ./python3 and refused the ladder before its first rung.
+TEST(Reference, ABarePythonNameIsFoundOnPath) {
+  test::TempDir tmp;
+  const std::string python = files::join(tmp.path, "python3");
+  files::write_file_atomic(python, "#!/bin/sh\nexit 0\n");
+  ASSERT_EQ(::chmod(python.c_str(), 0755), 0);
+  const std::string was = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", ("/nonexistent:" + tmp.path + ":" + was).c_str(), 1);
+  EXPECT_NO_THROW(check_python_runs("python3"));
+  EXPECT_THROW(check_python_runs("no-such-python3"), std::runtime_error);
+  setenv("PATH", "/nonexistent", 1);
+  try {
+    check_python_runs("python3");
+    ADD_FAILURE() << "python3 is not on PATH";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'python3' is not an executable"), std::string::npos) << e.what();
+  }
+  setenv("PATH", was.c_str(), 1);
+  EXPECT_NO_THROW(check_python_runs(python));
+  EXPECT_THROW(check_python_runs(tmp.path), std::runtime_error);  // a directory
+}
+
 // A reference's clocks are NVML's over its timed repetitions, each compiled form's over its own (the script's
 // timed_window_s, on the samples' clock): on the H100 (20261127-030430-gpu-124m) ref_torch_compile's second form at
 // B=8 ran 5 of its 9 repetitions at twice the first form's step time, and nothing recorded whether the device's

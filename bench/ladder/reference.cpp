@@ -132,7 +132,7 @@ void check_python_runs(const std::string& python) {
     found.clear();
     std::istringstream path(std::getenv("PATH") ? std::getenv("PATH") : "");
     for (std::string dir; found.empty() && std::getline(path, dir, ':');)
-      if (::access(files::join(dir.empty() ? "." : dir, python).c_str(), X_OK) == 0) found = python;
+      if (const auto at = files::join(dir.empty() ? "." : dir, python); ::access(at.c_str(), X_OK) == 0) found = at;
   }
   if (found.empty() || ::access(found.c_str(), X_OK) != 0 || files::is_dir(found))
     throw std::runtime_error("the reference rungs run Python, and '" + python + "' is not an executable (set "
