@@ -13,7 +13,7 @@ matplotlib.rcParams["figure.max_open_warning"] = 0  # a report of several runs h
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from .load import Run  # noqa: E402
+from .load import Run, rung_roles  # noqa: E402
 from .stats import against_previous  # noqa: E402
 
 GIB = float(2**30)  # memory is shown in GiB: an "80 GB" H100 holds 79.2 GiB (85.0e9 bytes)
@@ -256,18 +256,15 @@ def ablation_chart(runs: list[Run]) -> plt.Figure | None:
 def generations_chart(runs: list[Run], normalised: bool) -> plt.Figure:
     """The same rungs side by side across runs (devices): absolute tok/s, or each run's speedup
     over its own baseline."""
-    names = []
-    for run in runs:
-        for r in _ok(run):
-            if r.name not in names:
-                names.append(r.name)
+    roles = rung_roles(runs)
+    names = [label for _, label in roles]
     fig, ax = plt.subplots(figsize=(max(6, 0.8 * len(names) + 2), 4.5))
     width = 0.8 / len(runs)
     for k, run in enumerate(runs):
         base = run.rungs[0].tokens_per_sec if run.rungs and run.rungs[0].ok else None
         vals = []
-        for n in names:
-            r = run.rung(n)
+        for n, _ in roles:
+            r = run.rung_as(n)
             v = r.tokens_per_sec if r and r.ok else 0.0
             vals.append(v / base if normalised and base else v)
         ax.bar([i + k * width for i in range(len(names))], vals, width, label=run.label)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from .charts import GIB, fmt as _f
-from .load import Run
+from .load import Run, rung_roles
 
 
 def basis(runs: list[Run]) -> str:
@@ -96,23 +96,19 @@ def generations_table(runs: list[Run]) -> list[list[str]]:
     """One line per rung: tok/s on each device, and each other device's ratio to the first, beside the devices'
     peak-FLOP (in the rung's precision) and bandwidth ratios, and what it reads as against them."""
     ref, others, on = runs[0], runs[1:], basis(runs)
-    names = []
-    for run in runs:
-        for r in run.rungs:
-            if r.ok and r.name not in names:
-                names.append(r.name)
+    roles = rung_roles(runs)
     head = ["rung"] + [f"{run.device_name} tok/s" for run in runs]
     for run in others:
         head += [f"{run.device_name} / {ref.device_name}", "FLOPs, bandwidth ratios", "reads as"]
     rows = [head]
-    for n in names:
-        row = [n]
+    for n, label in roles:
+        row = [label]
         for run in runs:
-            r = run.rung(n)
+            r = run.rung_as(n)
             row.append(_f(r.tokens_per_sec) if r and r.ok else "-")
-        base = ref.rung(n)
+        base = ref.rung_as(n)
         for run in others:
-            r = run.rung(n)
+            r = run.rung_as(n)
             if r and r.ok and base and base.ok and base.tokens_per_sec:
                 ratio = r.tokens_per_sec / base.tokens_per_sec
                 compute = _compute_ratio(run, ref, r, base, on)

@@ -122,6 +122,21 @@ class Run:
     def rung(self, name: str) -> Rung | None:
         return next((r for r in self.rungs if r.name == name), None)
 
+    def role(self, rung: Rung) -> tuple[str, str]:
+        """What a rung is, whatever its number: its kind and the variant it adds; a kept or control rung's, the
+        variant of the rung it is set against; a profile's own recipe, its name. Ladders of two commits line up by
+        it: the H100's kept top, rung 23 (10 extras before it), is the H200's rung 28 (15 extras)."""
+        if rung.kind in ("kept", "control"):
+            on = self.rung(rung.compare_to or "")
+            return rung.kind, on.variant if on else ""
+        if rung.kind in ("baseline", "ladder", "extra", "add_one", "drop_one"):
+            return rung.kind, rung.variant
+        return "", rung.name
+
+    def rung_as(self, role: tuple[str, str]) -> Rung | None:
+        """The rung that plays `role` (see `role`)."""
+        return next((r for r in self.rungs if self.role(r) == role), None)
+
     def breakdown_file(self, rung: str) -> dict | None:
         """breakdown/<rung>.json (every op or kernel name's count and time), or None where the pass did not run or
         the run is older than `by_name`."""
@@ -363,3 +378,21 @@ def load_run(path: str | Path) -> Run:
         )
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise ReportError(f"{d / 'rungs.json'}: unexpected layout (missing {e})") from e
+
+
+def rung_roles(runs: list[Run]) -> list[tuple[tuple[str, str], str]]:
+    """Each rung role that ran ok in some run, in the order the runs name them, with its label: the rung's name, or
+    its names in the runs where they are numbered apart ("22_top_again / 27_top_again")."""
+    roles = []
+    for run in runs:
+        for r in run.rungs:
+            if r.ok and run.role(r) not in roles:
+                roles.append(run.role(r))
+    out = []
+    for n in roles:
+        names = []
+        for run in runs:
+            if (r := run.rung_as(n)) and r.name not in names:
+                names.append(r.name)
+        out.append((n, " / ".join(names)))
+    return out

@@ -884,8 +884,8 @@ def _synthetic_gpu_run(tmp_path, name, device, bandwidth, scale):
 
 
 def test_generations_section_for_two_devices(tmp_path):
-    # H200/H100 ratios quoted in the reports issue: 1.10x at the baseline, 1.22x at TF32 (here 03, the first ok
-    # rung with tf32 in its recipe); equal compute, 4800/3350 = 1.43x the bandwidth.
+    # The section's shape, prices and "launch/host-bound" (no real pair of runs has one yet) on runs made up from
+    # the CPU fixture; the real H100 and H200 runs' figures are the next test's.
     h100 = _synthetic_gpu_run(tmp_path, "H100 SXM", "NVIDIA H100 80GB HBM3", 3350, {})
     h200 = _synthetic_gpu_run(tmp_path, "H200 SXM", "NVIDIA H200", 4800,
                               {"00_baseline": 1.10, "03_fused_adamw": 1.22, "05_sdpa": 0.9})
@@ -910,6 +910,19 @@ def test_generations_section_for_two_devices(tmp_path):
         if line.startswith("| ") and "Generations" not in line:
             assert not re.search(r"[^\\ ]\|[^ \-]", line), line
     assert main([str(h100), "--out", str(out), "--price", "nonsense"]) == 2
+
+
+def test_generations_of_the_committed_h100_and_h200_runs(tmp_path):
+    # The two GPU generations as measured (ladders a week of commits apart): the same rungs line up by what they
+    # are, whatever their numbers (the H200's ladder has five extras more), and read against the datasheets.
+    h100 = ROOT / "reports/reference/gpu-nvidia-h100-80gb-hbm3/20261127-030430-gpu-124m"
+    h200 = ROOT / "reports/reference/gpu-nvidia-h200/20261204-174111-gpu-124m"
+    rows = {r[0]: r[1:] for r in generations_table([load_run(h100), load_run(h200)])[1:]}
+    assert rows["00_baseline"] == ["34,104", "37,378", "1.10x", "1.00x, 1.43x", "compute-bound"]
+    assert rows["02_tf32"] == ["60,724", "74,254", "1.22x", "1.00x, 1.43x", "memory-bound"]
+    assert rows["23_top+kept / 28_top+kept"] == ["501,179", "537,877", "1.07x", "1.00x, 1.43x", "compute-bound"]
+    assert rows["22_top+fp8_linears"] == ["-", "282,866", "-", "-", "-"]  # no FP8 rung in the H100's ladder
+    assert "22_top_again / 27_top_again" in rows and "27_top_again" not in rows
 
 
 def test_a_rung_is_set_against_the_peak_of_its_own_precision(tmp_path):
