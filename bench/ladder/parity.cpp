@@ -110,14 +110,18 @@ Trajectory trajectory_of(const ParityResult& p) {
   return {p.losses, p.first_batch_after, p.grad_norm, p.grad_norms};
 }
 
-bool differs_only_exactly(const std::vector<std::string>& applied, const std::vector<std::string>& on) {
-  auto exact_unless_in = [](const std::vector<std::string>& a, const std::vector<std::string>& b) {
-    return std::all_of(a.begin(), a.end(), [&](const std::string& name) {
+ParityClass class_between(const std::vector<std::string>& applied, const std::vector<std::string>& on) {
+  ParityClass cls = ParityClass::kExact;
+  auto loosest_not_in = [&cls](const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    for (const auto& name : a) {
+      if (std::find(b.begin(), b.end(), name) != b.end()) continue;
       const Variant* v = find_variant(name);
-      return std::find(b.begin(), b.end(), name) != b.end() || (v && v->parity == ParityClass::kExact);
-    });
+      cls = std::max(cls, v ? v->parity : ParityClass::kProblem);
+    }
   };
-  return exact_unless_in(applied, on) && exact_unless_in(on, applied);
+  loosest_not_in(applied, on);
+  loosest_not_in(on, applied);
+  return cls;
 }
 
 ParityClass class_at_equal_batch(const std::vector<std::string>& applied) {

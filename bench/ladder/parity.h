@@ -72,9 +72,10 @@ Trajectory trajectory_of(const ParityResult& p);
 // The class of a rung's `applied` variants at an equal batch: their loosest, batch_scaling's left out. An extra on
 // batch_scaling's top changes no problem against that top, only what its own variants change.
 ParityClass class_at_equal_batch(const std::vector<std::string>& applied);
-// Whether `applied` differs from `on`'s only by exact variants (a fusion added, left out or swapped), so that it
-// computes `on`'s step in another order and `on`'s trajectory is the one to judge it against.
-bool differs_only_exactly(const std::vector<std::string>& applied, const std::vector<std::string>& on);
+// The loosest class among the variants that separate `applied` from `on` (in one, not the other; an unknown name is
+// another problem): exact where a fusion is added, left out or swapped; below kProblem, `on`'s trajectory is the one
+// to judge `applied` against (FP8 or autocast on the bf16 top: the same problem, another precision).
+ParityClass class_between(const std::vector<std::string>& applied, const std::vector<std::string>& on);
 
 // `class` is the class the rung declares (a reference's: the one it was judged as); `judged_as` the one
 // applied (a data-parallel rung without an equal global batch is judged as another problem).

@@ -195,7 +195,7 @@ const RungRecord* RungRunner::parity_anchor(const RungRecord& r, const std::vect
   if (!records || records->empty() || ranks(r.spec()) > 1 || r.spec().batch == prof.batch) return nullptr;
   const RungRecord* on = compared_with(*records, r);
   if (!on || on->spec().batch != r.spec().batch || ranks(on->spec()) > 1 || !has_trajectory(on->out.parity) ||
-      !differs_only_exactly(r.plan.rung.applied, on->plan.rung.applied))
+      class_between(r.plan.rung.applied, on->plan.rung.applied) == ParityClass::kProblem)
     return nullptr;
   return on;
 }

@@ -91,7 +91,7 @@ struct RungRunner {
   void breakdown_pass(RungRecord& r, const std::string& out_dir);
 
   // A one-process rung at another batch than the baseline's is judged against the rung it is built on at that
-  // batch where it differs from it only by exact variants; nullptr: against the baseline, by its own class.
+  // batch where nothing that separates them changes the problem; nullptr: against the baseline, by its own class.
   const RungRecord* parity_anchor(const RungRecord& r, const std::vector<RungRecord>* records) const;
 
   // After the last repetition: free the step, then the parity run (every rank, for DDP). A parity
