@@ -100,7 +100,18 @@ def _fp8(run: Run) -> str:
             line += f", its {rest} {moved[rest]:+.1f} ms (the largest other change)"
     else:
         line += f"; no breakdown of {(top if mine else r).name} to say where the time went"
-    return line + "."
+    return line + _fp8_op(run) + "."
+
+
+def _fp8_op(run: Run) -> str:
+    """kernels.json's FP8 case: its pass against the first thing it replaces (the top rung's), op by op."""
+    case = next((c for c in (run.kernels or {}).get("cases", []) if c.get("variant") == "fp8_linears"
+                 and c.get("speedup") and c.get("sides")), None)
+    if case is None:
+        return ""
+    ours, theirs, x = case["sides"][0], case["sides"][1], case["speedup"][0]
+    return (f"; op by op (kernels.json, {case.get('shape', '?')}): {ours['name'].split(': ', 1)[-1]} "
+            f"{ours['median_ms']:.3f} ms, {x['ratio']:.2f}x {theirs['name'].split(':')[0]} {theirs['median_ms']:.3f} ms")
 
 
 def findings(run: Run) -> list[str]:

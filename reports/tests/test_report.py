@@ -1284,6 +1284,18 @@ def _with_fp8_rung(tmp_path, status="ok", device_type=None):
     return d
 
 
+def test_the_h200_run_s_fp8_finding_is_its_loss_and_its_op_by_op_figure():
+    # The committed H200 run: FP8 ran at the top's batch with no breakdown pass (the budget's floor then), so the line
+    # says so and gives kernels.json's FP8 MLP against the top's, the figure that says where the time went.
+    from gpt2bench_report.findings import findings
+    run = load_run(ROOT / "reports/reference/gpu-nvidia-h200/20261204-174111-gpu-124m")
+    [line] = [ln for ln in findings(run) if ln.startswith("**FP8**")]
+    assert line.startswith("**FP8**: 22_top+fp8_linears 0.62x 12_batch_scaling at B=128 (real), parity pass, peak "
+                           "memory 1.05x; no breakdown of 22_top+fp8_linears to say where the time went; "), line
+    assert line.endswith(": fc1 and fc2 in FP8 (kernels/fp8_linear), GELU apart 1.136 ms, 0.43x the top rung's "
+                         "0.490 ms."), line
+
+
 def test_a_gpu_run_s_findings_say_what_fp8_gained_and_where_its_time_went(tmp_path):
     from gpt2bench_report.findings import findings
     run = load_run(_with_fp8_rung(tmp_path))
