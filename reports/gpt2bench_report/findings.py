@@ -109,7 +109,10 @@ def _fp8_op(run: Run) -> str:
                  and c.get("speedup") and c.get("sides")), None)
     if case is None:
         return ""
-    ours, theirs, x = case["sides"][0], case["sides"][1], case["speedup"][0]
+    ours, x = case["sides"][0], case["speedup"][0]
+    theirs = next((s for s in case["sides"] if s.get("name") == x.get("over")), None)
+    if theirs is None:
+        return ""
     return (f"; op by op (kernels.json, {case.get('shape', '?')}): {ours['name'].split(': ', 1)[-1]} "
             f"{ours['median_ms']:.3f} ms, {x['ratio']:.2f}x {theirs['name'].split(':')[0]} {theirs['median_ms']:.3f} ms")
 
