@@ -42,7 +42,7 @@ const Choice* RungRecord::choice(const std::string& setting) const {
 double RungRecord::median_tokens_per_sec() const { return median(out.timing.rep_tokens_per_sec); }
 
 int64_t RungRecord::budget_shares() const {
-  return plan.rung.spec.search_batch && !on_the_top(plan.kind) && out.batch == 0 ? 2 : 1;
+  return plan.searches_own_batch() && out.batch == 0 ? 2 : 1;
 }
 double RungRecord::median_step_ms() const { return median(out.timing.rep_step_ms); }
 

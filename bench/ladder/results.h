@@ -41,6 +41,8 @@ struct RungPlanned {
   std::string mfu_basis;
   std::optional<double> datasheet_peak;  // the datasheet peak of the precision the rung computes in
   double measured_peak = 0;              // the matmul rate measured here in that precision
+  // batch_scaling's own rung: it searches the batch the rungs on the top then take.
+  bool searches_own_batch() const { return rung.spec.search_batch && !on_the_top(kind); }
 };
 
 // The parts of what happened when a rung ran, each read from and written into its rungs.json entry (`rung`).

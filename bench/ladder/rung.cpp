@@ -107,7 +107,7 @@ void RungRunner::fit(RungRecord& r, double share_s, double started_s) {
   // A breakdown the report sets beside another's stays: the kept rung's (beside the references'), FP8's and the
   // batch-scaling top's it is built on (Findings: where FP8's time went).
   c.keep_breakdown = r.plan.kind == RungKind::kKept || class_at_equal_batch(r.plan.rung.applied) == ParityClass::kFp8 ||
-                     (r.plan.rung.spec.search_batch && !on_the_top(r.plan.kind));
+                     r.plan.searches_own_batch();
   const RungFit f = fit_rung(left, r.out.timing.warmup_step_s, c);
   r.out.timing.steps = f.steps;
   r.out.timing.parity_steps = f.parity_steps;
