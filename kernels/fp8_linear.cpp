@@ -5,6 +5,8 @@
 #include <ATen/record_function.h>
 #include <torch/autograd.h>
 
+#include <cstdint>
+
 #include "kernels/autocast.h"
 
 namespace gpt2::kernels {
@@ -17,7 +19,8 @@ double largest(at::ScalarType format) {
 }
 
 // a (N, K) row-major times b (K, M) column-major, as at::_scaled_mm takes them: a transposed view of a row-major
-// (M, K) tensor is one; anything else is copied into that layout. `bias` goes into the GEMM's epilogue.
+// (M, K) tensor is one; anything else is copied into that layout (in Fp8Linear nothing: quantize_fp8 made both
+// layouts). `bias` goes into the GEMM's epilogue.
 at::Tensor scaled_mm(const Fp8& a, const at::Tensor& b_data, const at::Tensor& b_inverse_scale, at::ScalarType out,
                      const std::optional<at::Tensor>& bias = {}, bool fast_accum = false) {
   at::Tensor rows, cols;
@@ -33,8 +36,10 @@ struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
   // `b` is read only where `bias` (autograd takes no undefined tensor as an input).
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
                             const at::Tensor& b, bool bias) {
-    const Fp8 qx = quantize_fp8(x, at::kFloat8_e4m3fn), qw = quantize_fp8(w, at::kFloat8_e4m3fn);
-    ctx->save_for_backward({qx.data, qx.inverse_scale, qw.data, qw.inverse_scale});  // a byte an element, not two
+    // Each operand also transposed, in the pass that quantizes it: the backward's layouts, saved in place of
+    // the forward's (a byte an element, not two).
+    const Fp8 qx = quantize_fp8(x, at::kFloat8_e4m3fn, true), qw = quantize_fp8(w, at::kFloat8_e4m3fn, true);
+    ctx->save_for_backward({qx.transposed, qx.inverse_scale, qw.transposed, qw.inverse_scale});
     ctx->saved_data["x_dtype"] = static_cast<int64_t>(x.scalar_type());
     ctx->saved_data["w_dtype"] = static_cast<int64_t>(w.scalar_type());
     ctx->saved_data["bias"] = bias;
@@ -48,12 +53,12 @@ struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
     const auto s = ctx->get_saved_variables();
-    const Fp8 qx{s[0], s[1]}, qw{s[2], s[3]};
-    const Fp8 qg = quantize_fp8(grad[0], at::kFloat8_e5m2);
+    const at::Tensor &x_t = s[0], &x_inverse_scale = s[1], &w_t = s[2], &w_inverse_scale = s[3];
+    const Fp8 qg = quantize_fp8(grad[0].contiguous(), at::kFloat8_e5m2, true);
     const auto x_dtype = static_cast<at::ScalarType>(ctx->saved_data["x_dtype"].toInt());
     const auto w_dtype = static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt());
-    const at::Tensor d_x = scaled_mm(qg, qw.data, qw.inverse_scale, x_dtype);                  // (N, M)·(M, K)
-    const at::Tensor d_w = scaled_mm({qg.data.t(), qg.inverse_scale}, qx.data, qx.inverse_scale, w_dtype);  // (M, N)·(N, K)
+    const at::Tensor d_x = scaled_mm(qg, w_t.t(), w_inverse_scale, x_dtype);                          // (N, M)·(M, K)
+    const at::Tensor d_w = scaled_mm({qg.transposed, qg.inverse_scale, {}}, x_t.t(), x_inverse_scale, w_dtype);  // (M, N)·(N, K)
     const bool bias = ctx->saved_data["bias"].toBool();  // its gradient in one launch: summed in fp32, rounded once
     return {d_x, d_w, bias ? grad[0].sum(0, /*keepdim=*/false, w_dtype) : at::Tensor(), at::Tensor()};
   }
@@ -67,17 +72,42 @@ void check_args(const at::Tensor& x, const at::Tensor& w, const std::optional<at
 
 }  // namespace
 
-Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format) {
+namespace {
+
+// amax(t) / the format's largest value, fp32, one element, on t's device: four launches on a GPU (the amax
+// exact, no |t| in memory), nothing waits for it on the host.
+at::Tensor inverse_scale_of(const at::Tensor& t, at::ScalarType format) {
   const double top = largest(format);
+  return at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat).clamp_min_(1e-12).div_(top);
+}
+
+}  // namespace
+
+Fp8 quantize_fp8_reference(const at::Tensor& t, at::ScalarType format, bool transposed) {
+  TORCH_CHECK(!transposed || t.dim() == 2, "quantize_fp8: a transpose of a 2-D tensor only, got ", t.sizes());
   RECORD_FUNCTION(kFp8ScalingRecord, c10::ArrayRef<const c10::IValue>{});
-  // Four launches on a GPU: the amax (exact, no |t| in memory), two scalar ops making the inverse scale, and t
-  // divided by it, in fp32 (the 1-element view promotes it, where a 0-dim tensor would not: fp16's range would
-  // flush a small gradient's scale), cast to FP8 as it is stored. t / inverse_scale <= top: no clamp.
-  const at::Tensor inverse_scale =
-      at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat).clamp_min_(1e-12).div_(top);
+  const at::Tensor inverse_scale = inverse_scale_of(t, format);
+  // t divided in fp32 (the 1-element view promotes it, where a 0-dim tensor would not: fp16's range would flush a
+  // small gradient's scale), cast to FP8 as it is stored. t / inverse_scale <= top: no clamp.
   at::Tensor data = at::empty_like(t, t.options().dtype(format));
   at::div_out(data, t, inverse_scale.view({1}));
-  return {data, inverse_scale};
+  return {data, inverse_scale, transposed ? data.t().contiguous() : at::Tensor()};
+}
+
+bool fp8_both_packable(const at::Tensor& t) {
+  const auto type = t.scalar_type();
+  if (t.dim() != 2 || !t.is_contiguous() || (type != at::kFloat && type != at::kBFloat16 && type != at::kHalf))
+    return false;
+  const int64_t pack = 16 / static_cast<int64_t>(t.element_size());
+  return t.size(0) % 16 == 0 && t.size(1) % pack == 0 && reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+}
+
+Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format, bool transposed) {
+  if (!transposed || !t.is_cuda() || !fp8_both_packable(t)) return quantize_fp8_reference(t, format, transposed);
+  RECORD_FUNCTION(kFp8ScalingRecord, c10::ArrayRef<const c10::IValue>{});
+  const at::Tensor inverse_scale = inverse_scale_of(t, format);
+  auto [data, data_t] = quantize_fp8_both_cuda(t, inverse_scale, format);
+  return {data, inverse_scale, data_t};
 }
 
 at::Tensor dequantize_fp8(const Fp8& q) { return q.data.to(at::kFloat) * q.inverse_scale; }

@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <optional>
+#include <utility>
 
 namespace gpt2::kernels {
 
@@ -12,10 +13,22 @@ namespace gpt2::kernels {
 struct Fp8 {
   at::Tensor data;           // t × (the format's largest value / amax(t)), in the format
   at::Tensor inverse_scale;  // amax(t) / the format's largest value: fp32, one element (at::_scaled_mm's scale)
+  at::Tensor transposed;     // data's transpose, (K, N) contiguous, where asked for: _scaled_mm's other layout
 };
-// format: at::kFloat8_e4m3fn or at::kFloat8_e5m2; a tensor of zeros quantizes to zeros.
-Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format);
+// format: at::kFloat8_e4m3fn or at::kFloat8_e5m2; a tensor of zeros quantizes to zeros. `transposed` (t 2-D)
+// also makes the transpose: on CUDA, where fp8_both_packable, in one pass with data (quantize_fp8_both_cuda).
+Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format, bool transposed = false);
 at::Tensor dequantize_fp8(const Fp8& q);  // fp32
+// The same values by ATen ops alone: the amax, a divide into FP8, a transposed copy.
+Fp8 quantize_fp8_reference(const at::Tensor& t, at::ScalarType format, bool transposed = false);
+
+// Whether the one-pass kernel takes t: contiguous (N, K) fp32, bf16 or fp16, N a multiple of 16, K of 16 bytes'
+// elements, 16-byte aligned.
+bool fp8_both_packable(const at::Tensor& t);
+// t (N, K) / inverse_scale (one fp32 element on t's device) cast to `format`, row-major (N, K) and transposed
+// (K, N): the bits of quantize_fp8_reference's. A build without CUDA throws (kernels/no_cuda.cpp).
+std::pair<at::Tensor, at::Tensor> quantize_fp8_both_cuda(const at::Tensor& t, const at::Tensor& inverse_scale,
+                                                         at::ScalarType format);
 
 // The RecordFunction scope of FP8's own work (each quantization, the layouts _scaled_mm needs): the breakdown's
 // fp8_scaling, wherever it runs (bench/measure/profiler.h: own_scope).

@@ -6,6 +6,7 @@
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
 #include "kernels/column_sums_cuda.h"
+#include "kernels/fp8_linear.h"
 #include "kernels/gemm_survey.h"
 #include "kernels/gelu_epilogues.h"
 #include "kernels/residual_norm.h"
@@ -31,6 +32,10 @@ at::Tensor column_sums_cuda(const at::Tensor&, int64_t, int64_t, at::ScalarType)
 void adamw_one_launch_cuda_(at::TensorList, at::TensorList, at::TensorList, at::TensorList, const at::Tensor&,
                             const AdamWHyper&, const at::Tensor&, const at::Tensor&) {
   TORCH_CHECK(false, "adamw_one_launch_cuda_: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
+}
+
+std::pair<at::Tensor, at::Tensor> quantize_fp8_both_cuda(const at::Tensor&, const at::Tensor&, at::ScalarType) {
+  TORCH_CHECK(false, "quantize_fp8_both_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 
 bool gelu_epilogues_built() { return false; }

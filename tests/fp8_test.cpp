@@ -6,7 +6,11 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include <cstring>
+#include <vector>
+
 #include "kernels/fp8_linear.h"
+#include "kernels/fp8_tiles.h"
 
 namespace gpt2 {
 namespace {
@@ -40,6 +44,53 @@ TEST(Fp8, AQuantizedTensorComesBackWithinHalfAnUlpOfItsFormat) {
   const kernels::Fp8 zero = kernels::quantize_fp8(at::zeros({16}), at::kFloat8_e4m3fn);
   EXPECT_TRUE(kernels::dequantize_fp8(zero).eq(0).all().item<bool>());
   EXPECT_THROW(kernels::quantize_fp8(t, at::kBFloat16), c10::Error);
+}
+
+// kernels/fp8_tiles.h, the one-pass kernel's body, run on the host for every tile and thread (the barrier between
+// the phases as the block's): ATen's bits in both layouts, for tiles cut short on both sides (N, K not multiples of
+// 64) and for each input type and format.
+template <typename T, typename F>
+void both_layouts_tile_by_tile(at::ScalarType dtype, at::ScalarType format, int64_t N, int64_t K) {
+  const at::Tensor t = (at::randn({N, K}) * 3).to(dtype);
+  const kernels::Fp8 want = kernels::quantize_fp8_reference(t, format, true);
+  ASSERT_TRUE(kernels::fp8_both_packable(t));
+  std::vector<F> out(N * K), out_t(K * N);
+  const float inverse_scale = want.inverse_scale.item<float>();
+  const int64_t tiles_n = (N + kernels::fp8::kTile - 1) / kernels::fp8::kTile;
+  const int64_t tiles_k = (K + kernels::fp8::kTile - 1) / kernels::fp8::kTile;
+  for (int64_t tr = 0; tr < tiles_n; ++tr) {
+    for (int64_t tc = 0; tc < tiles_k; ++tc) {
+      kernels::fp8::Staged staged{};
+      for (int tid = 0; tid < kernels::fp8::kThreads; ++tid)
+        kernels::fp8::quantize_rows<T, F>(t.data_ptr<T>(), N, K, inverse_scale, out.data(), staged, tr, tc, tid);
+      for (int tid = 0; tid < kernels::fp8::kThreads; ++tid)
+        kernels::fp8::write_transposed<F>(staged, N, K, out_t.data(), tr, tc, tid);
+    }
+  }
+  auto bytes = [](const at::Tensor& q) { return q.contiguous().view(at::kByte); };
+  const at::Tensor got = at::from_blob(out.data(), {N, K}, at::kByte).clone();
+  const at::Tensor got_t = at::from_blob(out_t.data(), {K, N}, at::kByte).clone();
+  EXPECT_TRUE(at::equal(got, bytes(want.data))) << dtype << " into " << format << ", " << N << " x " << K;
+  EXPECT_TRUE(at::equal(got_t, bytes(want.transposed))) << dtype << " into " << format << ", " << N << " x " << K;
+  EXPECT_TRUE(at::equal(bytes(want.transposed), bytes(want.data.t())));
+}
+
+TEST(Fp8, BothLayoutsTileByTileAreAtensBits) {
+  at::manual_seed(5);
+  both_layouts_tile_by_tile<c10::BFloat16, c10::Float8_e4m3fn>(at::kBFloat16, at::kFloat8_e4m3fn, 80, 136);
+  both_layouts_tile_by_tile<c10::BFloat16, c10::Float8_e5m2>(at::kBFloat16, at::kFloat8_e5m2, 128, 64);
+  both_layouts_tile_by_tile<c10::Half, c10::Float8_e5m2>(at::kHalf, at::kFloat8_e5m2, 16, 8);
+  both_layouts_tile_by_tile<float, c10::Float8_e4m3fn>(at::kFloat, at::kFloat8_e4m3fn, 144, 68);
+  // what the kernel does not take goes by ATen's ops (quantize_fp8's choice), the transpose still made
+  EXPECT_FALSE(kernels::fp8_both_packable(at::zeros({24, 64})));   // N not a multiple of 16
+  EXPECT_FALSE(kernels::fp8_both_packable(at::zeros({16, 66})));   // K not of 16 bytes' elements
+  EXPECT_FALSE(kernels::fp8_both_packable(at::zeros({64, 16}).t()));
+  EXPECT_FALSE(kernels::fp8_both_packable(at::zeros({16, 64}, at::kDouble)));
+  const at::Tensor odd = at::randn({24, 40});
+  const kernels::Fp8 q = kernels::quantize_fp8(odd, at::kFloat8_e4m3fn, true);
+  EXPECT_TRUE(at::equal(q.transposed.view(at::kByte), q.data.t().contiguous().view(at::kByte)));
+  EXPECT_FALSE(kernels::quantize_fp8(odd, at::kFloat8_e4m3fn).transposed.defined());
+  EXPECT_THROW(kernels::quantize_fp8(at::zeros({2, 8, 16}), at::kFloat8_e4m3fn, true), c10::Error);
 }
 
 TEST(Fp8, TheLinearIsItsReferenceAndWithinFp8OfFp32) {

@@ -92,7 +92,7 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   EXPECT_EQ(doc["build"]["git_sha"], git_sha());
   const std::vector<std::pair<std::string, size_t>> want = {
       {"fused_residual_norm", 2}, {"fused_gelu_backward", 3}, {"gelu_epilogues", 4}, {"fused_classifier", 2}};
-  ASSERT_EQ(doc["cases"].size(), want.size() + 6);
+  ASSERT_EQ(doc["cases"].size(), want.size() + 7);
   // FP8's case where FP8 runs (sm89+): on the CPU skipped, saying why, and not a failure
   EXPECT_EQ(doc["cases"][4], (nlohmann::json{{"variant", "fp8_linears"},
                                              {"skipped", "FP8 matmuls need a CUDA GPU of sm89+ (FP8 tensor cores)"}}));
@@ -105,6 +105,7 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   for (size_t i = 0; i < 3; ++i)
     EXPECT_EQ(doc["cases"][7 + i], (nlohmann::json{{"variant", alone[i]},
                                                    {"skipped", "the CUDA kernel alone: needs a CUDA GPU"}}));
+  EXPECT_EQ(doc["cases"][10], doc["cases"][4]);  // FP8's quantization alone: skipped first as FP8 is
   // the survey of the step's matmuls against cuBLASLt's heuristic algorithms: a GPU's alone
   EXPECT_EQ(doc["gemms"], (nlohmann::json{{"skipped", "cuBLASLt's heuristics need a CUDA GPU"}}));
   EXPECT_NE(r.output.find("matmuls  skipped here: cuBLASLt's heuristics need a CUDA GPU"), std::string::npos) << r.output;

@@ -1172,6 +1172,31 @@ double fp8_rel(const at::Tensor& a, const at::Tensor& b) {
   return ((a.to(at::kFloat) - b.to(at::kFloat)).norm() / b.to(at::kFloat).norm()).item<double>();
 }
 
+// The one-pass quantization into both layouts (kernels/cuda/fp8_quantize.cu): ATen's bits, row-major and
+// transposed, at the MLP's shapes and at tiles cut short; what it does not take goes by ATen's ops.
+TEST_F(KernelsCuda, Fp8BothLayoutsInOnePassAreAtensBits_CUDA) {
+  at::manual_seed(6);
+  auto bytes = [](const at::Tensor& q) { return q.contiguous().view(at::kByte); };
+  for (const auto dtype : {at::kBFloat16, at::kHalf, at::kFloat}) {
+    for (const auto format : {at::kFloat8_e4m3fn, at::kFloat8_e5m2}) {
+      for (const auto& [N, K] : {std::pair<int64_t, int64_t>{1024, 3072}, {80, 136}, {16, 8}}) {
+        if (dtype == at::kFloat && K % 4 != 0) continue;
+        const at::Tensor t = (at::randn({N, K}, on_gpu()) * 3).to(dtype);
+        ASSERT_TRUE(kernels::fp8_both_packable(t));
+        const kernels::Fp8 ours = kernels::quantize_fp8(t, format, true);
+        const kernels::Fp8 want = kernels::quantize_fp8_reference(t, format, true);
+        EXPECT_TRUE(at::equal(ours.inverse_scale, want.inverse_scale));
+        EXPECT_TRUE(at::equal(bytes(ours.data), bytes(want.data))) << dtype << " " << format << " " << N << "x" << K;
+        EXPECT_TRUE(at::equal(bytes(ours.transposed), bytes(want.transposed))) << dtype << " " << format << " " << N
+                                                                             << "x" << K;
+      }
+    }
+  }
+  const at::Tensor odd = at::randn({24, 40}, on_gpu()).to(at::kBFloat16);  // N not a multiple of 16
+  const kernels::Fp8 q = kernels::quantize_fp8(odd, at::kFloat8_e4m3fn, true);
+  EXPECT_TRUE(at::equal(bytes(q.transposed), bytes(q.data.t())));
+}
+
 // On an sm89+ GPU, at::_scaled_mm's FP8 tensor-core kernels: the same bounds against the reference, in bf16.
 TEST_F(KernelsCuda, Fp8LinearAndItsGradientsOnTheGpu_CUDA) {
   at::manual_seed(4);
@@ -1196,7 +1221,7 @@ TEST_F(KernelsCuda, Fp8LinearAndItsGradientsOnTheGpu_CUDA) {
   EXPECT_TRUE(((ours[2].to(at::kFloat) - exact).abs() <= exact.abs() / 256 + 1e-6).all().item<bool>());
 }
 
-// CUPTI's side of the fp8_scaling kind of work: the backward's quantization (four launches) and layouts, launched
+// CUPTI's side of the fp8_scaling kind of work: the backward's quantization (four launches, both layouts), launched
 // inside the linear's autograd node, take their own scope's op and category, not the node's (matmul).
 TEST_F(KernelsCuda, Fp8ScalingKernelsInTheBackwardAreFp8Scaling_CUDA) {
   const at::Tensor x = at::randn({256, 768}, on_gpu()).to(at::kBFloat16).requires_grad_();
@@ -1220,7 +1245,7 @@ TEST_F(KernelsCuda, Fp8ScalingKernelsInTheBackwardAreFp8Scaling_CUDA) {
       EXPECT_EQ(category(e.name, e.kind, e.op), "fp8_scaling") << e.name;
     }
   }
-  EXPECT_GE(scaling, 4);  // the gradient's quantization; the transposes' copies beside it
+  EXPECT_GE(scaling, 4);  // the gradient's quantization: its amax, two scalar ops, the pass into both layouts
   EXPECT_GT(summarize(events, 1, 1.0, "cupti").category_ms.at("fp8_scaling"), 0.0);
 }
 

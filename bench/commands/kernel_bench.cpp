@@ -26,6 +26,7 @@
 #include "kernels/attention.h"
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
+#include "kernels/fp8_linear.h"
 #include "kernels/gemm_survey.h"
 #include "kernels/residual_norm.h"
 #include "model/gpt2.h"
@@ -351,6 +352,25 @@ KernelCase scale_kernel_case(const StepSpec& base, const DeviceInfo& dev, int ro
   return bandwidth_case("fused_classifier", shape, sides, bytes, opts, rounds, timing);
 }
 
+// FP8's quantization of the MLP's (N × 4C) activation into both layouts _scaled_mm takes (x row-major for the
+// forward, transposed for the backward's weight gradient): our one pass against ATen's divide and transposed copy.
+// Both read t twice (the amax, then the scaling): the bytes, two reads of t and two FP8 writes.
+KernelCase fp8_quantize_kernel_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
+  const StepSpec s = spec_with(base, dev, {});
+  const int64_t N = s.batch * s.model.context, F = 4 * s.model.n_embd;
+  const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
+  const at::Tensor h = at::randn({N, F}, opts);
+  const std::vector<Pass> sides = {
+      {"ours: quantize_fp8 into both layouts in one pass (kernels/cuda/fp8_quantize.cu), after the amax",
+       [&h] { (void)kernels::quantize_fp8(h, at::kFloat8_e4m3fn, true); }},
+      {"ATen: the amax, a divide into FP8, then the transposed copy",
+       [&h] { (void)kernels::quantize_fp8_reference(h, at::kFloat8_e4m3fn, true); }}};
+  const std::string shape = strf("N=%lld F=%lld %s into e4m3, the quantization alone", static_cast<long long>(N),
+                                 static_cast<long long>(F), c10::toString(opts.dtype().toScalarType()));
+  return bandwidth_case("fp8_linears", shape, sides, static_cast<double>(N * F) * (2.0 * opts.dtype().itemsize() + 2),
+                        opts, rounds, timing);
+}
+
 using MakeCase = KernelCase (*)(const StepSpec&, const DeviceInfo&, int, const Timing&);
 struct Case {
   const char* variant;
@@ -366,7 +386,8 @@ const Case kCases[] = {{"fused_residual_norm", &residual_norm_case},
                        {"cudnn_attention", &attention_case},
                        {"fused_gelu_backward", &bias_gelu_kernel_case, true},
                        {"fused_classifier", &xent_kernel_case, true},
-                       {"fused_classifier", &scale_kernel_case, true}};
+                       {"fused_classifier", &scale_kernel_case, true},
+                       {"fp8_linears", &fp8_quantize_kernel_case, true}};
 
 nlohmann::json case_json(const KernelCase& c) {
   nlohmann::json sides = nlohmann::json::array(), speedups = nlohmann::json::array();
