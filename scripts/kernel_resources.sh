@@ -2,8 +2,8 @@
 # Our CUDA kernels' registers, stack and local memory for each architecture built, read from the compiled
 # objects (cuobjdump): exits 1 where one uses stack or local memory (spilled registers, or an array the compiler
 # could not keep in registers), which a change to a kernel's body can cause without any test failing; and that
-# every kernel built to move 16-byte packs (its first template arguments T, 16 / sizeof(T); adamw_kernel's tiles)
-# reads and writes global memory with 16-byte instructions in its sm_90 code (LDG.E.128, STG.E.128).
+# every kernel built to move 16-byte packs (its first template arguments T, 16 / sizeof(T); adamw_kernel's and
+# quantize_both_kernel's tiles) reads and writes global memory with 16-byte instructions in its sm_90 code.
 #   scripts/kernel_resources.sh [BUILD_DIR] [--list]     (default build-cuda; --list prints every kernel)
 set -uo pipefail
 build=${1:-build-cuda}
@@ -34,7 +34,7 @@ packed=$(for o in $objs; do "$tool" --dump-sass -arch sm_90 "$o"; done | awk '
   /Function :/ { if (fn != "") print fn, ld, st; fn = $3; ld = st = 0 }
   /LDG\.E\.128/ { ld = 1 } /STG\.E\.128/ { st = 1 }
   END { if (fn != "") print fn, ld, st }' | c++filt | sed -E 's/\(anonymous namespace\):://g; s/gpt2::kernels:://g; s/c10:://g' |
-  awk '/^void adamw_kernel</ || /<(Half|BFloat16), 8[,>]/ || /<float, 4[,>]/ || /<double, 2[,>]/ {
+  awk '/^void adamw_kernel</ || /^void quantize_both_kernel</ || /<(Half|BFloat16), 8[,>]/ || /<float, 4[,>]/ || /<double, 2[,>]/ {
          wide = $(NF - 1) && $NF; sub(/\(.*/, ""); print (wide ? "wide" : "narrow"), $0 }')
 narrow=$(echo "$packed" | sed -n 's/^narrow //p')
 if [ -z "$packed" ]; then
