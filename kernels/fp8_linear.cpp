@@ -72,23 +72,15 @@ void check_args(const at::Tensor& x, const at::Tensor& w, const std::optional<at
 
 }  // namespace
 
-namespace {
-
-// amax(t) / the format's largest value, fp32, one element, on t's device: four launches on a GPU (the amax
-// exact, no |t| in memory), nothing waits for it on the host.
-at::Tensor inverse_scale_of(const at::Tensor& t, at::ScalarType format) {
-  const double top = largest(format);
-  return at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat).clamp_min_(1e-12).div_(top);
-}
-
-}  // namespace
-
 Fp8 quantize_fp8_reference(const at::Tensor& t, at::ScalarType format, bool transposed) {
   TORCH_CHECK(!transposed || t.dim() == 2, "quantize_fp8: a transpose of a 2-D tensor only, got ", t.sizes());
+  const double top = largest(format);
   RECORD_FUNCTION(kFp8ScalingRecord, c10::ArrayRef<const c10::IValue>{});
-  const at::Tensor inverse_scale = inverse_scale_of(t, format);
-  // t divided in fp32 (the 1-element view promotes it, where a 0-dim tensor would not: fp16's range would flush a
-  // small gradient's scale), cast to FP8 as it is stored. t / inverse_scale <= top: no clamp.
+  // Four launches on a GPU: the amax (exact, no |t| in memory), two scalar ops making the inverse scale, and t
+  // divided by it in fp32 (the 1-element view promotes it, where a 0-dim tensor would not: fp16's range would
+  // flush a small gradient's scale), cast to FP8 as it is stored. t / inverse_scale <= top: no clamp.
+  const at::Tensor inverse_scale =
+      at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat).clamp_min_(1e-12).div_(top);
   at::Tensor data = at::empty_like(t, t.options().dtype(format));
   at::div_out(data, t, inverse_scale.view({1}));
   return {data, inverse_scale, transposed ? data.t().contiguous() : at::Tensor()};
@@ -103,11 +95,12 @@ bool fp8_both_packable(const at::Tensor& t) {
 }
 
 Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format, bool transposed) {
-  if (!transposed || !t.is_cuda() || !fp8_both_packable(t)) return quantize_fp8_reference(t, format, transposed);
+  if (!transposed || !t.is_cuda() || t.numel() == 0 || !fp8_both_packable(t))
+    return quantize_fp8_reference(t, format, transposed);
+  largest(format);  // checks the format
   RECORD_FUNCTION(kFp8ScalingRecord, c10::ArrayRef<const c10::IValue>{});
-  const at::Tensor inverse_scale = inverse_scale_of(t, format);
-  auto [data, data_t] = quantize_fp8_both_cuda(t, inverse_scale, format);
-  return {data, inverse_scale, data_t};
+  // two launches: the amax, then one pass making the inverse scale from it and writing both layouts
+  return quantize_fp8_both_cuda(t, at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat), format);
 }
 
 at::Tensor dequantize_fp8(const Fp8& q) { return q.data.to(at::kFloat) * q.inverse_scale; }

@@ -5,7 +5,6 @@
 #include <ATen/core/Tensor.h>
 
 #include <optional>
-#include <utility>
 
 namespace gpt2::kernels {
 
@@ -25,10 +24,10 @@ Fp8 quantize_fp8_reference(const at::Tensor& t, at::ScalarType format, bool tran
 // Whether the one-pass kernel takes t: contiguous (N, K) fp32, bf16 or fp16, N a multiple of 16, K of 16 bytes'
 // elements, 16-byte aligned.
 bool fp8_both_packable(const at::Tensor& t);
-// t (N, K) / inverse_scale (one fp32 element on t's device) cast to `format`, row-major (N, K) and transposed
-// (K, N): the bits of quantize_fp8_reference's. A build without CUDA throws (kernels/no_cuda.cpp).
-std::pair<at::Tensor, at::Tensor> quantize_fp8_both_cuda(const at::Tensor& t, const at::Tensor& inverse_scale,
-                                                         at::ScalarType format);
+// quantize_fp8 of t (N, K, not empty) in both layouts, its amax given (one fp32 element on t's device): the
+// inverse scale and the row-major bits quantize_fp8_reference's make (up to the last bit of the scale's division)
+// and their transpose, in one launch. A build without CUDA throws (kernels/no_cuda.cpp).
+Fp8 quantize_fp8_both_cuda(const at::Tensor& t, const at::Tensor& amax, at::ScalarType format);
 
 // The RecordFunction scope of FP8's own work (each quantization, the layouts _scaled_mm needs): the breakdown's
 // fp8_scaling, wherever it runs (bench/measure/profiler.h: own_scope).

@@ -20,6 +20,10 @@ constexpr int kThreads = 256;
 constexpr int kChunk = 16;  // bytes of the transpose a thread writes: 16 rows of t
 static_assert(kTile * (kTile / kChunk) == kThreads, "write_transposed: one chunk a thread");
 
+// amax / the format's largest value, amax at least 1e-12 (a NaN kept): the inverse scale quantize_fp8_reference's
+// clamp and divide make, computed by each thread, so the kernel needs no launches of its own for it.
+GPT2_LANE_FN float inverse_scale_of(float amax, float top) { return (amax < 1e-12f ? 1e-12f : amax) / top; }
+
 // The tile's bytes between the two phases; 4 bytes after each row keep a warp's column reads off one bank.
 struct Staged {
   uint8_t b[kTile][kTile + 4];

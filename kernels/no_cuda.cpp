@@ -34,7 +34,7 @@ void adamw_one_launch_cuda_(at::TensorList, at::TensorList, at::TensorList, at::
   TORCH_CHECK(false, "adamw_one_launch_cuda_: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 
-std::pair<at::Tensor, at::Tensor> quantize_fp8_both_cuda(const at::Tensor&, const at::Tensor&, at::ScalarType) {
+Fp8 quantize_fp8_both_cuda(const at::Tensor&, const at::Tensor&, at::ScalarType) {
   TORCH_CHECK(false, "quantize_fp8_both_cuda: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 

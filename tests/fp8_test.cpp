@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -81,6 +82,14 @@ TEST(Fp8, BothLayoutsTileByTileAreAtensBits) {
   both_layouts_tile_by_tile<c10::BFloat16, c10::Float8_e5m2>(at::kBFloat16, at::kFloat8_e5m2, 128, 64);
   both_layouts_tile_by_tile<c10::Half, c10::Float8_e5m2>(at::kHalf, at::kFloat8_e5m2, 16, 8);
   both_layouts_tile_by_tile<float, c10::Float8_e4m3fn>(at::kFloat, at::kFloat8_e4m3fn, 144, 68);
+  // the inverse scale each thread makes from the amax: the reference's clamp and divide
+  for (const at::Tensor& t : {at::randn({64}) * 5, at::zeros({16}), at::full({16}, 1e-13)}) {
+    for (const auto& [format, top] : {std::pair{at::kFloat8_e4m3fn, 448.0f}, std::pair{at::kFloat8_e5m2, 57344.0f}}) {
+      const float amax = t.abs().max().item<float>();
+      EXPECT_EQ(kernels::fp8::inverse_scale_of(amax, top), kernels::quantize_fp8_reference(t, format).inverse_scale.item<float>());
+    }
+  }
+  EXPECT_TRUE(std::isnan(kernels::fp8::inverse_scale_of(NAN, 448.0f)));
   // what the kernel does not take goes by ATen's ops (quantize_fp8's choice), the transpose still made
   EXPECT_FALSE(kernels::fp8_both_packable(at::zeros({24, 64})));   // N not a multiple of 16
   EXPECT_FALSE(kernels::fp8_both_packable(at::zeros({16, 66})));   // K not of 16 bytes' elements
