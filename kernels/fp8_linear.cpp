@@ -12,11 +12,8 @@
 namespace gpt2::kernels {
 namespace {
 
-double largest(at::ScalarType format) {
-  TORCH_CHECK(format == at::kFloat8_e4m3fn || format == at::kFloat8_e5m2,
-              "quantize_fp8: format must be Float8_e4m3fn or Float8_e5m2, got ", format);
-  return format == at::kFloat8_e4m3fn ? 448.0 : 57344.0;
-}
+// |t|'s largest element in fp32, one element on t's device: one reduction, no |t| in memory
+at::Tensor abs_max(const at::Tensor& t) { return at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat); }
 
 // a (N, K) row-major times b (K, M) column-major, as at::_scaled_mm takes them: a transposed view of a row-major
 // (M, K) tensor is one; anything else is copied into that layout (in Fp8Linear nothing: quantize_fp8 made both
@@ -72,15 +69,21 @@ void check_args(const at::Tensor& x, const at::Tensor& w, const std::optional<at
 
 }  // namespace
 
+double fp8_largest(at::ScalarType format) {
+  TORCH_CHECK(format == at::kFloat8_e4m3fn || format == at::kFloat8_e5m2,
+              "quantize_fp8: format must be Float8_e4m3fn or Float8_e5m2, got ", format);
+  return format == at::kFloat8_e4m3fn ? 448.0 : 57344.0;
+}
+
 Fp8 quantize_fp8_reference(const at::Tensor& t, at::ScalarType format, bool transposed) {
   TORCH_CHECK(!transposed || t.dim() == 2, "quantize_fp8: a transpose of a 2-D tensor only, got ", t.sizes());
-  const double top = largest(format);
+  const double top = fp8_largest(format);
   RECORD_FUNCTION(kFp8ScalingRecord, c10::ArrayRef<const c10::IValue>{});
   // Four launches on a GPU: the amax (exact, no |t| in memory), two scalar ops making the inverse scale, and t
   // divided by it in fp32 (the 1-element view promotes it, where a 0-dim tensor would not: fp16's range would
   // flush a small gradient's scale), cast to FP8 as it is stored. t / inverse_scale <= top: no clamp.
   const at::Tensor inverse_scale =
-      at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat).clamp_min_(1e-12).div_(top);
+      abs_max(t).clamp_min_(1e-12).div_(top);
   at::Tensor data = at::empty_like(t, t.options().dtype(format));
   at::div_out(data, t, inverse_scale.view({1}));
   return {data, inverse_scale, transposed ? data.t().contiguous() : at::Tensor()};
@@ -97,10 +100,9 @@ bool fp8_both_packable(const at::Tensor& t) {
 Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format, bool transposed) {
   if (!transposed || !t.is_cuda() || t.numel() == 0 || !fp8_both_packable(t))
     return quantize_fp8_reference(t, format, transposed);
-  largest(format);  // checks the format
   RECORD_FUNCTION(kFp8ScalingRecord, c10::ArrayRef<const c10::IValue>{});
   // two launches: the amax, then one pass making the inverse scale from it and writing both layouts
-  return quantize_fp8_both_cuda(t, at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat), format);
+  return quantize_fp8_both_cuda(t, abs_max(t), format);
 }
 
 at::Tensor dequantize_fp8(const Fp8& q) { return q.data.to(at::kFloat) * q.inverse_scale; }

@@ -18,6 +18,7 @@ struct Fp8 {
 // also makes the transpose: on CUDA, where fp8_both_packable, in one pass with data (quantize_fp8_both_cuda).
 Fp8 quantize_fp8(const at::Tensor& t, at::ScalarType format, bool transposed = false);
 at::Tensor dequantize_fp8(const Fp8& q);  // fp32
+double fp8_largest(at::ScalarType format);  // 448 for e4m3, 57344 for e5m2; throws for any other format
 // The same values by ATen ops alone: the amax, a divide into FP8, a transposed copy.
 Fp8 quantize_fp8_reference(const at::Tensor& t, at::ScalarType format, bool transposed = false);
 

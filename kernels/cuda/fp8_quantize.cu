@@ -38,13 +38,11 @@ Fp8 quantize_fp8_both_cuda(const at::Tensor& t, const at::Tensor& amax, at::Scal
               "16 bytes' elements, 16-byte aligned, expected; got ", t.sizes());
   TORCH_CHECK(amax.is_cuda() && amax.scalar_type() == at::kFloat && amax.numel() == 1,
               "quantize_fp8_both_cuda: a one-element fp32 CUDA amax expected");
-  TORCH_CHECK(format == at::kFloat8_e4m3fn || format == at::kFloat8_e5m2,
-              "quantize_fp8_both_cuda: format must be Float8_e4m3fn or Float8_e5m2, got ", format);
+  const auto top = static_cast<float>(fp8_largest(format));  // checks the format
   const c10::cuda::CUDAGuard guard(t.device());
   const int64_t N = t.size(0), K = t.size(1);
   at::Tensor out = at::empty({N, K}, t.options().dtype(format)), out_t = at::empty({K, N}, t.options().dtype(format));
   const at::Tensor inverse_scale = at::empty({}, amax.options());
-  const float top = format == at::kFloat8_e4m3fn ? 448.0f : 57344.0f;
   const dim3 grid(static_cast<unsigned>((N + fp8::kTile - 1) / fp8::kTile),
                   static_cast<unsigned>((K + fp8::kTile - 1) / fp8::kTile));
   auto go = [&](auto t_type, auto f_type) {
