@@ -80,9 +80,9 @@ void read_settings(MapReader& r, const std::string& path, Settings& settings) {
   // gelu_backward_slab: fused_gelu_backward's CUDA kernel's rows a block, or fastest (each timed per shape)
   settings.gelu_backward_slab =
       sr.get_choice("gelu_backward_slab", settings.gelu_backward_slab, {"32", "16", "8", "64", "fastest"});
-  // residual_norm: how fused_residual_norm's CUDA kernels traverse a row, or fastest (both timed per shape)
-  const std::string rn = sr.get_choice("residual_norm", "sweeps", {"sweeps", "held", "fastest"});
-  settings.residual_norm_held = rn == "held", settings.residual_norm_fastest = rn == "fastest";
+  // residual_norm: how fused_residual_norm's CUDA kernels traverse a row, or fastest (each timed per shape)
+  settings.residual_norm =
+      sr.get_choice("residual_norm", settings.residual_norm, {"sweeps", "held", "held_forward", "fastest"});
   settings.cpu_memory_budget = static_cast<int64_t>(
       sr.get_double("cpu_memory_budget_gb", settings.cpu_memory_budget / double(1 << 30), 1e-9, 1 << 20) * (1 << 30));
   sr.finish();

@@ -35,9 +35,10 @@ struct AddLayerNorm : torch::autograd::Function<AddLayerNorm> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
                                                 const at::Tensor& r, const at::Tensor& gamma, const at::Tensor& beta,
                                                 const std::optional<at::Tensor>& bias, double eps, double p,
-                                                bool held) {
+                                                bool forward_held, bool backward_held) {
     // bias is optional here, not an undefined tensor: autograd takes none for an input it need not track
-    AddNormForward f = add_layer_norm_forward(x, r, gamma, beta, eps, p, bias.value_or(at::Tensor()), held);
+    AddNormForward f = add_layer_norm_forward(x, r, gamma, beta, eps, p, bias.value_or(at::Tensor()), forward_held);
+    f.held = backward_held;
     ctx->save_for_backward({f.s, f.mean, f.rstd, gamma, beta, f.keep, f.rng});
     ctx->saved_data["p"] = p;
     ctx->saved_data["biased"] = f.biased;
@@ -53,7 +54,7 @@ struct AddLayerNorm : torch::autograd::Function<AddLayerNorm> {
     const at::Tensor dy = grad[1].defined() ? grad[1].contiguous() : at::zeros_like(f.s);
     const at::Tensor ds_out = grad[0].defined() ? grad[0].contiguous() : at::Tensor();
     AddNormBackward b = add_layer_norm_backward(ds_out, dy, f, saved[3], saved[4]);
-    return {b.ds, b.dr, b.dgamma, b.dbeta, b.dbias, at::Tensor(), at::Tensor(), at::Tensor()};
+    return {b.ds, b.dr, b.dgamma, b.dbeta, b.dbias, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -137,12 +138,13 @@ AddNormBackward add_layer_norm_backward(const at::Tensor& ds_out, const at::Tens
 
 std::pair<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
                                                  const at::Tensor& beta, double eps, double p,
-                                                 const at::Tensor& bias, bool held) {
+                                                 const at::Tensor& bias, Traversal traversal) {
   const int64_t C = x.size(-1);
   const auto dt = x.scalar_type();
   const auto rows = [&](const at::Tensor& t) { return t.to(dt).reshape({-1, C}).contiguous(); };
   auto out = AddLayerNorm::apply(rows(x), rows(r), gamma.to(dt), beta.to(dt),
-                                 bias.defined() ? std::optional<at::Tensor>(bias.to(dt)) : std::nullopt, eps, p, held);
+                                 bias.defined() ? std::optional<at::Tensor>(bias.to(dt)) : std::nullopt, eps, p,
+                                 traversal.forward_held, traversal.backward_held);
   return {out[0].view(x.sizes()), out[1].view(x.sizes())};
 }
 

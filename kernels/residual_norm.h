@@ -23,12 +23,18 @@ struct AddNormForward {
                     // by the kernel (under a CUDA graph, each replay's); the mask is dropout_keep_mask of them
   double p = 0;     // the dropout probability (kept elements are scaled by 1 / (1 - p))
   bool biased = false;  // whether a bias was added to r (its gradient is then summed in the backward)
-  bool held = false;    // the CUDA kernels hold each row in registers, both ways (kernels/residual_norm_lanes.h)
+  bool held = false;    // the backward's CUDA kernel holds each row in registers (kernels/residual_norm_lanes.h)
 };
 struct AddNormBackward {
   at::Tensor ds, dgamma, dbeta;  // ds = ds_out + LayerNorm'(dy), (N × C): the gradient of x
   at::Tensor dr;                 // the gradient of r: ds·keep / (1 - p); ds itself without dropout
   at::Tensor dbias;              // dr summed over the rows, (C), where the forward was biased; else undefined
+};
+
+// How the CUDA kernels traverse a row each way: read again for each sweep, or held in registers where holds_rows.
+// Apart, as held rows cost the backward far more registers than the forward (settings.residual_norm).
+struct Traversal {
+  bool forward_held = false, backward_held = false;
 };
 
 // At most this many 16-byte packs a lane of 32 in the held kernels: C up to 1,024 in bf16, 512 in fp32.
@@ -40,8 +46,8 @@ bool holds_rows(int64_t C, at::ScalarType dtype);
 // s = x + dropout(r)); 0 <= p < 1 the dropout on the branch. The CUDA kernel for CUDA tensors, the reference
 // (ATen's native_layer_norm) otherwise; mean and rstd as each computes them. r + bias is rounded to the dtype
 // once, as a linear's biased output is.
-// `held`: the CUDA kernels keep the row in registers between their sweeps where holds_rows (else they read it
-// again for each); the reference has no such choice.
+// `held`: the CUDA kernel keeps the row in registers between its sweeps where holds_rows (else it reads it
+// again for each), and f.held asks the same of the backward; the reference has no such choice.
 AddNormForward add_layer_norm_forward(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
                                       const at::Tensor& beta, double eps, double p = 0, const at::Tensor& bias = {},
                                       bool held = false);
@@ -70,6 +76,6 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
 // autocast the residual stream is fp32 and LayerNorm runs in fp32).
 std::pair<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& r, const at::Tensor& gamma,
                                                  const at::Tensor& beta, double eps, double p = 0,
-                                                 const at::Tensor& bias = {}, bool held = false);
+                                                 const at::Tensor& bias = {}, Traversal traversal = {});
 
 }  // namespace gpt2::kernels

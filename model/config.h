@@ -41,7 +41,8 @@ struct ModelOptions {
   int64_t gelu_backward_slab = 32;   // its CUDA kernel's rows a block
   bool fused_residual_norm = false;  // each residual add (and its branch's bias and dropout) fused with the LayerNorm after
                                      // it (kernels/residual_norm.h)
-  bool residual_norm_held = false;   // its CUDA kernels keep each row in registers between their sweeps
+  bool residual_norm_held_forward = false;   // its CUDA kernels keep each row in registers between their sweeps,
+  bool residual_norm_held_backward = false;  // each way apart
   bool fp8_linears = false;     // the blocks' linear layers in FP8, scaled per tensor (kernels/fp8_linear.h)
   bool gelu_epilogues = false;  // FeedForward's bias, GELU and their backward in cuBLASLt epilogues (kernels/gelu_epilogues.h)
   bool cudnn_attention = false; // fused QKV + SDPA through our cuDNN graphs (kernels/attention.h): no cat in backward

@@ -47,7 +47,8 @@ at::Tensor GPT2Impl::hidden_fused_residual_norm(at::Tensor x) {
   auto norm = [&](const LayerNorm& ln, const at::Tensor& s, const std::pair<at::Tensor, at::Tensor>& branch,
                   double p) {
     const auto& [r, bias] = branch;
-    return kernels::add_layer_norm(s, r, ln->scale, ln->shift, LayerNormImpl::kEps, p, bias, opts.residual_norm_held);
+    return kernels::add_layer_norm(s, r, ln->scale, ln->shift, LayerNormImpl::kEps, p, bias,
+                                   {opts.residual_norm_held_forward, opts.residual_norm_held_backward});
   };
   at::Tensor h = blocks[0]->as<BlockImpl>()->ln1(x);
   for (size_t i = 0; i < blocks->size(); ++i) {

@@ -1044,6 +1044,51 @@ TEST_F(KernelsCuda, AddLayerNormDropoutDrawsANewMaskEachGraphReplay_CUDA) {
   EXPECT_NEAR(a.eq(b).to(at::kFloat).mean().item<double>(), 0.5, 0.01);  // independent draws agree on half
 }
 
+// settings.residual_norm's traversals through the autograd wrapper, each way apart: held_forward launches the held
+// forward kernel and the sweeps' backward and computes the sweeps' bits (the same sums in the same order a row);
+// held launches the held kernels both ways (its column sums in another order).
+TEST_F(KernelsCuda, AddLayerNormTraversalsLaunchTheirKernelsEachWay_CUDA) {
+  const int64_t N = 4096, C = 768;
+  // each kernel's template arguments as launched: <dtype, pack, packs held a lane (0: the sweeps), dropout>
+  auto launched = [](const std::vector<TraceEvent>& events, const std::string& kernel) {
+    for (const auto& e : events)
+      if (const auto at = e.name.find(kernel + "<"); e.kind == "kernel" && at != std::string::npos) {
+        const auto from = at + kernel.size() + 1;
+        return e.name.substr(from, e.name.find('>', from) - from);
+      }
+    return std::string("none");
+  };
+  auto run = [&](kernels::Traversal traversal, std::vector<std::string>* kernels) {
+    at::manual_seed(16);  // the same inputs and the same dropout draw each run
+    auto t = [&](std::vector<int64_t> shape) { return at::randn(shape, on_gpu()).to(at::kBFloat16); };
+    const at::Tensor x = t({N, C}).requires_grad_(), r = t({N, C}).requires_grad_(), gamma = t({C}).requires_grad_(),
+                     beta = t({C}).requires_grad_(), bias = t({C}).requires_grad_(), ds = t({N, C}), dy = t({N, C});
+    synchronize(dev_);
+    auto collector = make_collector(dev_);
+    collector->start();
+    auto [s, y] = kernels::add_layer_norm(x, r, gamma, beta, 1e-5, 0.1, bias, traversal);
+    std::vector<at::Tensor> out = torch::autograd::grad({s, y}, {x, r, gamma, beta, bias}, {ds, dy});
+    synchronize(dev_);
+    collector->stop();
+    const auto events = collector->events();
+    *kernels = {launched(events, "add_ln_forward_kernel"), launched(events, "add_ln_backward_kernel")};
+    out.insert(out.begin(), {s, y});
+    return out;  // s, y, then the gradients of x, r, gamma, beta and the bias
+  };
+  std::vector<std::string> sweeps_k, held_k, forward_k;
+  const auto sweeps = run({}, &sweeps_k), held = run({true, true}, &held_k), forward = run({true, false}, &forward_k);
+  const std::string swept = "c10::BFloat16, 8, 0, true", three = "c10::BFloat16, 8, 3, true";  // 96 packs: 3 a lane
+  EXPECT_EQ(sweeps_k, (std::vector<std::string>{swept, swept}));
+  EXPECT_EQ(held_k, (std::vector<std::string>{three, three}));
+  EXPECT_EQ(forward_k, (std::vector<std::string>{three, swept}));
+  const char* names[] = {"s", "y", "dx", "dr", "dgamma", "dbeta", "dbias"};
+  for (size_t i = 0; i < sweeps.size(); ++i) {
+    EXPECT_TRUE(at::equal(forward[i], sweeps[i])) << names[i];
+    if (i < 4) EXPECT_TRUE(at::equal(held[i], sweeps[i])) << names[i];  // each row's own arithmetic
+    else EXPECT_TRUE(at::allclose(held[i].to(at::kFloat), sweeps[i].to(at::kFloat), 2e-2, 2e-2 * 64)) << names[i];
+  }
+}
+
 // cuBLASLt's heuristic algorithms for each of the step's matmul patterns (a small step, a chunked head): each call
 // computes the row-major product ATen's at::mm computes, within bf16's rounding, and the first is there.
 TEST_F(KernelsCuda, EveryHeuristicAlgorithmComputesTheStepsMatmul_CUDA) {

@@ -1,11 +1,14 @@
 // settings.residual_norm — how the fused residual norm's CUDA kernels traverse a row: sweeps (read again for each
-// step), held (kept in registers), or fastest (both timed on the rung's rows, the sweeps kept unless held beats
-// them by the margin). The rule is tested with fake timings; on the CPU only the reference runs, so one candidate.
+// step), held (kept in registers both ways), held_forward (in the forward alone: held rows cost the backward far
+// more registers), or fastest (each timed on the rung's rows, the sweeps kept unless another beats them by the
+// margin). The rule is tested with fake timings; on the CPU only the reference runs, so one candidate.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/ladder/results.h"
@@ -20,29 +23,38 @@
 namespace gpt2 {
 namespace {
 
-std::function<double(bool)> fake_trial(double sweeps_ms, double held_ms, std::vector<bool>* calls = nullptr) {
-  return [=](bool held) {
-    if (calls) calls->push_back(held);
-    return (held ? held_ms : sweeps_ms) / 1e3;
+const std::vector<std::string> kAll = {"sweeps", "held", "held_forward"};
+
+std::function<double(const std::string&)> fake_traversals(std::map<std::string, double> ms,
+                                                     std::vector<std::string>* calls = nullptr) {
+  return [=](const std::string& name) {
+    if (calls) calls->push_back(name);
+    return ms.at(name) / 1e3;
   };
 }
 
-TEST(ResidualNormChoice, HeldIsChosenOnlyWhenFasterThanTheSweepsByTheMargin) {
-  std::vector<bool> calls;
-  Choice c = pick_residual_norm({"sweeps", "held"}, 2, fake_trial(40.7, 30.0, &calls));
-  EXPECT_EQ(calls, (std::vector<bool>{false, true, false, true, false, true}));  // tried once, then in turns
+TEST(ResidualNormChoice, ATraversalIsChosenOnlyWhenFasterThanTheSweepsByTheMargin) {
+  std::vector<std::string> calls;
+  Choice c =
+      pick_residual_norm(kAll, 2, fake_traversals({{"sweeps", 40.7}, {"held", 45.0}, {"held_forward", 30.0}}, &calls));
+  EXPECT_EQ(calls, (std::vector<std::string>{"sweeps", "held", "held_forward", "sweeps", "held", "held_forward",
+                                             "sweeps", "held", "held_forward"}));  // tried once, then in turns
   EXPECT_EQ(c.setting, "residual_norm");
-  EXPECT_EQ(c.chosen, "held");
+  EXPECT_EQ(c.chosen, "held_forward");
   EXPECT_EQ(c.incumbent, "sweeps");
-  EXPECT_DOUBLE_EQ(*c.tries[1].ms, 30.0);
-  EXPECT_EQ(pick_residual_norm({"sweeps", "held"}, 2, fake_trial(40.0, 39.8)).chosen, "sweeps");  // within 1%
-  EXPECT_EQ(pick_residual_norm({"sweeps", "held"}, 2, fake_trial(30.0, 40.0)).chosen, "sweeps");
+  EXPECT_DOUBLE_EQ(*c.tries[2].ms, 30.0);
+  EXPECT_EQ(pick_residual_norm(kAll, 2, fake_traversals({{"sweeps", 40.0}, {"held", 41.0}, {"held_forward", 39.8}})).chosen,
+            "sweeps");  // within 1%
+  EXPECT_EQ(pick_residual_norm(kAll, 2, fake_traversals({{"sweeps", 40.0}, {"held", 30.0}, {"held_forward", 35.0}})).chosen,
+            "held");
+  EXPECT_EQ(pick_residual_norm(kAll, 2, fake_traversals({{"sweeps", 30.0}, {"held", 40.0}, {"held_forward", 40.0}})).chosen,
+            "sweeps");
 }
 
-TEST(ResidualNormChoice, OnlyACudaDeviceHasTwoTraversalsAndOnlyRowsThatFitAreHeld) {
+TEST(ResidualNormChoice, OnlyACudaDeviceHasThreeTraversalsAndOnlyRowsThatFitAreHeld) {
   DeviceInfo gpu;
   gpu.type = DeviceType::kCuda;
-  EXPECT_EQ(residual_norm_candidates(gpu), (std::vector<std::string>{"sweeps", "held"}));
+  EXPECT_EQ(residual_norm_candidates(gpu), kAll);
   EXPECT_EQ(residual_norm_candidates(detect_device("cpu")), (std::vector<std::string>{"sweeps"}));
   // up to 4 packs of 16 bytes a lane of 32: GPT-2 124M's and 350M's rows in bf16, not 774M's; 512 floats
   EXPECT_TRUE(kernels::holds_rows(768, at::kBFloat16));
@@ -56,7 +68,7 @@ TEST(ResidualNormChoice, OnlyACudaDeviceHasTwoTraversalsAndOnlyRowsThatFitAreHel
 TEST(ResidualNormChoice, OnTheCpuTheReferenceRunsUntimed) {
   const DeviceInfo cpu = detect_device("cpu");
   StepSpec s = baseline_spec(test::tiny_model(), 4, cpu);
-  s.settings.residual_norm_fastest = true;
+  s.settings.residual_norm = "fastest";
   s.model.dropout = 0.1;
   find_variant("fused_residual_norm")->apply(s);
   const Chooser* chooser = find_chooser("residual_norm");
@@ -76,33 +88,39 @@ TEST(ResidualNormChoice, TheChoiceIsTheRungsOutcomeAndSurvivesResume) {
   RungRecord r;
   r.plan.rung.name = "19_top+fused_residual_norm";
   r.plan.rung.spec.model.fused_residual_norm = true;
-  r.plan.rung.spec.settings.residual_norm_fastest = true;
+  r.plan.rung.spec.settings.residual_norm = "fastest";
   r.out.status = RungStatus::kOk;
-  r.out.choices.push_back(pick_residual_norm({"sweeps", "held"}, 1, fake_trial(40.0, 25.0)));
-  EXPECT_TRUE(r.spec().model.residual_norm_held);
+  r.out.choices.push_back(
+      pick_residual_norm(kAll, 1, fake_traversals({{"sweeps", 40.0}, {"held", 45.0}, {"held_forward", 25.0}})));
+  EXPECT_TRUE(r.spec().model.residual_norm_held_forward);
+  EXPECT_FALSE(r.spec().model.residual_norm_held_backward);
   const nlohmann::json j = to_json(r);
   EXPECT_EQ(j["choices"][0]["setting"], "residual_norm");
-  EXPECT_EQ(j["choices"][0]["chosen"], "held");
-  EXPECT_EQ(j["spec"]["model"]["residual_norm_held"], true);
+  EXPECT_EQ(j["choices"][0]["chosen"], "held_forward");
+  EXPECT_EQ(j["spec"]["model"]["residual_norm_held"], (nlohmann::json{{"forward", true}, {"backward", false}}));
   EXPECT_EQ(j["spec"]["settings"]["residual_norm"], "fastest");
   RungRecord back;
   back.plan = r.plan;
   restore(back, j);
-  EXPECT_TRUE(back.spec().model.residual_norm_held);
+  EXPECT_TRUE(back.spec().model.residual_norm_held_forward);
+  EXPECT_FALSE(back.spec().model.residual_norm_held_backward);
 }
 
-TEST(ResidualNormChoice, TheProfileSaysSweepsHeldOrFastest) {
+TEST(ResidualNormChoice, TheProfileSaysATraversalOrFastest) {
   test::TempDir d;
   auto load = [&](const std::string& how) {
     return load_profile(test::write_tiny_profile(d, "name: p\nmodel: tiny\nsettings: {residual_norm: " + how + "}\n"));
   };
-  EXPECT_FALSE(load("sweeps").settings.residual_norm_held);
-  EXPECT_TRUE(load("held").settings.residual_norm_held);
-  EXPECT_TRUE(load("fastest").settings.residual_norm_fastest);
-  StepSpec s;
-  s.settings = load("held").settings;
-  find_variant("fused_residual_norm")->apply(s);
-  EXPECT_TRUE(s.model.residual_norm_held);
+  // each as the fused_residual_norm variant applies it: rows held forward, backward
+  for (auto [how, forward, backward] : {std::tuple{"sweeps", false, false}, {"held", true, true},
+                                        {"held_forward", true, false}, {"fastest", false, false}}) {
+    StepSpec s;
+    s.settings = load(how).settings;
+    EXPECT_EQ(s.settings.residual_norm, how);
+    find_variant("fused_residual_norm")->apply(s);
+    EXPECT_EQ(s.model.residual_norm_held_forward, forward) << how;
+    EXPECT_EQ(s.model.residual_norm_held_backward, backward) << how;
+  }
   try {
     load("registers");
     FAIL() << "an unknown traversal was taken";

@@ -6,5 +6,5 @@ const gpt2::Variant gpt2::variants::fused_residual_norm{.name = "fused_residual_
     .source = "llm.c's fused residual forward and LayerNorm backward",
     .apply = [](StepSpec& s) {
       s.model.fused_residual_norm = true;
-      s.model.residual_norm_held = s.settings.residual_norm_held;  // settings.residual_norm (fastest: choosers.h)
+      use_residual_norm(s.model, s.settings.residual_norm);  // fastest: the sweeps until chosen (choosers.h)
     }};

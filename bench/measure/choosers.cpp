@@ -238,15 +238,15 @@ std::string gelu_backward_slab_key(const StepSpec& spec) {
 
 std::vector<std::string> residual_norm_candidates(const DeviceInfo& dev) {
   if (!dev.cuda()) return {"sweeps"};  // ATen's reference either way
-  return {"sweeps", "held"};
+  return {"sweeps", "held", "held_forward"};
 }
 
 Choice pick_residual_norm(const std::vector<std::string>& candidates, int rounds,
-                          const std::function<double(bool held)>& trial) {
+                          const std::function<double(const std::string&)>& trial) {
   Choice c{"residual_norm", "", "each traversal's median forward + backward of the fused residual add + LayerNorm "
-           "(kernels::add_layer_norm) on the rung's rows; the sweeps kept unless held is faster by more than the "
-           "margin", "", "sweeps", 0.01, {}, ""};
-  return time_candidates(c, candidates, rounds, [&](const std::string& name) { return trial(name == "held"); });
+           "(kernels::add_layer_norm) on the rung's rows: sweeps, rows held both ways, held in the forward alone; "
+           "the sweeps kept unless another is faster by more than the margin", "", "sweeps", 0.01, {}, ""};
+  return time_candidates(c, candidates, rounds, trial);
 }
 
 Choice choose_residual_norm(const StepSpec& spec, const DeviceInfo& dev, int rounds, int iters) {
@@ -258,12 +258,15 @@ Choice choose_residual_norm(const StepSpec& spec, const DeviceInfo& dev, int rou
   for (auto shape : {std::vector<int64_t>{N, C}, {N, C}, {C}, {C}, {C}})
     in.push_back(at::randn(shape, opts).requires_grad_());
   const double p = m.dropout;
-  Choice c = pick_residual_norm(residual_norm_candidates(dev), rounds, [&](bool held) {
-    if (held && !kernels::holds_rows(C, dtype))
+  Choice c = pick_residual_norm(residual_norm_candidates(dev), rounds, [&](const std::string& name) {
+    ModelOptions rows;
+    use_residual_norm(rows, name);
+    if (rows.residual_norm_held_forward && !kernels::holds_rows(C, dtype))
       throw std::runtime_error("rows of " + std::to_string(C) + " " + c10::toString(dtype) + " are more than the held "
                                "kernels' " + std::to_string(kernels::kMaxHeldPacks) + " packs a lane");
+    const kernels::Traversal traversal{rows.residual_norm_held_forward, rows.residual_norm_held_backward};
     return seconds_per_pass(dev, iters, [&] {
-      auto [s, y] = kernels::add_layer_norm(in[0], in[1], in[2], in[3], LayerNormImpl::kEps, p, in[4], held);
+      auto [s, y] = kernels::add_layer_norm(in[0], in[1], in[2], in[3], LayerNormImpl::kEps, p, in[4], traversal);
       (void)torch::autograd::grad({s.sum() + y.sum()}, in, {});
     });
   });
@@ -306,9 +309,9 @@ std::vector<Chooser>& choosers() {
        gelu_backward_slab_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_gelu_backward_slab(s, d); },
        [](StepSpec& s, const std::string& chosen) { use_gelu_backward_slab(s.model, chosen); }},
       {"residual_norm", true,
-       [](const StepSpec& s) { return s.model.fused_residual_norm && s.settings.residual_norm_fastest; },
+       [](const StepSpec& s) { return s.model.fused_residual_norm && s.settings.residual_norm == "fastest"; },
        residual_norm_key, [](const StepSpec& s, const DeviceInfo& d) { return choose_residual_norm(s, d); },
-       [](StepSpec& s, const std::string& chosen) { s.model.residual_norm_held = chosen == "held"; }},
+       [](StepSpec& s, const std::string& chosen) { use_residual_norm(s.model, chosen); }},
       {"gemm_algorithms", true, [](const StepSpec& s) { return s.model.lt_linears; }, gemm_algorithms_key,
        [](const StepSpec& s, const DeviceInfo& d) { return choose_gemm_algorithms(s, d); }, use_gemm_algorithms},
       {"cudnn_attention_plans", true,

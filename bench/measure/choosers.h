@@ -66,12 +66,12 @@ Choice choose_gelu_backward_slab(const StepSpec& spec, const DeviceInfo& dev, in
 // "N=8192 F=3072 BFloat16": rungs with the same MLP share one timing.
 std::string gelu_backward_slab_key(const StepSpec& spec);
 
-// sweeps and held on a CUDA device; elsewhere sweeps alone (both are ATen's reference there).
+// sweeps, held and held_forward on a CUDA device; elsewhere sweeps alone (each is ATen's reference there).
 std::vector<std::string> residual_norm_candidates(const DeviceInfo& dev);
-// `trial(held)`: one forward + backward; the sweeps (the kernels as they were) kept unless held is faster by more
-// than the margin.
+// `trial(name)`: one forward + backward; the sweeps (the kernels as they were) kept unless another is faster by
+// more than the margin.
 Choice pick_residual_norm(const std::vector<std::string>& candidates, int rounds,
-                          const std::function<double(bool held)>& trial);
+                          const std::function<double(const std::string&)>& trial);
 // On the step's rows (batch × context, width, dtype, the blocks' dropout and the branch's bias).
 Choice choose_residual_norm(const StepSpec& spec, const DeviceInfo& dev, int rounds = 9, int iters = 10);
 // "N=8192 C=768 BFloat16 dropout=0.1": rungs with the same rows share one timing.

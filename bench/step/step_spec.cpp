@@ -68,6 +68,11 @@ void use_gelu_backward_slab(ModelOptions& m, const std::string& name) {
   m.gelu_backward_slab = name == "fastest" ? 32 : std::stoll(name);
 }
 
+void use_residual_norm(ModelOptions& m, const std::string& name) {
+  m.residual_norm_held_forward = name == "held" || name == "held_forward";
+  m.residual_norm_held_backward = name == "held";
+}
+
 void to_json(nlohmann::json& j, const StepSpec& s) {
   const auto& m = s.model;
   j = {{"model",
@@ -78,7 +83,9 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
          {"fused_bias_gelu", m.fused_bias_gelu}, {"classifier_chunk", m.classifier_chunk},
          {"fused_gelu_backward", m.fused_gelu_backward}, {"gelu_backward_slab", m.gelu_backward_slab},
          {"fused_residual_norm", m.fused_residual_norm},
-         {"residual_norm_held", m.residual_norm_held}, {"classifier_threads", m.classifier_threads},
+         {"residual_norm_held",
+          {{"forward", m.residual_norm_held_forward}, {"backward", m.residual_norm_held_backward}}},
+         {"classifier_threads", m.classifier_threads},
          {"classifier_staged", m.classifier_staged}, {"classifier_beside", m.classifier_beside},
          {"gelu_epilogues", m.gelu_epilogues}, {"fp8_linears", m.fp8_linears}, {"cudnn_attention", m.cudnn_attention},
          {"cudnn_plans", {{"forward", m.cudnn_forward_plan}, {"backward", m.cudnn_backward_plan}}},
@@ -106,9 +113,7 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
                                                                   : nlohmann::json(s.settings.classifier_chunk)},
          {"classifier_kernel", s.settings.classifier_kernel},
          {"gelu_backward_slab", s.settings.gelu_backward_slab},
-         {"residual_norm", s.settings.residual_norm_fastest ? "fastest"
-                           : s.settings.residual_norm_held  ? "held"
-                                                            : "sweeps"}}}};
+         {"residual_norm", s.settings.residual_norm}}}};
 }
 
 

@@ -52,8 +52,7 @@ struct Settings {
   bool classifier_chunk_fastest = false;          // fused_classifier: chunk timed per head (bench/measure/choosers.h)
   std::string classifier_kernel = "512";          // fused_classifier's CUDA kernel: 512 | 256 | 1024 | staged | fastest
   std::string gelu_backward_slab = "32";          // fused_gelu_backward's CUDA kernel, rows a block: 32 | 16 | 8 | 64 | fastest
-  bool residual_norm_held = false;                // fused_residual_norm: its CUDA kernels hold each row in registers
-  bool residual_norm_fastest = false;             // fused_residual_norm: held or not timed per shape (choosers.h)
+  std::string residual_norm = "sweeps";  // fused_residual_norm's CUDA kernels: sweeps | held | held_forward | fastest
   bool operator==(const Settings&) const = default;
 };
 
@@ -93,6 +92,9 @@ SdpaBackend sdpa_backend_from(const std::string& name);  // throws std::invalid_
 void use_classifier_kernel(ModelOptions& m, const std::string& name);
 // The fused GELU backward's rows a block by its name in settings.gelu_backward_slab (the same for "fastest").
 void use_gelu_backward_slab(ModelOptions& m, const std::string& name);
+// The fused residual norm's row traversal by its name in settings.residual_norm: held (rows in registers both ways),
+// held_forward (the forward alone), else the sweeps.
+void use_residual_norm(ModelOptions& m, const std::string& name);
 void to_json(nlohmann::json& j, const StepSpec& s);
 
 }  // namespace gpt2
