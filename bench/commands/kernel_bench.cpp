@@ -13,6 +13,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "bench/ladder/run_dir.h"
 #include "bench/measure/choosers.h"
@@ -231,29 +232,33 @@ KernelCase adamw_case(const StepSpec& base, const DeviceInfo& dev, int rounds, c
 
 // fuse_qkv's attention from the projection's (B, T, 3C) output to its gradient, with the profile's dropout: ours
 // through our cuDNN graphs (one dQKV) against ATen's SDPA by its cuDNN and its flash kernels (split, the three
-// gradients concatenated); a kernel that does not run here is named in the note. TFLOP/s over the causal FLOPs.
+// gradients concatenated), and with dropout, ATen's cuDNN kernel without it (what the dropout costs: issue 49); a
+// kernel that does not run here is named in the note. TFLOP/s over the causal FLOPs.
 KernelCase attention_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
   const StepSpec s = spec_with(base, dev, {});
   const int64_t B = s.batch, T = s.model.context, C = s.model.n_embd, H = s.model.n_head;
   const double p = s.model.dropout;
   const auto opts = at::device(torch_device(dev)).dtype(compute_dtype(math_mode(s)));
   const at::Tensor qkv = input({B, T, 3 * C}, opts), gy = at::randn({B, T, C}, opts);
-  auto pass = [&qkv, &gy, H, p](bool cudnn, SdpaBackend backend) {
+  auto pass = [&qkv, &gy, H](bool cudnn, SdpaBackend backend, double p) {
     return [&qkv, &gy, H, p, cudnn, backend] {
       const SdpaBackendGuard only(backend);
       (void)torch::autograd::grad({kernels::causal_attention(qkv, H, p, cudnn)}, {qkv}, {gy});
     };
   };
   std::vector<Pass> sides = {{"ours: cuDNN's flash attention through our graphs (kernels/attention), one dQKV",
-                              pass(true, SdpaBackend::kAuto)}};
+                              pass(true, SdpaBackend::kAuto, p)}};
   std::string missing;
-  for (const auto& [name, backend] : {std::pair{"ATen: SDPA's cuDNN kernel; the three gradients concatenated",
-                                                SdpaBackend::kCudnn},
-                                      std::pair{"ATen: SDPA's flash kernel; the three gradients concatenated",
-                                                SdpaBackend::kFlash}}) {
+  for (const auto& [name, backend, without] :
+       {std::tuple{"ATen: SDPA's cuDNN kernel; the three gradients concatenated", SdpaBackend::kCudnn, false},
+        std::tuple{"ATen: SDPA's flash kernel; the three gradients concatenated", SdpaBackend::kFlash, false},
+        std::tuple{"ATen: SDPA's cuDNN kernel without dropout (another step: what the dropout costs)",
+                   SdpaBackend::kCudnn, true}}) {
+    if (without && p == 0) continue;  // the first ATen side already
+    const double dropout = without ? 0.0 : p;
     try {
-      pass(false, backend)();
-      sides.emplace_back(name, pass(false, backend));
+      pass(false, backend, dropout)();
+      sides.emplace_back(name, pass(false, backend, dropout));
     } catch (const std::exception& e) {
       missing += strf(" %s does not run here (%s).", to_string(backend).c_str(), first_line(error_text(e)).c_str());
     }
