@@ -23,6 +23,34 @@ def _mfu(run: Run, r: Rung) -> str:
     return "MFU not shown (its peak is unreliable)" if run.mfu_unreliable else f"MFU {100 * r.mfu:.1f}%"
 
 
+def _rate(flops_per_s: float) -> str:
+    return f"{flops_per_s / 1e12:.0f} TFLOP/s" if flops_per_s >= 1e12 else f"{flops_per_s / 1e9:.0f} GFLOP/s"
+
+
+def _where_the_time_goes(r: Rung) -> str:
+    """The rung's step by kind of work from its breakdown: the two largest kinds' shares, the matmuls' rate (their
+    counted FLOPs over their device time) against the GEMM rate the run measured, the rest together."""
+    b = r.profile or {}
+    kinds, flops = b.get("category_ms") or {}, b.get("counted_flops_by_op") or {}
+    total = sum(kinds.values())
+    if not total:
+        return ""
+    # the matmul kind's ops: the attention kernels' FLOPs and bmm's (attention's own, in the unfused step) apart
+    mm = sum(v for k, v in flops.items() if "attention" not in k and "bmm" not in k)
+    top = sorted(kinds, key=lambda k: -kinds[k])[:2]
+    shares = {k: round(100 * kinds[k] / total) for k in top}
+    parts = []
+    for k in top:
+        part = f"{k} {shares[k]}%"
+        if k == "matmul" and mm and kinds[k]:
+            rate = mm / (kinds[k] / 1e3)
+            part += f" at {_rate(rate)}"
+            if r.measured_matmul:
+                part += f" ({rate / r.measured_matmul:.2f}x the {r.precision} GEMM the run measured)"
+        parts.append(part)
+    return f"; its breakdown's device time: {', '.join(parts)}, the rest {100 - sum(shares.values())}%"
+
+
 def _steps(run: Run) -> tuple[list[tuple[float, Rung]], list[tuple[float, Rung]]]:
     """Each rung's factor over the rung it is measured against, where the difference is real: gains, losses."""
     gains, losses = [], []
@@ -124,9 +152,10 @@ def findings(run: Run) -> list[str]:
     if best and base:
         lines.append(f"**Fastest**: {best.name} (B={best.batch}), {fmt(best.tokens_per_sec)} tok/s, "
                      f"{best.tokens_per_sec / base.tokens_per_sec:.2f}x the baseline's {fmt(base.tokens_per_sec)}; "
-                     f"{_mfu(run, best)}.")
+                     f"{_mfu(run, best)}{_where_the_time_goes(best)}.")
     elif best:
-        lines.append(f"**Fastest**: {best.name}, {fmt(best.tokens_per_sec)} tok/s (no baseline ran); {_mfu(run, best)}.")
+        lines.append(f"**Fastest**: {best.name}, {fmt(best.tokens_per_sec)} tok/s (no baseline ran); {_mfu(run, best)}"
+                     f"{_where_the_time_goes(best)}.")
     else:
         lines.append("**Fastest**: no rung ran to the end.")
     gains, losses = _steps(run)

@@ -1296,6 +1296,21 @@ def test_the_h200_run_s_fp8_finding_is_its_loss_and_its_op_by_op_figure():
                          "0.490 ms."), line
 
 
+def test_the_fastest_rung_s_finding_says_where_its_step_s_time_goes():
+    # The committed H200 run's top: its breakdown's two largest kinds of work and the rest; the matmuls' rate is
+    # the block and head GEMMs' counted FLOPs (97.2 TFLOP, the attention kernels' 7.4 apart) over their 145.3 ms.
+    from gpt2bench_report.findings import findings
+    h200 = load_run(ROOT / "reports/reference/gpu-nvidia-h200/20261204-174111-gpu-124m")
+    assert findings(h200)[0] == (
+        "**Fastest**: 28_top+kept (B=128), 537,877 tok/s, 14.39x the baseline's 37,378; MFU 43.4%; its breakdown's "
+        "device time: matmul 59% at 669 TFLOP/s (0.86x the bf16 GEMM the run measured), attention 22%, the rest 19%.")
+    # a CPU's rate in GFLOP/s; no breakdown of the fastest rung (the H100 run's top has none): nothing said
+    zen4 = load_run(ROOT / "reports/reference/cpu-amd-epyc-zen4/20261206-031625-cpu-scaled")
+    assert "; its breakdown's device time: matmul 56% at 293 GFLOP/s (0.67x the bf16 GEMM" in findings(zen4)[0]
+    h100 = load_run(ROOT / "reports/reference/gpu-nvidia-h100-80gb-hbm3/20261127-030430-gpu-124m")
+    assert findings(h100)[0].endswith("; MFU 40.4%.")
+
+
 def test_a_gpu_run_s_findings_say_what_fp8_gained_and_where_its_time_went(tmp_path):
     from gpt2bench_report.findings import findings
     run = load_run(_with_fp8_rung(tmp_path))
