@@ -74,9 +74,11 @@ void read_settings(MapReader& r, const std::string& path, Settings& settings) {
                                       sr.get_string("classifier_chunk", "") + "'");
     }
   }
-  // classifier_kernel: the fused classifier's CUDA kernel, threads a row or staged, or fastest (each timed per chunk)
+  // classifier_kernel: the fused classifier's CUDA kernel, threads a row or staged, each also with its exponentials
+  // in base 2, or fastest (each timed per chunk)
   settings.classifier_kernel =
-      sr.get_choice("classifier_kernel", settings.classifier_kernel, {"512", "256", "1024", "staged", "fastest"});
+      sr.get_choice("classifier_kernel", settings.classifier_kernel,
+                    {"512", "256", "1024", "staged", "512 exp2", "256 exp2", "1024 exp2", "staged exp2", "fastest"});
   // gelu_backward_slab: fused_gelu_backward's CUDA kernel's rows a block, or fastest (each timed per shape)
   settings.gelu_backward_slab =
       sr.get_choice("gelu_backward_slab", settings.gelu_backward_slab, {"32", "16", "8", "64", "fastest"});

@@ -67,7 +67,7 @@ void dw_from_chunk(at::Tensor& dw, const at::Tensor& z, const at::Tensor& h, boo
 // before's dh and dw: two chunks' logits are held at once, the ops and their order on each stream unchanged.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> chunked(const at::Tensor& h, const at::Tensor& w,
                                                        const at::Tensor& targets, int64_t chunk_tokens, bool grads,
-                                                       int threads, bool staged, SideStream* beside) {
+                                                       SoftmaxLaunch launch, SideStream* beside) {
   const int64_t n_rows = h.size(0);
   const double scale = 1.0 / static_cast<double>(n_rows);
   const bool one_chunk = n_rows <= chunk_tokens;
@@ -88,7 +88,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> chunked(const at::Tensor& h, cons
     const int64_t n = std::min(chunk_tokens, n_rows - i);
     at::Tensor z = at::mm(h.narrow(0, i, n), w.t());  // (n, V): the only logits there are, this chunk's
     auto softmax = [&, z, i, n]() mutable {
-      loss.add_(softmax_xent_backward_(z, targets.narrow(0, i, n), scale, threads, staged).sum());
+      loss.add_(softmax_xent_backward_(z, targets.narrow(0, i, n), scale, launch).sum());
     };
     if (!beside) {
       softmax();
@@ -109,9 +109,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> chunked(const at::Tensor& h, cons
 
 struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& h, const at::Tensor& w,
-                            const at::Tensor& targets, int64_t chunk_tokens, bool grads, int threads, bool staged,
+                            const at::Tensor& targets, int64_t chunk_tokens, bool grads, SoftmaxLaunch launch,
                             SideStream* beside) {
-    auto [loss, dh, dw] = chunked(h, w, targets, chunk_tokens, grads, threads, staged, beside);
+    auto [loss, dh, dw] = chunked(h, w, targets, chunk_tokens, grads, launch, beside);
     ctx->save_for_backward({dh, dw});
     return loss;
   }
@@ -121,7 +121,7 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
     const at::Tensor g = grad_out[0].to(at::kFloat).reshape({1});
     const at::ScalarType dtype = saved[0].scalar_type();  // h's, which is w's
     return {scaled_gradient(saved[0], g, dtype), scaled_gradient(saved[1], g, dtype), at::Tensor(), at::Tensor(),
-            at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+            at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -156,23 +156,23 @@ at::Tensor scaled_gradient(const at::Tensor& kept, const at::Tensor& g, at::Scal
   return ours ? scaled_gradient_cuda(kept.contiguous(), g, dtype) : scaled_gradient_reference(kept, g, dtype);
 }
 
-at::Tensor softmax_xent_backward_(at::Tensor& logits, const at::Tensor& targets, double scale, int threads,
-                                  bool staged) {
+at::Tensor softmax_xent_backward_(at::Tensor& logits, const at::Tensor& targets, double scale,
+                                  SoftmaxLaunch launch) {
   if (!logits.is_cuda()) return softmax_xent_backward_reference_(logits, targets, scale);  // checks them itself
   check_xent_args(logits, targets);
-  return softmax_xent_backward_cuda_(logits, targets, scale, threads, staged);
+  return softmax_xent_backward_cuda_(logits, targets, scale, launch);
 }
 
 at::Tensor linear_cross_entropy(const at::Tensor& h, const at::Tensor& w, const at::Tensor& targets,
-                                int64_t chunk_tokens, int threads, bool staged, SideStream* beside) {
+                                int64_t chunk_tokens, SoftmaxLaunch launch, SideStream* beside) {
   TORCH_CHECK(h.dim() == 2 && w.dim() == 2 && h.size(1) == w.size(1), "linear_cross_entropy: h (N, C) and w (V, C), got ",
               h.sizes(), " and ", w.sizes());
   TORCH_CHECK(chunk_tokens > 0, "linear_cross_entropy: chunk_tokens must be positive, got ", chunk_tokens);
   TORCH_CHECK(h.scalar_type() == w.scalar_type(), "linear_cross_entropy: h and w must share one dtype, got ",
               h.scalar_type(), " and ", w.scalar_type());
   const bool grads = at::GradMode::is_enabled() && (h.requires_grad() || w.requires_grad());
-  return LinearCrossEntropy::apply(cast_as_autocast(h), cast_as_autocast(w), targets, chunk_tokens, grads, threads,
-                                   staged, beside);
+  return LinearCrossEntropy::apply(cast_as_autocast(h), cast_as_autocast(w), targets, chunk_tokens, grads, launch,
+                                   beside);
 }
 
 }  // namespace gpt2::kernels

@@ -13,7 +13,7 @@
 
 namespace gpt2::kernels {
 
-at::Tensor softmax_xent_backward_cuda_(at::Tensor&, const at::Tensor&, double, int, bool) {
+at::Tensor softmax_xent_backward_cuda_(at::Tensor&, const at::Tensor&, double, SoftmaxLaunch) {
   TORCH_CHECK(false, "softmax_xent_backward_cuda_: this build has no CUDA (build with GPT2BENCH_CUDA=ON)");
 }
 

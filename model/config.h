@@ -36,6 +36,7 @@ struct ModelOptions {
   int64_t classifier_chunk = 0; // > 0: head + cross-entropy fused, this many tokens at a time (kernels/classifier.h)
   int classifier_threads = 512; // its CUDA kernel's threads a row (256, 512, 1024), the row staged in shared memory or not
   bool classifier_staged = false;
+  bool classifier_exp2 = false;  // its exponentials in base 2 (kernels::SoftmaxLaunch)
   bool classifier_beside = false;  // each chunk's softmax pass on a side stream, beside the chunk before's GEMMs
   bool fused_gelu_backward = false;  // FeedForward's Linear+GELU keeps its pre-activation; our fused backward (kernels/bias_gelu.h)
   int64_t gelu_backward_slab = 32;   // its CUDA kernel's rows a block

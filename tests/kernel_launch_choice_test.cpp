@@ -1,5 +1,6 @@
 // Our kernels' launches chosen by timing. settings.classifier_kernel — the fused classifier's CUDA kernel: 512
-// threads a row (the default), 256, 1024, or 1024 with the row staged in shared memory; settings.gelu_backward_slab
+// threads a row (the default), 256, 1024, or 1024 with the row staged in shared memory, each also with its
+// exponentials in base 2 ("512 exp2"); settings.gelu_backward_slab
 // — the fused GELU backward's rows a block: 32 (the default), 16, 8, 64. fastest: each timed alone on the rung's
 // shapes, the default kept unless another beats it by the margin. The rule is tested with fake timings; on the CPU
 // only the reference runs, so one candidate.
@@ -51,7 +52,8 @@ TEST(ClassifierKernelChoice, OnTheCpuTheReferenceRunsUntimed) {
   const DeviceInfo cpu = detect_device("cpu");
   DeviceInfo gpu;
   gpu.type = DeviceType::kCuda;
-  EXPECT_EQ(classifier_kernel_candidates(gpu), (std::vector<std::string>{"512", "256", "1024", "staged"}));
+  EXPECT_EQ(classifier_kernel_candidates(gpu), (std::vector<std::string>{"512", "256", "1024", "staged", "512 exp2",
+                                                                         "256 exp2", "1024 exp2", "staged exp2"}));
   StepSpec s = baseline_spec(test::tiny_model(), 4, cpu);
   s.settings.classifier_kernel = "fastest";
   s.settings.classifier_chunk = 48;
@@ -80,18 +82,22 @@ TEST(ClassifierKernelChoice, TheChoiceIsTheRungsOutcomeAndSurvivesResume) {
   r.plan.rung.spec.model.classifier_chunk = 1024;
   r.plan.rung.spec.settings.classifier_kernel = "fastest";
   r.out.status = RungStatus::kOk;
-  r.out.choices.push_back(pick_classifier_kernel({"512", "staged"}, 1, fake_trial({{"512", 0.8}, {"staged", 0.5}})));
+  r.out.choices.push_back(pick_classifier_kernel(
+      {"512", "staged", "staged exp2"}, 1, fake_trial({{"512", 0.8}, {"staged", 0.5}, {"staged exp2", 0.4}})));
   EXPECT_EQ(r.spec().model.classifier_threads, 1024);
   EXPECT_TRUE(r.spec().model.classifier_staged);
+  EXPECT_TRUE(r.spec().model.classifier_exp2);
   const nlohmann::json j = to_json(r);
-  EXPECT_EQ(j["choices"][0]["chosen"], "staged");
+  EXPECT_EQ(j["choices"][0]["chosen"], "staged exp2");
   EXPECT_EQ(j["spec"]["model"]["classifier_threads"], 1024);
   EXPECT_EQ(j["spec"]["model"]["classifier_staged"], true);
+  EXPECT_EQ(j["spec"]["model"]["classifier_exp2"], true);
   EXPECT_EQ(j["spec"]["settings"]["classifier_kernel"], "fastest");
   RungRecord back;
   back.plan = r.plan;
   restore(back, j);
   EXPECT_TRUE(back.spec().model.classifier_staged);
+  EXPECT_TRUE(back.spec().model.classifier_exp2);
 }
 
 TEST(ClassifierKernelChoice, TheProfileNamesALaunchOrFastest) {
@@ -99,15 +105,21 @@ TEST(ClassifierKernelChoice, TheProfileNamesALaunchOrFastest) {
   auto load = [&](const std::string& how) {
     return load_profile(test::write_tiny_profile(d, "name: p\nmodel: tiny\nsettings: {classifier_kernel: " + how + "}\n"));
   };
-  for (auto [how, threads, staged] : {std::tuple{"512", 512, false}, {"256", 256, false}, {"1024", 1024, false},
-                                      {"staged", 1024, true}, {"fastest", 512, false}}) {
+  for (auto [how, threads, staged, exp2] :
+       {std::tuple{"512", 512, false, false}, {"256", 256, false, false}, {"1024", 1024, false, false},
+        {"staged", 1024, true, false}, {"512 exp2", 512, false, true}, {"256 exp2", 256, false, true},
+        {"1024 exp2", 1024, false, true}, {"staged exp2", 1024, true, true}, {"fastest", 512, false, false}}) {
     StepSpec s;
     s.settings = load(how).settings;
     EXPECT_EQ(s.settings.classifier_kernel, how);
     find_variant("fused_classifier")->apply(s);  // fastest: the default until the chooser's pick
     EXPECT_EQ(s.model.classifier_threads, threads) << how;
     EXPECT_EQ(s.model.classifier_staged, staged) << how;
+    EXPECT_EQ(s.model.classifier_exp2, exp2) << how;
   }
+  DeviceInfo gpu;  // every candidate a name the profile takes
+  gpu.type = DeviceType::kCuda;
+  for (const auto& name : classifier_kernel_candidates(gpu)) EXPECT_NO_THROW(load(name)) << name;
   try {
     load("2048");
     FAIL() << "an unknown launch was taken";

@@ -133,7 +133,7 @@ TEST(Kernels, ChunkedClassifierBesideASideStreamIsTheSame) {
   for (int64_t chunk : {7, 36, 37}) {  // six chunks with a short last one, two, one (nothing to run beside)
     auto run = [&](SideStream* beside) {
       at::Tensor hh = h.clone().requires_grad_(), ww = w.clone().requires_grad_();
-      at::Tensor loss = linear_cross_entropy(hh, ww, t, chunk, 512, false, beside);
+      at::Tensor loss = linear_cross_entropy(hh, ww, t, chunk, {}, beside);
       (loss * 3.0).backward();
       return std::vector<at::Tensor>{loss.detach(), hh.grad(), ww.grad()};
     };
@@ -752,15 +752,19 @@ TEST_F(KernelsCuda, KernelMatchesTheReference_CUDA) {
       const at::Tensor t = targets_for(37, V, on_gpu());
       at::Tensor want = logits.clone();
       const at::Tensor want_losses = softmax_xent_backward_reference_(want, t, 1.0 / 37);
-      // the step's block; those `gpt2bench kernels` times beside it, 1024 threads also with the row staged
+      // the step's block; those `gpt2bench kernels` times beside it, 1024 threads also with the row staged; each
+      // with its exponentials in base 2 too
       for (auto [threads, staged] : {std::pair{512, false}, {256, false}, {1024, false}, {1024, true}}) {
-        at::Tensor got = logits.clone();
-        const at::Tensor losses = kernels::softmax_xent_backward_cuda_(got, t, 1.0 / 37, threads, staged);
-        EXPECT_TRUE(at::allclose(losses, want_losses, 1e-5, 1e-4)) << V << " " << dtype << " " << threads;
-        const double atol = dtype == at::kFloat ? 1e-7 : 1e-4;  // one bf16/fp16 rounding of a value under 1/37
-        EXPECT_TRUE(at::allclose(got.to(at::kFloat), want.to(at::kFloat), 1e-2, atol))
-            << V << " " << dtype << " " << threads << ": "
-            << (got.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<float>();
+        for (bool exp2 : {false, true}) {
+          at::Tensor got = logits.clone();
+          const at::Tensor losses = kernels::softmax_xent_backward_cuda_(got, t, 1.0 / 37, {threads, staged, exp2});
+          const std::string what = std::to_string(V) + " " + c10::toString(dtype) + " " + std::to_string(threads) +
+                                   (staged ? " staged" : "") + (exp2 ? " exp2" : "");
+          EXPECT_TRUE(at::allclose(losses, want_losses, 1e-5, 1e-4)) << what;
+          const double atol = dtype == at::kFloat ? 1e-7 : 1e-4;  // one bf16/fp16 rounding of a value under 1/37
+          EXPECT_TRUE(at::allclose(got.to(at::kFloat), want.to(at::kFloat), 1e-2, atol))
+              << what << ": " << (got.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<float>();
+        }
       }
     }
   }
@@ -770,7 +774,8 @@ TEST_F(KernelsCuda, KernelMatchesTheReference_CUDA) {
            {&z, 512, true, "must be 256, 512 or 1024 (1024 staged), got 512 staged"},
            {&wide, 1024, true, "a row of 1048576 Float does not fit in a block's shared memory"}}) {
     try {
-      (void)kernels::softmax_xent_backward_cuda_(*x, targets_for(x->size(0), x->size(1), on_gpu()), 1.0, threads, staged);
+      (void)kernels::softmax_xent_backward_cuda_(*x, targets_for(x->size(0), x->size(1), on_gpu()), 1.0,
+                                                 {threads, staged});
       ADD_FAILURE() << threads << (staged ? " staged" : "") << " accepted";
     } catch (const c10::Error& e) {
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
@@ -790,13 +795,15 @@ TEST_F(KernelsCuda, ChunkedClassifierOnTheGpuMatchesTheUnfusedOne_CUDA) {
   EXPECT_NEAR(loss.item<double>(), want.loss.item<double>(), 1e-4);
   EXPECT_TRUE(at::allclose(hh.grad(), want.dh, 1e-3, 1e-6));
   EXPECT_TRUE(at::allclose(ww.grad(), want.dw, 1e-3, 1e-6));
-  for (auto [threads, staged] : {std::pair{256, false}, {1024, false}, {1024, true}}) {  // settings.classifier_kernel
+  for (auto [threads, staged, exp2] : {std::tuple{256, false, false}, {1024, false, false}, {1024, true, false},
+                                       {512, false, true}, {1024, true, true}}) {  // settings.classifier_kernel
     at::Tensor hl = h.clone().requires_grad_(), wl = w.clone().requires_grad_();
-    at::Tensor ll = linear_cross_entropy(hl, wl, t, 256, threads, staged);
+    at::Tensor ll = linear_cross_entropy(hl, wl, t, 256, {threads, staged, exp2});
     ll.backward();
-    EXPECT_NEAR(ll.item<double>(), want.loss.item<double>(), 1e-4) << threads << (staged ? " staged" : "");
-    EXPECT_TRUE(at::allclose(hl.grad(), want.dh, 1e-3, 1e-6)) << threads << (staged ? " staged" : "");
-    EXPECT_TRUE(at::allclose(wl.grad(), want.dw, 1e-3, 1e-6)) << threads << (staged ? " staged" : "");
+    const std::string what = std::to_string(threads) + (staged ? " staged" : "") + (exp2 ? " exp2" : "");
+    EXPECT_NEAR(ll.item<double>(), want.loss.item<double>(), 1e-4) << what;
+    EXPECT_TRUE(at::allclose(hl.grad(), want.dh, 1e-3, 1e-6)) << what;
+    EXPECT_TRUE(at::allclose(wl.grad(), want.dw, 1e-3, 1e-6)) << what;
   }
   // under bf16 autocast: the logits in bf16, dw accumulated in fp32 by cuBLAS (addmm's out_dtype)
   at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);

@@ -312,8 +312,9 @@ KernelCase bias_gelu_kernel_case(const StepSpec& base, const DeviceInfo& dev, in
 }
 
 // fused_classifier's softmax cross-entropy kernel alone on one chunk's logits, in place, a block of 512 threads
-// a row (the default; settings.classifier_kernel) or 256 or 1024 (fewer rows in flight leave more of its second read of a row to L2), or
-// 1024 with the row staged in shared memory (one read from global memory).
+// a row (the default; settings.classifier_kernel) or 256 or 1024 (fewer rows in flight leave more of its second
+// read of a row to L2), or 1024 with the row staged in shared memory (one read from global memory); the default
+// and the staged form also with their exponentials in base 2 (kernels::SoftmaxLaunch::exp2).
 KernelCase xent_kernel_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
   const StepSpec s = spec_with(base, dev, {"fused_classifier"});
   // the profile's chunk; all the step's tokens where it is `fastest` (the H100 run's choice at B=8)
@@ -323,12 +324,13 @@ KernelCase xent_kernel_case(const StepSpec& base, const DeviceInfo& dev, int rou
   at::Tensor logits = at::randn({n, V}, opts);  // each pass overwrites it with its gradient: the same work
   const at::Tensor t = at::randint(s.model.vocab_size, {n}, at::device(torch_device(dev)).dtype(at::kLong));
   std::vector<Pass> sides;
-  for (const int threads : {512, 256, 1024})
-    sides.emplace_back("ours: softmax_xent_backward_ alone, " + std::to_string(threads) + " threads a row" +
-                           (threads == 512 ? " (the default)" : ""),
-                       [&logits, &t, threads] { (void)kernels::softmax_xent_backward_cuda_(logits, t, 1.0, threads); });
-  sides.emplace_back("ours: softmax_xent_backward_ alone, 1024 threads a row, the row staged in shared memory",
-                     [&logits, &t] { (void)kernels::softmax_xent_backward_cuda_(logits, t, 1.0, 1024, true); });
+  for (const auto& [how, launch] : std::vector<std::pair<std::string, kernels::SoftmaxLaunch>>{
+           {"512 threads a row (the default)", {512}}, {"256 threads a row", {256}}, {"1024 threads a row", {1024}},
+           {"1024 threads a row, the row staged in shared memory", {1024, true}},
+           {"512 threads a row, exponentials in base 2", {512, false, true}},
+           {"1024 threads a row staged, exponentials in base 2", {1024, true, true}}})
+    sides.emplace_back("ours: softmax_xent_backward_ alone, " + how,
+                       [&logits, &t, launch] { (void)kernels::softmax_xent_backward_cuda_(logits, t, 1.0, launch); });
   sides.emplace_back("ATen: log_softmax, its loss and gradient",
                      [&logits, &t] { (void)kernels::softmax_xent_backward_reference_(logits, t, 1.0); });
   const std::string shape = strf("rows=%lld V=%lld %s, the kernel alone, in place", static_cast<long long>(n),

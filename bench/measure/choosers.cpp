@@ -143,7 +143,7 @@ Choice choose_classifier_chunk(const StepSpec& spec, const DeviceInfo& dev, int 
       classifier_chunk_candidates(spec.settings.classifier_chunk, N), rounds,
       [&](int64_t chunk, bool beside) {
         return seconds_per_pass(dev, iters, [&] {
-          const at::Tensor loss = kernels::linear_cross_entropy(h, w, t, chunk, 512, false, beside ? side.get() : nullptr);
+          const at::Tensor loss = kernels::linear_cross_entropy(h, w, t, chunk, {}, beside ? side.get() : nullptr);
           (void)torch::autograd::grad({loss}, {h, w}, {});
         });
       },
@@ -164,7 +164,7 @@ std::string classifier_chunk_key(const StepSpec& spec) {
 
 std::vector<std::string> classifier_kernel_candidates(const DeviceInfo& dev) {
   if (!dev.cuda()) return {"512"};
-  return {"512", "256", "1024", "staged"};
+  return {"512", "256", "1024", "staged", "512 exp2", "256 exp2", "1024 exp2", "staged exp2"};
 }
 
 Choice pick_classifier_kernel(const std::vector<std::string>& candidates, int rounds,
@@ -185,7 +185,8 @@ Choice choose_classifier_kernel(const StepSpec& spec, const DeviceInfo& dev, int
   Choice c = pick_classifier_kernel(classifier_kernel_candidates(dev), rounds, [&](const std::string& name) {
     use_classifier_kernel(launch, name);
     return seconds_per_pass(dev, iters, [&] {
-      (void)kernels::softmax_xent_backward_(logits, t, 1.0, launch.classifier_threads, launch.classifier_staged);
+      (void)kernels::softmax_xent_backward_(
+          logits, t, 1.0, {launch.classifier_threads, launch.classifier_staged, launch.classifier_exp2});
     });
   });
   c.key = classifier_kernel_key(spec);

@@ -60,8 +60,10 @@ SdpaBackend sdpa_backend_from(const std::string& name) {
 }
 
 void use_classifier_kernel(ModelOptions& m, const std::string& name) {
-  m.classifier_staged = name == "staged";
-  m.classifier_threads = name == "256" ? 256 : name == "1024" || name == "staged" ? 1024 : 512;
+  m.classifier_exp2 = name.ends_with(" exp2");
+  const std::string base = m.classifier_exp2 ? name.substr(0, name.size() - 5) : name;
+  m.classifier_staged = base == "staged";
+  m.classifier_threads = base == "256" ? 256 : base == "1024" || base == "staged" ? 1024 : 512;
 }
 
 void use_gelu_backward_slab(ModelOptions& m, const std::string& name) {
@@ -86,7 +88,8 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
          {"residual_norm_held",
           {{"forward", m.residual_norm_held_forward}, {"backward", m.residual_norm_held_backward}}},
          {"classifier_threads", m.classifier_threads},
-         {"classifier_staged", m.classifier_staged}, {"classifier_beside", m.classifier_beside},
+         {"classifier_staged", m.classifier_staged}, {"classifier_exp2", m.classifier_exp2},
+         {"classifier_beside", m.classifier_beside},
          {"gelu_epilogues", m.gelu_epilogues}, {"fp8_linears", m.fp8_linears}, {"cudnn_attention", m.cudnn_attention},
          {"cudnn_plans", {{"forward", m.cudnn_forward_plan}, {"backward", m.cudnn_backward_plan}}},
          {"lt_linears", m.lt_linears},

@@ -50,7 +50,8 @@ struct Settings {
   int64_t cpu_memory_budget = int64_t(8) << 30;   // batch_scaling on the CPU: peak tensor bytes allowed
   int64_t classifier_chunk = 1024;                // fused_classifier: tokens a chunk (with fastest: the first tried)
   bool classifier_chunk_fastest = false;          // fused_classifier: chunk timed per head (bench/measure/choosers.h)
-  std::string classifier_kernel = "512";          // fused_classifier's CUDA kernel: 512 | 256 | 1024 | staged | fastest
+  std::string classifier_kernel = "512";  // fused_classifier's CUDA kernel: 512 | 256 | 1024 | staged, each also
+                                          // "<it> exp2" | fastest
   std::string gelu_backward_slab = "32";          // fused_gelu_backward's CUDA kernel, rows a block: 32 | 16 | 8 | 64 | fastest
   std::string residual_norm = "sweeps";  // fused_residual_norm's CUDA kernels: sweeps | held | held_forward | fastest
   bool operator==(const Settings&) const = default;
@@ -88,7 +89,8 @@ Precision precision_from(const std::string& name);  // throws std::invalid_argum
 std::string to_string(OptimizerKind k);
 std::string to_string(SdpaBackend b);
 SdpaBackend sdpa_backend_from(const std::string& name);  // throws std::invalid_argument on an unknown name
-// The fused classifier's CUDA kernel by its name in settings.classifier_kernel ("fastest": the default until chosen).
+// The fused classifier's CUDA kernel by its name in settings.classifier_kernel ("fastest": the default until chosen;
+// a name ending " exp2": its exponentials in base 2).
 void use_classifier_kernel(ModelOptions& m, const std::string& name);
 // The fused GELU backward's rows a block by its name in settings.gelu_backward_slab (the same for "fastest").
 void use_gelu_backward_slab(ModelOptions& m, const std::string& name);

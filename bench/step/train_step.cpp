@@ -189,7 +189,8 @@ at::Tensor TrainStep::forward_loss(const at::Tensor& x, const at::Tensor& y) {
   PhaseRange r("loss");  // fused: the head's matmuls, forward and backward, are here too
   if (chunk > 0)
     return kernels::linear_cross_entropy(out.view({-1, out.size(-1)}), model_->head_weight, y.view({-1}), chunk,
-                                         spec_.model.classifier_threads, spec_.model.classifier_staged,
+                                         {spec_.model.classifier_threads, spec_.model.classifier_staged,
+                                          spec_.model.classifier_exp2},
                                          classifier_side_.get());
   return at::cross_entropy_loss(out.view({-1, out.size(-1)}), y.view({-1}));
 }

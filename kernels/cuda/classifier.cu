@@ -22,26 +22,51 @@ namespace gpt2::kernels {
 namespace {
 
 struct MaxSum {
-  float m, s;  // running max, sum of exp(x - m)
+  float m, s;  // running max, sum of exp(x - m) (kExp2: of x·log2(e), sum of 2^(x - m))
 };
 
+constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+
+// e^x, or with kExp2 2^x by the SFU's ex2 alone (2 ulp; results under 2^-126, no part of a softmax's sum, flushed
+// to 0), where expf first reduces its argument and exp2f scales denormals: about seven instructions more.
+template <bool kExp2>
+__device__ __forceinline__ float exp_of(float x) {
+  if constexpr (kExp2) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+  } else {
+    return expf(x);
+  }
+}
+
+// A logit as the kernel sums it: scaled by log2(e) with kExp2
+template <bool kExp2>
+__device__ __forceinline__ float in_base(float x) {
+  if constexpr (kExp2) return x * kLog2e;
+  else return x;
+}
+
+template <bool kExp2>
 __device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
   if (a.m == -INFINITY) return b;
   if (b.m == -INFINITY) return a;
   const float m = fmaxf(a.m, b.m);
-  return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
+  return {m, a.s * exp_of<kExp2>(a.m - m) + b.s * exp_of<kExp2>(b.m - m)};
 }
 
+template <bool kExp2>
 __device__ __forceinline__ MaxSum warp_reduce(MaxSum v) {
   for (int o = 16; o > 0; o >>= 1)
-    v = combine(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
+    v = combine<kExp2>(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
   return v;
 }
 
 // kThreads a block, one block a row: `gpt2bench kernels` times 256, 512 (the step's) and 1024, fewer rows in
 // flight keeping more of the second read in L2. kStaged: the first read also keeps the row in shared memory
 // (dynamic, V elements of T) and the second pass reads it there: one read of the logits from global memory.
-template <typename T, int kVec, int kThreads, bool kStaged>
+// kExp2: the exponentials in base 2 (exp_of).
+template <typename T, int kVec, int kThreads, bool kStaged, bool kExp2>
 __global__ void __launch_bounds__(kThreads)
     softmax_xent_backward_kernel(T* __restrict__ logits, const int64_t* __restrict__ targets,
                                  float* __restrict__ losses, int64_t V, float scale) {
@@ -61,24 +86,25 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (kStaged) staged[p] = pk;  // read back by this thread alone, below
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      const float xj = static_cast<float>(pk.v[k]);
+      const float xj = in_base<kExp2>(static_cast<float>(pk.v[k]));
       if (xj > v.m) {
-        v.s = v.s * expf(v.m - xj) + 1.0f;
+        v.s = v.s * exp_of<kExp2>(v.m - xj) + 1.0f;
         v.m = xj;
       } else {
-        v.s += expf(xj - v.m);
+        v.s += exp_of<kExp2>(xj - v.m);
       }
     }
   }
-  v = warp_reduce(v);
+  v = warp_reduce<kExp2>(v);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (lane == 0) warps[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = warp_reduce(lane < kWarps ? warps[lane] : MaxSum{-INFINITY, 0.0f});
+    v = warp_reduce<kExp2>(lane < kWarps ? warps[lane] : MaxSum{-INFINITY, 0.0f});
     if (lane == 0) {
       row_total = v;
-      losses[row] = v.m + logf(v.s) - static_cast<float>(x[t]);  // read before the row is overwritten below
+      const float m = kExp2 ? v.m * kLn2 : v.m;  // back in the logits' base
+      losses[row] = m + logf(v.s) - static_cast<float>(x[t]);  // read before the row is overwritten below
     }
   }
   __syncthreads();
@@ -89,14 +115,14 @@ __global__ void __launch_bounds__(kThreads)
     else pk = load<T, kVec>(x, p);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      const float prob = expf(static_cast<float>(pk.v[k]) - m) * inv_sum;
+      const float prob = exp_of<kExp2>(in_base<kExp2>(static_cast<float>(pk.v[k])) - m) * inv_sum;
       pk.v[k] = static_cast<T>((prob - (p * kVec + k == t ? 1.0f : 0.0f)) * scale);
     }
     store<T, kVec>(x, p, pk);
   }
 }
 
-template <typename T, int kThreads, bool kStaged>
+template <typename T, int kThreads, bool kStaged, bool kExp2>
 void launch(T* logits, const int64_t* targets, float* losses, int64_t n, int64_t V, float scale) {
   const auto stream = at::cuda::getCurrentCUDAStream();
   const size_t smem = kStaged ? static_cast<size_t>(V) * sizeof(T) : 0;
@@ -105,9 +131,9 @@ void launch(T* logits, const int64_t* targets, float* losses, int64_t n, int64_t
     kernel<<<static_cast<unsigned>(n), kThreads, smem, stream>>>(logits, targets, losses, V, scale);
   };
   if (packable<T>(V, {logits}))
-    go(softmax_xent_backward_kernel<T, kPack<T>, kThreads, kStaged>);
+    go(softmax_xent_backward_kernel<T, kPack<T>, kThreads, kStaged, kExp2>);
   else
-    go(softmax_xent_backward_kernel<T, 1, kThreads, kStaged>);
+    go(softmax_xent_backward_kernel<T, 1, kThreads, kStaged, kExp2>);
 }
 
 // The backward's scaling: a pack of kVec elements a thread (16 bytes of T; In is T or fp32), g read here, so
@@ -157,8 +183,10 @@ at::Tensor scaled_gradient_cuda(const at::Tensor& kept, const at::Tensor& g, at:
   return out;
 }
 
-at::Tensor softmax_xent_backward_cuda_(at::Tensor& logits, const at::Tensor& targets, double scale, int threads,
-                                       bool staged) {
+at::Tensor softmax_xent_backward_cuda_(at::Tensor& logits, const at::Tensor& targets, double scale,
+                                       SoftmaxLaunch launch_as) {
+  const int threads = launch_as.threads;
+  const bool staged = launch_as.staged;
   TORCH_CHECK(logits.is_cuda() && logits.is_contiguous() && logits.dim() == 2,
               "softmax_xent_backward_cuda_: logits must be a contiguous CUDA (n, V) tensor");
   TORCH_CHECK(staged ? threads == 1024 : threads == 256 || threads == 512 || threads == 1024,
@@ -176,8 +204,12 @@ at::Tensor softmax_xent_backward_cuda_(at::Tensor& logits, const at::Tensor& tar
   const at::Tensor t = targets.contiguous();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, logits.scalar_type(), "softmax_xent_backward_cuda_", [&] {
     auto go = [&](auto k, auto st) {
-      launch<scalar_t, decltype(k)::value, decltype(st)::value>(logits.data_ptr<scalar_t>(), t.data_ptr<int64_t>(),
-                                                                losses.data_ptr<float>(), n, V, static_cast<float>(scale));
+      auto as = [&](auto e) {
+        launch<scalar_t, decltype(k)::value, decltype(st)::value, decltype(e)::value>(
+            logits.data_ptr<scalar_t>(), t.data_ptr<int64_t>(), losses.data_ptr<float>(), n, V, static_cast<float>(scale));
+      };
+      if (launch_as.exp2) as(std::true_type{});
+      else as(std::false_type{});
     };
     using std::integral_constant;
     if (staged) go(integral_constant<int, 1024>{}, std::true_type{});
