@@ -61,6 +61,21 @@ struct DropoutMask {
     }
     return out;
   }
+  // keeps<n> where e0 and n are multiples of 4 (a packed row's elements: C a multiple of the pack): its n / 4
+  // Philox blocks drawn unconditionally, with no branch between them and the loads they are used beside.
+  template <int n>
+  GPT2_LANE_FN uint32_t keeps_aligned(uint64_t e0) const {
+    static_assert(n % 4 == 0 && n <= 32, "keeps_aligned: whole Philox blocks, at most 32 elements at a time");
+    uint32_t out = 0;
+    GPT2_UNROLL
+    for (int j = 0; j < n / 4; ++j) {
+      const PhiloxBlock b = bits(e0 / 4 + j);
+      out |= (static_cast<uint32_t>(b.v0 < threshold) | static_cast<uint32_t>(b.v1 < threshold) << 1 |
+              static_cast<uint32_t>(b.v2 < threshold) << 2 | static_cast<uint32_t>(b.v3 < threshold) << 3)
+             << (4 * j);
+    }
+    return out;
+  }
 };
 
 // The threshold that keeps an element with probability 1 - p (0 < p < 1), to within 2^-32.

@@ -595,6 +595,17 @@ TEST(Kernels, PhiloxIsRandom123sPhilox4x32_10) {
          {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1});
 }
 
+// The packed kernels' draw, whole Philox blocks without a branch, is keeps' bit for bit.
+TEST(Kernels, AlignedDropoutDrawsAreTheElementByElementOnes) {
+  const kernels::DropoutMask drop = kernels::dropout_mask(0.3, 0x1234567890ull, 4096);
+  for (uint64_t e0 : {uint64_t{0}, uint64_t{4}, uint64_t{8} * 767, (uint64_t{1} << 35) + 12}) {
+    EXPECT_EQ(drop.keeps_aligned<4>(e0), drop.keeps<4>(e0)) << e0;
+    EXPECT_EQ(drop.keeps_aligned<8>(e0), drop.keeps<8>(e0)) << e0;
+    EXPECT_EQ(drop.keeps_aligned<32>(e0), drop.keeps<32>(e0)) << e0;
+  }
+  EXPECT_NE(drop.keeps_aligned<32>(0), drop.keeps_aligned<32>(32));  // 2^-32 that two draws of 32 agree
+}
+
 // The dropout mask keeps 1 - p of the elements, is the same for the same (seed, offset) and another for another
 // offset (each call's) or seed, and its rows are not copies of one another.
 TEST(Kernels, DropoutMaskKeepsOneMinusPAndChangesWithSeedAndOffset) {
