@@ -203,15 +203,12 @@ GPT2_LANE_FN void grad_input(const T* dy, const T* s, const T* gamma, const T* d
 }
 
 // The held traversal: a lane's packs lane + 32·i, i < kMax, kept in registers (C / kVec <= 32·kMax) — the row
-// read once — and in the backward, gamma's, beta's and the bias's gradients for the lane's own columns summed
-// in registers over every row the warp visits. Each loop is unrolled, so the arrays stay in registers.
+// read once. In the backward, gamma's, beta's and the bias's gradients go to the warp's accumulators as the
+// sweeps' do (held there, 72 registers a lane for GPT-2's rows, they cost a third of the warps an SM holds).
+// Each loop is unrolled, so the arrays stay in registers.
 template <typename T, int kVec, int kMax>
 struct Held {
   Pack<T, kVec> v[kMax];
-};
-template <int kVec, int kMax>
-struct HeldSums {
-  float gamma[kMax][kVec] = {}, beta[kMax][kVec] = {}, bias[kMax][kVec] = {};
 };
 
 // Forward, sweep 1, its s held: add_and_sum's.
@@ -246,31 +243,34 @@ GPT2_LANE_FN void normalize_held(const Held<T, kVec, kMax>& s, const T* gamma, c
       store<T, kVec>(y, p, normalize_pack<T, kVec>(s.v[i], load<T, kVec>(gamma, p), load<T, kVec>(beta, p), mean, rstd));
 }
 
-// Backward, sweep 1: dy's and s's packs read and held (gamma's read from the cache: fewer registers).
+// Backward, sweep 1: dy's and s's packs read and held (gamma's read from the cache: fewer registers); dy·xhat and
+// dy added into the warp's accumulators as grad_sums adds them.
 template <typename T, int kVec, int kMax>
 GPT2_LANE_FN GradSums grad_sums_held(const T* dy, const T* s, const T* gamma, float mean, float rstd,
-                                     Held<T, kVec, kMax>& dy_held, Held<T, kVec, kMax>& s_held,
-                                     HeldSums<kVec, kMax>& sums, int64_t C, int lane) {
+                                     Held<T, kVec, kMax>& dy_held, Held<T, kVec, kMax>& s_held, float* dgamma,
+                                     float* dbeta, int64_t C, int lane) {
   GradSums out;
+  const int64_t packs = C / kVec;
   GPT2_UNROLL
   for (int i = 0; i < kMax; ++i)
-    if (const int64_t p = lane + i * kLanes; p < C / kVec) {
+    if (const int64_t p = lane + i * kLanes; p < packs) {
       dy_held.v[i] = load<T, kVec>(dy, p), s_held.v[i] = load<T, kVec>(s, p);
       grad_sums_pack<T, kVec>(dy_held.v[i], s_held.v[i], load<T, kVec>(gamma, p), mean, rstd, out,
-                              [&](int k, float dg, float db) { sums.gamma[i][k] += dg, sums.beta[i][k] += db; });
+                              [&](int k, float dg, float db) { dgamma[k * packs + p] += dg, dbeta[k * packs + p] += db; });
     }
   return out;
 }
 
-// Backward, sweep 2 from the held packs: grad_input's, the branch's gradient summed into sums.bias where `biased`.
+// Backward, sweep 2 from the held packs: grad_input's, the branch's gradient added into dbias where given.
 template <typename T, int kVec, int kMax, bool kDropout = false>
 GPT2_LANE_FN void grad_input_held(const Held<T, kVec, kMax>& dy, const Held<T, kVec, kMax>& s, const T* gamma,
                                   const T* ds_out, T* ds, float mean, float rstd,
                                   float mean_dy_gamma, float mean_dy_gamma_xhat, int64_t C, int lane,
-                                  const DropoutMask& drop, int64_t row, T* dr, bool biased, HeldSums<kVec, kMax>& sums) {
+                                  const DropoutMask& drop, int64_t row, T* dr, float* dbias) {
+  const int64_t packs = C / kVec;
   GPT2_UNROLL
   for (int i = 0; i < kMax; ++i)
-    if (const int64_t p = lane + i * kLanes; p < C / kVec) {
+    if (const int64_t p = lane + i * kLanes; p < packs) {
       const uint32_t kept = kept_bits<T, kVec, kDropout>(drop, row, C, p);
       const Pack<T, kVec> o = ds_out ? load<T, kVec>(ds_out, p) : Pack<T, kVec>{};
       Pack<T, kVec> branch;
@@ -278,26 +278,9 @@ GPT2_LANE_FN void grad_input_held(const Held<T, kVec, kMax>& dy, const Held<T, k
                                                                ds_out != nullptr, mean, rstd, mean_dy_gamma,
                                                                mean_dy_gamma_xhat, kept, drop, branch));
       if constexpr (kDropout) store<T, kVec>(dr, p, branch);
-      if (biased) {
+      if (dbias) {
         GPT2_UNROLL
-        for (int k = 0; k < kVec; ++k) sums.bias[i][k] += static_cast<float>(branch.v[k]);
-      }
-    }
-}
-
-// The lane's held sums added into `out`, (sums, C) in column order: gamma's, beta's, then (sums = 3) the bias's.
-// `add(float* at, float v)`: shared memory's atomicAdd in the kernel, += on the host.
-template <int kVec, int kMax, class Add>
-GPT2_LANE_FN void add_held_sums(const HeldSums<kVec, kMax>& sums, float* out, int n_sums, int64_t C, int lane,
-                                Add add) {
-  GPT2_UNROLL
-  for (int i = 0; i < kMax; ++i)
-    if (const int64_t p = lane + i * kLanes; p < C / kVec) {
-      GPT2_UNROLL
-      for (int k = 0; k < kVec; ++k) {
-        const int64_t j = p * kVec + k;
-        add(out + j, sums.gamma[i][k]), add(out + C + j, sums.beta[i][k]);
-        if (n_sums == 3) add(out + 2 * C + j, sums.bias[i][k]);
+        for (int k = 0; k < kVec; ++k) dbias[k * packs + p] += static_cast<float>(branch.v[k]);
       }
     }
 }

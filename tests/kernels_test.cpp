@@ -422,7 +422,7 @@ TEST(Kernels, AddLayerNormMatchesAddThenLayerNorm) {
 // must be the host's draw of the same (seed, offset) whatever the packing, and the reference applies it; the
 // backward's lanes draw it again for r's gradient. Biased: the branch's bias added in the forward sweep, its
 // gradient (r's, summed over the rows) in the backward's third accumulator. kMax > 0: the held traversal, each
-// lane's packs and column sums in its own registers (simulated: 32 of each), added into the block's at the end.
+// lane's packs in its own registers (simulated: 32 of each), the column sums in the same accumulators.
 template <typename T, int kVec, int kMax = 0>
 void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int64_t C, double p = 0,
                                             bool biased = false) {
@@ -441,7 +441,6 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
   auto keep_row = [&](int64_t i) { return keep.data_ptr<bool>() + i * C; };
   const T *pg = gamma.data_ptr<T>(), *pb = beta.data_ptr<T>(), *pbias = biased ? bias.data_ptr<T>() : nullptr;
   float* dbias_acc = biased ? acc.data() + 2 * C : nullptr;
-  std::vector<L::HeldSums<kVec, std::max(kMax, 1)>> held_sums(L::kLanes);  // each lane's, over all the rows
   for (int64_t i = 0; i < N; ++i) {
     float sum = 0, sq = 0;
     if constexpr (kMax > 0) {
@@ -460,17 +459,17 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
       L::GradSums g;  // the backward holds dy and s itself (read from memory, as the kernel reads them)
       for (int lane = 0; lane < L::kLanes; ++lane) {
         const L::GradSums l = L::grad_sums_held<T, kVec, kMax>(row(dy, i), row(s, i), pg, m, rs, dy_held[lane],
-                                                              s_held[lane], held_sums[lane], C, lane);
+                                                              s_held[lane], acc.data(), acc.data() + C, C, lane);
         g.dy_gamma += l.dy_gamma, g.dy_gamma_xhat += l.dy_gamma_xhat;
       }
       const float m1 = g.dy_gamma / static_cast<float>(C), m2 = g.dy_gamma_xhat / static_cast<float>(C);
       for (int lane = 0; lane < L::kLanes; ++lane)
         if (p > 0)
           L::grad_input_held<T, kVec, kMax, true>(dy_held[lane], s_held[lane], pg, row(ds_out, i), row(ds, i), m, rs,
-                                                  m1, m2, C, lane, drop, i, row(dr, i), biased, held_sums[lane]);
+                                                  m1, m2, C, lane, drop, i, row(dr, i), dbias_acc);
         else
           L::grad_input_held<T, kVec, kMax>(dy_held[lane], s_held[lane], pg, row(ds_out, i), row(ds, i), m, rs, m1,
-                                            m2, C, lane, {}, 0, nullptr, biased, held_sums[lane]);
+                                            m2, C, lane, {}, 0, nullptr, dbias_acc);
       continue;
     }
     for (int lane = 0; lane < L::kLanes; ++lane)
@@ -495,13 +494,6 @@ void expect_lane_sweeps_match_the_reference(at::ScalarType dtype, int64_t N, int
         L::grad_input<T, kVec>(row(dy, i), row(s, i), pg, row(ds_out, i), row(ds, i), m, rs,
                                g.dy_gamma / static_cast<float>(C), g.dy_gamma_xhat / static_cast<float>(C), C, lane,
                                {}, 0, nullptr, dbias_acc);
-  }
-  if constexpr (kMax > 0) {  // the lanes' register sums into the block's, in column order; laid out as the sweeps'
-    std::vector<float> block(3 * C, 0.0f);
-    for (int lane = 0; lane < L::kLanes; ++lane)
-      L::add_held_sums<kVec, kMax>(held_sums[lane], block.data(), biased ? 3 : 2, C, lane,
-                                   [](float* at, float v) { *at += v; });
-    for (int64_t j = 0; j < 3 * C; ++j) acc[(j / C) * C + L::acc_index<kVec>(j % C, C)] = block[j];
   }
   const kernels::AddNormForward want =
       kernels::add_layer_norm_forward_reference(x, r, gamma, beta, 1e-5, p, p > 0 ? keep : at::Tensor(), bias);

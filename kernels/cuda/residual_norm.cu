@@ -3,8 +3,8 @@
 // and beta's gradients (and, where the branch's bias was folded into the forward, the bias's: the branch's
 // gradient) summed over the rows a warp visits, then per block, and the blocks' sums added after in one launch
 // (kernels/column_sums.h). Two traversals (kernels/residual_norm_lanes.h): the sweeps read the row again for each
-// step and keep the backward's sums in shared memory a warp; the held kernels (C up to 4 packs a lane) keep the
-// row and the sums in registers. Each lane moves 16 bytes at a time where the rows allow (C a multiple of 16
+// step; the held kernels (C up to 4 packs a lane) keep it in registers. Both keep the backward's sums in shared
+// memory a warp. Each lane moves 16 bytes at a time where the rows allow (C a multiple of 16
 // bytes' elements, as GPT-2's 768 is, and the rows aligned), one element otherwise (then the sweeps). With dropout
 // (training), the forward keeps or drops each element of r by kernels/philox.h's counter-based draw from the CUDA
 // generator's (seed, offset) — ATen's graph-safe state, read in the kernel, so a captured step draws a new mask
@@ -79,9 +79,8 @@ __global__ void add_ln_forward_kernel(const T* __restrict__ x, const T* __restri
   }
 }
 
-// kMax = 0, the sweeps: each warp's column sums in shared memory, (kWarpsPerBlock, sums, C) a block. Else dy and s
-// held in registers and the column sums too; shared memory, (sums, C) a block, only to add the warps' at
-// the end (the sweeps' per-warp arrays limit how many warps an SM holds).
+// Each warp's column sums in shared memory, (kWarpsPerBlock, sums, C) a block, added over the block's warps at the
+// end. kMax = 0, the sweeps: dy and s read again in the second sweep; else held in registers between the two.
 template <typename T, int kVec, int kMax, bool kDropout>
 __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __restrict__ dy,
                                        const T* __restrict__ s, const float* __restrict__ mean,
@@ -97,44 +96,34 @@ __global__ void add_ln_backward_kernel(const T* __restrict__ ds_out, const T* __
   const int64_t w = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
   const float n = static_cast<float>(C);
   float* out = partial + static_cast<int64_t>(blockIdx.x) * sums * C;  // the block's (sums, C) row of the partials
-  if constexpr (kMax == 0) {
-    float* dg = acc + static_cast<int64_t>(warp) * sums * C;  // laid out by lanes::acc_index
-    float* db = dg + C;
-    float* dbias = sums == 3 ? db + C : nullptr;
-    for (int64_t j = lane; j < sums * C; j += 32) dg[j] = 0.0f;
-    __syncwarp();
-    for (int64_t row = w; row < N; row += warps) {
-      const int64_t base = row * C;
-      const float m = mean[row], rs = rstd[row];
+  float* dg = acc + static_cast<int64_t>(warp) * sums * C;  // laid out by lanes::acc_index
+  float* db = dg + C;
+  float* dbias = sums == 3 ? db + C : nullptr;
+  for (int64_t j = lane; j < sums * C; j += 32) dg[j] = 0.0f;
+  __syncwarp();
+  for (int64_t row = w; row < N; row += warps) {
+    const int64_t base = row * C;
+    const float m = mean[row], rs = rstd[row];
+    const T* o = ds_out ? ds_out + base : nullptr;
+    if constexpr (kMax == 0) {
       const lanes::GradSums g = lanes::grad_sums<T, kVec>(dy + base, s + base, gamma, m, rs, dg, db, C, lane);
-      lanes::grad_input<T, kVec, kDropout>(dy + base, s + base, gamma, ds_out ? ds_out + base : nullptr, ds + base, m,
-                                           rs, warp_sum(g.dy_gamma) / n, warp_sum(g.dy_gamma_xhat) / n, C, lane, drop,
-                                           row, dr + base, dbias);
+      lanes::grad_input<T, kVec, kDropout>(dy + base, s + base, gamma, o, ds + base, m, rs, warp_sum(g.dy_gamma) / n,
+                                           warp_sum(g.dy_gamma_xhat) / n, C, lane, drop, row, dr + base, dbias);
+    } else {
+      lanes::Held<T, kVec, kMax> dy_held, s_held;
+      const lanes::GradSums g =
+          lanes::grad_sums_held<T, kVec, kMax>(dy + base, s + base, gamma, m, rs, dy_held, s_held, dg, db, C, lane);
+      lanes::grad_input_held<T, kVec, kMax, kDropout>(dy_held, s_held, gamma, o, ds + base, m, rs,
+                                                      warp_sum(g.dy_gamma) / n, warp_sum(g.dy_gamma_xhat) / n, C, lane,
+                                                      drop, row, dr + base, dbias);
     }
-    __syncthreads();  // the block's warps' sums added
-    for (int64_t j = threadIdx.x; j < sums * C; j += blockDim.x) {
-      const int64_t at = (j / C) * C + lanes::acc_index<kVec>(j % C, C);
-      float v = 0.0f;
-      for (int k = 0; k < kWarpsPerBlock; ++k) v += acc[k * sums * C + at];
-      out[j] = v;
-    }
-  } else {
-    for (int64_t j = threadIdx.x; j < sums * C; j += blockDim.x) acc[j] = 0.0f;
-    lanes::Held<T, kVec, kMax> dy_held, s_held;
-    lanes::HeldSums<kVec, kMax> held_sums;
-    for (int64_t row = w; row < N; row += warps) {
-      const int64_t base = row * C;
-      const float m = mean[row], rs = rstd[row];
-      const lanes::GradSums gs =
-          lanes::grad_sums_held<T, kVec, kMax>(dy + base, s + base, gamma, m, rs, dy_held, s_held, held_sums, C, lane);
-      lanes::grad_input_held<T, kVec, kMax, kDropout>(dy_held, s_held, gamma, ds_out ? ds_out + base : nullptr, ds + base,
-                                                      m, rs, warp_sum(gs.dy_gamma) / n, warp_sum(gs.dy_gamma_xhat) / n,
-                                                      C, lane, drop, row, dr + base, sums == 3, held_sums);
-    }
-    __syncthreads();  // acc zeroed
-    lanes::add_held_sums<kVec, kMax>(held_sums, acc, sums, C, lane, [](float* at, float v) { atomicAdd(at, v); });
-    __syncthreads();
-    for (int64_t j = threadIdx.x; j < sums * C; j += blockDim.x) out[j] = acc[j];
+  }
+  __syncthreads();  // the block's warps' sums added
+  for (int64_t j = threadIdx.x; j < sums * C; j += blockDim.x) {
+    const int64_t at = (j / C) * C + lanes::acc_index<kVec>(j % C, C);
+    float v = 0.0f;
+    for (int k = 0; k < kWarpsPerBlock; ++k) v += acc[k * sums * C + at];
+    out[j] = v;
   }
 }
 
@@ -256,7 +245,7 @@ AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at:
     dispatch<scalar_t>(packed, held_packs<scalar_t>(f.held, C), dropout, [&](auto vec, auto max, auto with_dropout) {
       constexpr int kVec = decltype(vec)::value, kMax = decltype(max)::value;
       constexpr bool kDropout = decltype(with_dropout)::value;
-      const size_t smem = sizeof(float) * sums * C * (kMax == 0 ? kWarpsPerBlock : 1);
+      const size_t smem = sizeof(float) * sums * C * kWarpsPerBlock;
       // a warp per row, up to as many blocks as the GPU holds at once
       const int64_t blocks = std::clamp<int64_t>((N + kWarpsPerBlock - 1) / kWarpsPerBlock, 1,
                                                  resident_backward_blocks<scalar_t, kVec, kMax, kDropout>(smem, C));
