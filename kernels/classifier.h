@@ -17,8 +17,8 @@
 namespace gpt2::kernels {
 
 // How the CUDA kernel runs over a row: `threads` a block (256, 512 or 1024), reading the row twice from global
-// memory, or once where `staged` (1024 threads; the row kept in shared memory); `exp2`: each exponential as
-// exp2f of the logit times log2(e), the max and sum kept in base 2 (two instructions where expf takes about seven).
+// memory, or once where `staged` (1024 threads; the row kept in shared memory); `exp2`: each exponential the
+// SFU's approximate ex2 of the logit times log2(e), the max and sum kept in base 2 (two instructions, not nine).
 struct SoftmaxLaunch {
   int threads = 512;
   bool staged = false, exp2 = false;

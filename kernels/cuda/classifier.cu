@@ -27,8 +27,8 @@ struct MaxSum {
 
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
-// e^x, or with kExp2 2^x by the SFU's ex2 alone (2 ulp; results under 2^-126, no part of a softmax's sum, flushed
-// to 0), where expf first reduces its argument and exp2f scales denormals: about seven instructions more.
+// e^x, or with kExp2 2^x by the SFU's approximate ex2 alone (results under 2^-126, no part of a softmax's sum,
+// flushed to 0), where expf first reduces its argument for its last bits: about seven instructions more.
 template <bool kExp2>
 __device__ __forceinline__ float exp_of(float x) {
   if constexpr (kExp2) {
