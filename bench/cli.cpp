@@ -92,8 +92,10 @@ captured as a CUDA graph and replayed, so the host's launches stay out of the ti
 captured runs eagerly and says why). The sides take turns for N rounds, each about 5 ms of passes after two
 warm-up passes; prints each side's median and "ours Nx" (the other side's median over ours, > 1: ours is
 faster) with its Hodges-Lehmann interval. The classifier also runs at 2x, 4x ... the profile's
-classifier_chunk, and the fastest is named; on a GPU the residual norm also runs with each row held in registers
-(settings.residual_norm: held) where its width allows; the MLP in FP8 runs where FP8 does (sm89+), else it is
+classifier_chunk, and the fastest is named; on a GPU the residual norm also runs with each row held in registers,
+both ways and in the forward alone (settings.residual_norm: held, held_forward) where its width allows, and our
+cuDNN attention runs against SDPA's cuDNN and flash kernels and SDPA's cuDNN without dropout (what dropout costs);
+the MLP in FP8 runs where FP8 does (sm89+), else it is
 skipped, with why; on a GPU one AdamW step over the top's parameters, ours in one launch against ATen's
 fused AdamW (else skipped, with why); on a GPU our bias-GELU backward, softmax cross-entropy and classifier
 backward kernels alone at each of their launch shapes, with each side's GB/s against a copy of as many bytes. On a GPU it then times
