@@ -74,28 +74,37 @@ TEST(Cli, LadderWritesResultsWithTheCounters) {
   EXPECT_TRUE(files::exists(d / "run/breakdown/00_baseline.trace.json"));
 }
 
-// The time budget: a budget far too small for the rungs still runs every rung, at the floor (one
-// timed step per repetition, no breakdown pass), with a verdict, and records what it ran and why;
+// The time budget: a budget far too small for the rungs still runs every rung, at the floor (two warm-up steps, one
+// timed step per repetition, no breakdown pass), with a verdict, and records what it ran, why and how long each part took;
 // a progress line follows each rung. Without budget_minutes a CPU run gets 15 minutes. The batch-scaling top keeps
 // its breakdown pass (the report sets FP8's beside it).
 TEST(Cli, ATightTimeBudgetRunsEveryRungAtTheFloorAndSaysSo) {
   test::TempDir d;
   const auto profile = test::write_tiny_profile(
       d, "name: tiny-budget\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cpu\nbatch: 2\n"
-         "warmup_steps: 0\nsteps: 4\nrepetitions: 2\nparity_steps: 2\nseed: 3\n"
+         "warmup_steps: 5\nsteps: 4\nrepetitions: 2\nparity_steps: 2\nseed: 3\n"
          "variants: [mask_on_the_fly, batch_scaling]\nsettings: {max_batch: 2}\nbudget_minutes: 0.0001\n");
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("gpt2bench: 1/4 rungs, "), std::string::npos) << r.output;  // the search takes two shares
   EXPECT_NE(r.output.find("gpt2bench: 3/4 rungs, "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("    took "), std::string::npos) << r.output;
   auto rungs = test::read_json(d / "run/rungs.json");
   EXPECT_DOUBLE_EQ(rungs["profile"]["budget_s"].get<double>(), 0.006);
   ASSERT_EQ(rungs["rungs"].size(), 3u);
   for (const auto& rung : rungs["rungs"]) {
     EXPECT_EQ(rung["status"], "ok") << rung.dump();
     EXPECT_EQ(rung["ran"]["steps_per_repetition"], 1) << rung.dump();
-    EXPECT_EQ(rung["ran"]["warmup_steps"], 1);  // the budget needs one warm-up step to time
+    // the fit times the second warm-up step (the first's holds one-time work), and stops warming up there
+    EXPECT_EQ(rung["ran"]["warmup_steps"], 2);
     EXPECT_EQ(rung["ran"]["repetitions"], 2);
+    const auto& took = rung["ran"]["seconds"];  // where its wall time went
+    for (const char* what : {"choices", "build", "timed"}) EXPECT_TRUE(took.contains(what)) << took.dump();
+    EXPECT_EQ(took.contains("parity"), rung["name"] != "00_baseline") << took.dump();  // the baseline is the reference
+    EXPECT_GT(took["build"].get<double>(), 0) << took.dump();
+    EXPECT_GT(took["timed"].get<double>(), 0) << took.dump();
+    EXPECT_EQ(took.contains("breakdown"), rung["variant"] == "batch_scaling") << took.dump();
+    EXPECT_EQ(took.contains("search"), rung["variant"] == "batch_scaling") << took.dump();
     EXPECT_EQ(rung["repetitions"]["step_ms"].size(), 2u);
     if (rung["variant"] == "batch_scaling") {
       EXPECT_EQ(rung["ran"]["budget"].get<std::string>().find("no breakdown pass"), std::string::npos) << rung.dump();

@@ -281,7 +281,7 @@ std::function<void(const std::string&)> on_rung_reported(RungRunner& ladder, con
     for (const auto& r : records)
       if (name.rfind(r.plan.benchmark_name + "/", 0) == 0 && told->insert(r.name()).second)
         std::cerr << rung_line(r, compared_with(records, r)) << "\n"
-                  << "gpt2bench: " << ladder.budget.progress(static_cast<int64_t>(told->size()), ladder.rungs_to_run)
+                  << (seconds_line(r).empty() ? "" : seconds_line(r) + "\n") << "gpt2bench: " << ladder.budget.progress(static_cast<int64_t>(told->size()), ladder.rungs_to_run)
                   << "\n";
   };
 }
@@ -321,7 +321,8 @@ int run_ladder(const LadderOptions& o) {
   auto meter = make_memory_meter(dev);
   if (dist && dist->rank() != 0) {  // the other ranks write nothing: they follow rank 0's data-parallel rungs
     meter->set_limit(prof.settings.cpu_memory_budget);
-    RungRunner follower{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, nullptr};
+    // rank 0's budget: a data-parallel rung's warm-up steps are every rank's (ranks step together)
+    RungRunner follower{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, nullptr, budget};
     if (prof.parity_steps > 0) follower.baseline.losses.assign(prof.parity_steps, 0.0);  // only its length is used
     return follower.follow(records);
   }

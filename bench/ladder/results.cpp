@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iomanip>
 
+#include "bench/ladder/budget.h"
 #include "bench/measure/stats.h"
 #include "common/enum_names.h"
 #include "common/errors.h"
@@ -198,7 +199,8 @@ void RungTiming::write(nlohmann::json& rung) const {
   if (diverged_at) rung["diverged_at_step"] = diverged_at;
   if (steps > 0)
     rung["ran"] = {{"warmup_steps", warmup_steps}, {"warmup_step_s", warmup_step_s}, {"steps_per_repetition", steps},
-                   {"repetitions", rep_step_ms.size()}, {"parity_steps", parity_steps}, {"budget", budget_note}};
+                   {"repetitions", rep_step_ms.size()}, {"parity_steps", parity_steps}, {"budget", budget_note},
+                   {"seconds", seconds}};
 }
 
 void RungTiming::read(const nlohmann::json& rung) {
@@ -210,6 +212,7 @@ void RungTiming::read(const nlohmann::json& rung) {
     parity_steps = ran.value("parity_steps", int64_t{0});
     warmup_step_s = ran.at("warmup_step_s").get<double>();
     budget_note = ran.value("budget", "");
+    seconds = ran.value("seconds", std::map<std::string, double>{});
   }
   if (rung.contains("repetitions")) {
     rep_tokens_per_sec = rung["repetitions"].at("tokens_per_sec").get<std::vector<double>>();
@@ -293,6 +296,19 @@ std::string rung_line(const RungRecord& r, const RungRecord* against) {
                                 100 * coefficient_of_variation(r.out.timing.rep_tokens_per_sec),
                                 r.throttled() ? ", THROTTLED" : "");
   return clip(line, 160);
+}
+
+std::string seconds_line(const RungRecord& r) {
+  const auto& took = r.out.timing.seconds;
+  double total = 0;
+  std::string parts;
+  for (const char* what : {"choices", "search", "build", "timed", "breakdown", "parity"}) {
+    const auto it = took.find(what);
+    if (it == took.end() || it->second < 0.05) continue;
+    total += it->second;
+    parts += strf("%s%s %s", parts.empty() ? "" : ", ", what, format_duration(it->second).c_str());
+  }
+  return parts.empty() ? "" : "    took " + format_duration(total) + ": " + parts;
 }
 
 std::string TeeReporter::json_so_far() const { return json_out_.str() + "\n  ]\n}\n"; }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -56,6 +57,10 @@ struct RungTiming {
   std::vector<double> rep_tokens_per_sec, rep_step_ms;  // one per repetition
   double final_loss = 0;
   int64_t diverged_at = 0;  // the first step with a non-finite loss (1-based, warm-up included), 0 if none
+  // Where the rung's wall time went, in seconds: what a lease's plan needs (most of a rung at the budget's floor is
+  // not its timed steps). "choices": its settings timed; "search": the batch search; "build": its step built and
+  // warmed up; "timed": the repetitions; "breakdown", "parity": those passes.
+  std::map<std::string, double> seconds;
   void write(nlohmann::json& rung) const;  // "ran", "repetitions", "diverged_at_step"
   void read(const nlohmann::json& rung);
 };
@@ -166,6 +171,8 @@ class TeeReporter : public benchmark::BenchmarkReporter {
 // One line for a rung that has ended (what the console shows as it goes): status, tok/s, the ratio
 // to the rung it is compared with (`against`), parity, spread. Never longer than 160 characters.
 std::string rung_line(const RungRecord& r, const RungRecord* against);
+// Where its wall time went ("    took 25s: choices 14s, build 2.9s, timed 2.6s, parity 5.5s"); "" before it ran.
+std::string seconds_line(const RungRecord& r);
 
 // The run's status in rungs.json: interrupted (a signal), aborted (a lost rank), partial (a rung
 // ended in error, oom or interrupted, or a reference in error), else complete.

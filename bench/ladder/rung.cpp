@@ -21,6 +21,22 @@ namespace gpt2 {
 
 std::atomic<int> g_signal{0};
 
+namespace {
+// Adds the seconds from its making to its end to `into` (a rung's ran.seconds).
+class Lap {
+ public:
+  Lap(const TimeBudget& clock, double& into) : clock_(clock), into_(into), start_(clock.elapsed_s()) {}
+  ~Lap() { into_ += clock_.elapsed_s() - start_; }
+  Lap(const Lap&) = delete;
+  Lap& operator=(const Lap&) = delete;
+
+ private:
+  const TimeBudget& clock_;
+  double& into_;
+  double start_;
+};
+}  // namespace
+
 
 bool RungRunner::settle(RungRecord& r, const std::vector<RungRecord>& records) {
   const KeptExtras k = choose_kept(records);
@@ -58,14 +74,23 @@ void RungRunner::build(RungRecord& r, double seconds) {
   // A follower is told its batch; an extra or kept rung the top's (take_top_batch). Either way no search, but a
   // batch_scaling rung on one process still backs off if the rung itself runs out of memory.
   const bool searched = r.plan.rung.spec.search_batch && r.out.batch == 0;
-  choices.settle(r, dev, false);  // a follower is told its choices
+  auto& took = r.out.timing.seconds;
+  {
+    const Lap lap(budget, took["choices"]);
+    choices.settle(r, dev, false);  // a follower is told its choices
+  }
   if (searched) {
+    const Lap lap(budget, took["search"]);
     const int64_t floor_steps = warmup_steps() + cost(0).floor_steps();
     r.out.batch = find_batch(r.spec(), dev, data.train, prof.seed, meter, r.out.batch_search,
                              budget.limited() && ranks(r.spec()) == 1 ? seconds : INFINITY, floor_steps);
     std::cerr << "    batch_scaling chose batch " << r.out.batch << "\n";
   }
-  choices.settle(r, dev, true);  // at the batch it runs
+  {
+    const Lap lap(budget, took["choices"]);
+    choices.settle(r, dev, true);  // at the batch it runs
+  }
+  const Lap lap(budget, took["build"]);
   if (dist && rank0() && ranks(r.spec()) > 1)
     dist->post(r.name() + " " + std::to_string(r.spec().batch) + " " + announce_choices(r));
   auto attempt = [&](int64_t batch) {
@@ -81,8 +106,12 @@ void RungRunner::build(RungRecord& r, double seconds) {
       synchronize(dev);
       r.out.timing.warmup_step_s = budget.elapsed_s() - t0;
       r.out.timing.warmup_steps = w + 1;
-      // No more warm-up once the rung's floor at this step time would take its whole share.
-      if (r.out.timing.warmup_step_s * static_cast<double>(cost(0).floor_steps()) > seconds) break;
+      // No more warm-up once the rung's floor at this step time would take its whole share; never after the
+      // first step alone, whose time holds one-time work (a CUDA graph's capture, cuDNN's plans, Adam's state),
+      // nor in a data-parallel rung (every rank takes the same steps).
+      if (w >= 1 && ranks(r.spec()) == 1 &&
+          r.out.timing.warmup_step_s * static_cast<double>(cost(0).floor_steps()) > seconds)
+        break;
     }
     synchronize(dev);
   };
@@ -145,6 +174,7 @@ void RungRunner::release() noexcept {
 }
 
 double RungRunner::repetition(RungRecord& r, bool& stopped) {
+  const Lap lap(budget, r.out.timing.seconds["timed"]);
   auto timer = make_step_timer(dev);
   if (clocks) clocks->start();
   const TimedSteps t = time_steps(r.out.timing.steps, [&] { return live->step(); }, *timer, [] { return g_signal != 0; });
@@ -175,6 +205,7 @@ double RungRunner::repetition(RungRecord& r, bool& stopped) {
 }
 
 void RungRunner::breakdown_pass(RungRecord& r, const std::string& out_dir) {
+  const Lap lap(budget, r.out.timing.seconds["breakdown"]);
   release();
   std::cerr << "    breakdown pass: " << prof.breakdown_steps << " steps\n";
   try {
@@ -231,6 +262,7 @@ void RungRunner::finish(RungRecord& r, bool is_baseline, const std::vector<RungR
   } else if (s.batch == prof.batch) {
     cls = class_at_equal_batch(r.plan.rung.applied);  // batch_scaling kept the profile's batch: the same problem
   }
+  const Lap lap(budget, r.out.timing.seconds["parity"]);
   try {
     // fit() set the steps: the profile's, or fewer at the budget's floor (one process only)
     const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(r.out.timing.parity_steps), dist);
@@ -272,6 +304,7 @@ RungRecord RungRunner::retime(const RungRecord& with, double share, const std::f
   RungRecord again = with;
   again.out.timing.rep_step_ms.clear(), again.out.timing.rep_tokens_per_sec.clear(), again.out.batch_search.clear();
   again.out.timing.diverged_at = 0;
+  again.out.timing.seconds.clear();
   if (beside) again.plan.rung.spec.search_batch = false;  // out of memory beside a reference: no halved batch, an error
   const double started = budget.elapsed_s();
   build(again, share);

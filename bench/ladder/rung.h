@@ -57,9 +57,9 @@ struct RungRunner {
   // time is spent. Out of memory there: halved, as any batch_scaling rung.
   void take_top_batch(RungRecord& r, const std::vector<RungRecord>& records);
 
-  // Warm-up steps a rung takes: the profile's, and under a time budget at least one, whose time the
-  // budget's fit is based on.
-  int64_t warmup_steps() const { return std::max<int64_t>(prof.warmup_steps, budget.limited() ? 1 : 0); }
+  // Warm-up steps a rung takes: the profile's, and under a time budget at least two: the fit is based on the last
+  // one's time, and the first's holds one-time work.
+  int64_t warmup_steps() const { return std::max<int64_t>(prof.warmup_steps, budget.limited() ? 2 : 0); }
   RungCost cost(int64_t warmups) const;
 
   // Batch search (rank 0), the TrainStep, warm-up. Followers are told the batch. A searched batch
