@@ -184,7 +184,8 @@ std::vector<std::string> all_but(const std::vector<std::string>& vs, const std::
 // After the extras: `top` again (an extra joins only if it beats the top timed before it and after it, so that
 // the machine's drift over the minutes the extras take is not taken for a fusion's gain), then the kept rungs:
 // the top (`ladder`'s variants) in one process, compared with `one_process_top` (on one GPU ddp's rung is skipped
-// and that is the top again), and the same at the profile's batch where there is a rung `before_batch`.
+// and that is the top again), and the same at the profile's batch where there is a rung `before_batch`, then that
+// with the extras that tied the top too: a fixed cost a step (the optimizer's) is lost in a large batch's noise.
 void add_kept_rungs(std::vector<RungPlan>& out, const std::vector<std::string>& ladder, const std::string& top,
                     const std::string& one_process_top, const std::string& before_batch) {
   out.push_back({number(out.size(), "top_again"), ladder, RungKind::kControl, top, ""});
@@ -195,6 +196,8 @@ void add_kept_rungs(std::vector<RungPlan>& out, const std::vector<std::string>& 
   if (!before_batch.empty()) {
     std::erase_if(one_process, [](const std::string& v) { return find_variant(v)->searches_batch; });
     out.push_back({number(out.size(), "planned_batch+kept"), one_process, RungKind::kKept, before_batch, ""});
+    out.push_back({number(out.size(), "planned_batch+kept+ties"), one_process, RungKind::kKept, out.back().name, "",
+                   true});
   }
 }
 

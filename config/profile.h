@@ -35,6 +35,7 @@ struct RungPlan {
   RungKind kind = RungKind::kRecipe;
   std::string compare_to;             // the rung its speed-up is measured against ("" for the baseline)
   std::string variant;                // the variant the rung is about: added (ladder, extra, add_one) or dropped
+  bool ties = false;                  // a kept rung that also takes the extras that tied the top (kept.h)
 };
 
 struct Profile {

@@ -415,7 +415,7 @@ TEST(Plan, TheDefaultLadderIsEveryRungThenTheExtrasOnTop) {
   const auto rungs = expand_plan(p);
   size_t ladder = 0, extras = 0;
   for (const auto& v : registry()) (v->extra() ? extras : ladder)++;
-  ASSERT_EQ(rungs.size(), 1 + ladder + extras + 3);  // and the top again, and the two kept rungs
+  ASSERT_EQ(rungs.size(), 1 + ladder + extras + 4);  // and the top again, and the three kept rungs
   EXPECT_EQ(rungs[1].name, "01_mask_on_the_fly");
   EXPECT_EQ(rungs[ladder].variants.size(), ladder);  // the top rung has them all
   // Every rung of the default ladder resolves (no conflicts, requirements met) on any device.
@@ -443,9 +443,11 @@ TEST(Plan, TheDefaultLadderIsEveryRungThenTheExtrasOnTop) {
   EXPECT_EQ(again.variants, rungs[ladder].variants);
   EXPECT_EQ(again.compare_to, rungs[ladder].name);
   // Last, the kept rungs, planned as what they add to (the extras that beat the top join when they start), in
-  // one process: the top at its batch (batch_scaling's), and the rung before batch_scaling at the profile's.
-  const auto& kept_top = rungs[rungs.size() - 2];
-  const auto& kept_planned = rungs.back();
+  // one process: the top at its batch (batch_scaling's), and the rung before batch_scaling at the profile's, then
+  // that with the extras that tied the top too, compared with it.
+  const auto& kept_top = rungs[rungs.size() - 3];
+  const auto& kept_planned = rungs[rungs.size() - 2];
+  const auto& kept_ties = rungs.back();
   EXPECT_EQ(kept_top.name, std::to_string(ladder + extras + 2) + "_top+kept");
   EXPECT_EQ(kept_top.kind, RungKind::kKept);
   EXPECT_EQ(kept_top.compare_to, rungs[ladder - 1].name);  // the top in one process: the rung before ddp
@@ -459,6 +461,12 @@ TEST(Plan, TheDefaultLadderIsEveryRungThenTheExtrasOnTop) {
   ASSERT_NE(before_batch, rungs.end());
   EXPECT_EQ(kept_planned.compare_to, before_batch->compare_to);  // 11_vocab_padding: the profile's batch
   EXPECT_EQ(std::count(kept_planned.variants.begin(), kept_planned.variants.end(), "batch_scaling"), 0);
+  EXPECT_FALSE(kept_top.ties || kept_planned.ties);
+  EXPECT_EQ(kept_ties.name, std::to_string(ladder + extras + 4) + "_planned_batch+kept+ties");
+  EXPECT_EQ(kept_ties.kind, RungKind::kKept);
+  EXPECT_TRUE(kept_ties.ties);
+  EXPECT_EQ(kept_ties.compare_to, kept_planned.name);
+  EXPECT_EQ(kept_ties.variants, kept_planned.variants);
   // Without an exact extra to keep (variants listed, none of them extras), no kept rung.
   Profile listed;
   listed.variants = std::vector<std::string>{"fused_adamw", "batch_scaling"};

@@ -87,9 +87,16 @@ bool judged_faster(const RungRecord& r, const RungRecord& top, const RungRecord*
   return faster;
 }
 
+// Not measurably slower than the top, nor than its second timing where it ran: each interval (judged_faster's
+// entry) reaches 1.
+bool tied(const nlohmann::json& e) {
+  auto reaches_one = [](const nlohmann::json& x) { return x["interval"]["high"].get<double>() >= 1.0; };
+  return reaches_one(e) && (!e.contains("again") || reaches_one(e["again"]));
+}
+
 }  // namespace
 
-KeptExtras choose_kept(const std::vector<RungRecord>& records) {
+KeptExtras choose_kept(const std::vector<RungRecord>& records, bool ties) {
   struct Gain {
     std::string variant;
     double ratio;
@@ -123,6 +130,10 @@ KeptExtras choose_kept(const std::vector<RungRecord>& records) {
       e["why"] = "ran at batch " + std::to_string(r.spec().batch) + ", " + top->name() + " at " +
                  std::to_string(top->spec().batch) + ": another step, not compared";
     } else if (double ratio = 0; judged_faster(r, *top, again_at(again, r), drift, drift_text, e, ratio)) {
+      gains.push_back({r.plan.variant, ratio, k.why.size()});
+    } else if (ties && tied(e)) {
+      e["tie"] = true;
+      e["why"] = e["why"].get<std::string>() + "; not measurably slower either: a tie";
       gains.push_back({r.plan.variant, ratio, k.why.size()});
     }
     k.why.push_back(e);

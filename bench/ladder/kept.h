@@ -18,8 +18,9 @@ struct KeptExtras {
 
 // Of the exact extras with a top+<extra> rung in `records`: those that ran ok, passed parity and whose tok/s
 // interval lies above 1 against both the top and its second timing, by more than an anti-variant's drift; of
-// extras that conflict, the larger gain (docs/variants.md: The plan).
-KeptExtras choose_kept(const std::vector<RungRecord>& records);
+// extras that conflict, the larger gain (docs/variants.md: The plan). `ties`: also those whose interval reaches 1
+// against both (not measurably slower), their entries marked "tie".
+KeptExtras choose_kept(const std::vector<RungRecord>& records, bool ties = false);
 
 // A kept rung's recipe: its planned one less what the kept extras conflict with, plus them, resolved on `base`.
 ResolvedRung kept_recipe(const RungRecord& r, const std::vector<std::string>& kept, const StepSpec& base,

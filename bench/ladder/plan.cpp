@@ -34,6 +34,7 @@ std::vector<RungRecord> plan_rungs(const Profile& prof, const DeviceInfo& dev) {
     r.plan.kind = plan.kind;
     r.plan.compare_to = plan.compare_to;
     r.plan.variant = plan.variant;
+    r.plan.ties = plan.ties;
     r.plan.benchmark_name = prof.model.preset + "/" + plan.name;
     r.plan.flops = flop_model(r.plan.rung.spec.model);
     r.plan.datasheet_peak = datasheet_peak_flops(dev, math_mode(r.plan.rung.spec));

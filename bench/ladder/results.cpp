@@ -122,6 +122,7 @@ nlohmann::json to_json(const RungRecord& r) {
       {"kind", to_string(r.plan.kind)},
       {"compare_to", r.plan.compare_to},
       {"variant", r.plan.variant},
+      {"ties", r.plan.ties},
       {"benchmark", r.plan.benchmark_name},
       {"status", r.out.status},
       {"variants", r.plan.rung.variants},

@@ -35,6 +35,7 @@ struct RungPlanned {
   RungKind kind = RungKind::kRecipe;
   std::string compare_to;             // the rung it is measured against ("" for the baseline)
   std::string variant;                // the variant it adds (or, dropping one, removes); "" if none
+  bool ties = false;                  // a kept rung that also takes the extras that tied the top (kept.h)
   FlopModel flops;                    // the MFU numerator (model/config.h)
   // MFU's denominator: the device's dense bf16 tensor-core peak (datasheet; on the CPU the best
   // matmul rate measured in any precision), the same for every rung; none for an unknown GPU.

@@ -39,17 +39,25 @@ class Lap {
 
 
 bool RungRunner::settle(RungRecord& r, const std::vector<RungRecord>& records) {
-  const KeptExtras k = choose_kept(records);
+  const KeptExtras k = choose_kept(records, r.plan.ties);
   r.out.kept = k.why;
-  if (k.variants.empty()) {
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  if (k.variants.empty() || (r.plan.ties && sorted(k.variants) == sorted(choose_kept(records).variants))) {
     r.out.status = RungStatus::kSkipped;
-    r.out.error = "no extra beat the top rung in this run (rungs.json: kept)";
+    r.out.error = !k.variants.empty() ? "no extra tied the top beyond those that beat it: the kept rung's step"
+                  : r.plan.ties       ? "no extra beat or tied the top rung in this run (rungs.json: kept)"
+                                      : "no extra beat the top rung in this run (rungs.json: kept)";
     std::cerr << "    " << r.name() << ": " << r.out.error << "\n";
     return false;
   }
   settle_kept(r, k.variants, prof, dev);
   std::string names;
-  for (const auto& v : k.variants) names += (names.empty() ? "" : ", ") + v;
+  for (const auto& e : k.why)
+    if (e.value("kept", false))
+      names += (names.empty() ? "" : ", ") + e["variant"].get<std::string>() + (e.value("tie", false) ? " (a tie)" : "");
   std::cerr << "    " << r.name() << ": kept " << names << "\n";
   return true;
 }

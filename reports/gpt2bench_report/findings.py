@@ -169,9 +169,10 @@ def findings(run: Run) -> list[str]:
         lines.append("**Against Python PyTorch**: " + "; ".join(refs) + ".")
     if kinds_line := _against_compile_by_kind(run):
         lines.append(kinds_line)
-    kept = sorted({e.get("variant", "?") for r in run.rungs if r.ok and r.kept for e in r.kept if e.get("kept")})
+    kept = sorted({e.get("variant", "?") for r in run.rungs if r.ok and r.kept for e in r.kept
+                   if e.get("kept") and not e.get("tie")})
     if any(r.kind == "kept" for r in run.rungs):
-        lines.append("**Kept**: " + (", ".join(kept) if kept else "no extra beat the top") + ".")
+        lines.append("**Kept**: " + (", ".join(kept) if kept else "no extra beat the top") + _ties(run) + ".")
     if fp8 := _fp8(run):
         lines.append(fp8)
     for status in ("error", "oom", "diverged", "interrupted"):
@@ -187,6 +188,16 @@ def findings(run: Run) -> list[str]:
     ok = sum(r.ok for r in run.rungs)
     own = checks_words(run)
     return lines[:8] + [f"**Run**: {run.status}; {ok} of {len(run.rungs)} rungs ran to the end{'; ' * bool(own)}{own}."]
+
+
+def _ties(run: Run) -> str:
+    """'; with the ties (a, b) at batch 8: 1.02x' — what the extras that tied the top gave at the profile's batch."""
+    for r in run.rungs:
+        tied = [e.get("variant", "?") for e in (r.kept or []) if e.get("kept") and e.get("tie")]
+        if r.ties and r.ok and tied and (before := run.previous(r)) and before.tokens_per_sec:
+            return (f"; with the ties ({', '.join(tied)}) at batch {r.batch}: {r.tokens_per_sec / before.tokens_per_sec:.2f}x "
+                    f"{before.name}")
+    return ""
 
 
 HEADLINE = ["device", "run", "baseline tok/s", "fastest rung (batch)", "tok/s", "x baseline", "MFU",

@@ -45,6 +45,7 @@ class Rung:
     choices: list = field(default_factory=list)  # settings settled by timing: setting, key, rule, tries, chosen
     anti_variant: bool = False  # slowed on purpose (sync_every_step): never a run's fastest
     kept: list | None = None  # a kept rung: each candidate extra, whether it joined and why (rungs.json "kept")
+    ties: bool = False  # a kept rung that also took the extras that tied the top (each such entry "tie")
     measured_matmul: float | None = None  # FLOP/s of a GEMM in the rung's precision, measured by its run
     device_fault: bool = False  # its error lost the device (the process's CUDA context): the rest ran in a new one
     ended_processes: int = 0  # processes that ended in it recording nothing (a crash, a kill): --resume counted them
@@ -338,6 +339,7 @@ def _load_rung(r: dict, where: Path) -> Rung:
         choices=_choices(r),
         anti_variant=bool(r.get("anti_variant", False)),
         kept=r.get("kept"),
+        ties=bool(r.get("ties", False)),
         measured_matmul=(r.get("peak_flops") or {}).get("measured_matmul") or None,
         device_fault=bool(r.get("device_fault", False)),
         ended_processes=int(r.get("ended_processes", 0)),

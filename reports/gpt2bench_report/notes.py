@@ -158,8 +158,9 @@ def _rung_notes(run: Run) -> list[str]:
                          "rungs only if faster than both timings.")
     for r in run.rungs:
         if r.kept is not None:
-            joined = [e["variant"] for e in r.kept if e.get("kept")]
-            notes.append(f"{r.name}: the top with every extra that beat it in this run, settled as it started: "
+            joined = [e["variant"] + (" (a tie)" if e.get("tie") else "") for e in r.kept if e.get("kept")]
+            notes.append(f"{r.name}: the top with every extra that beat it in this run"
+                         f"{' or tied it (not measurably slower than either timing of it)' if r.ties else ''}, settled as it started: "
                          + (", ".join(joined) if joined else "none") + " kept ("
                          + "; ".join(f"{e['variant']}: {e.get('why', '')}" for e in r.kept) + ").")
     for r in run.rungs:

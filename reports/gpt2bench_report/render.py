@@ -246,7 +246,7 @@ def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
     k = run.kernels
     if k is None:
         return None
-    kept = {e.get("variant"): e for r in run.rungs if r.kept for e in r.kept}
+    kept = {e.get("variant"): e for r in run.rungs if r.kept and not r.ties for e in r.kept}
     rows = [["op (variant)", "shape", "ours ms", "against", "its ms", "ours Nx", "interval", "op alone",
              "the step (top+kept)"]]
     d, build = k["device"], k.get("build", {})

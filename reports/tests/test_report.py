@@ -538,6 +538,10 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
                                                                   {"chunk": 8192, "why": "CUDA out of memory."}]}
     ok[3]["classifier_chunk_choice"] = dict(ok[2]["classifier_chunk_choice"], timed_for=ok[2]["name"])
     ok[1]["kind"] = "control"  # 00_baseline timed again (its compare_to): 32,741 over 32,292 tok/s
+    ok[4].update(kind="kept", ties=True, compare_to=ok[3]["name"],  # the kept rung again with what tied the top
+                 kept=ok[3]["kept"] + [{"variant": "adamw_one_launch", "kept": True, "tie": True, "ratio": 1.0,
+                                        "why": "not measurably faster than 11_top (1.000x); not measurably slower "
+                                               "either: a tie"}])
     (run_dir / "rungs.json").write_text(json.dumps(doc))
     run = load_run(run_dir)
     rows = {r[0]: r for r in ladder_table(run)[1:]}
@@ -561,6 +565,12 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     assert (f"{ok[1]['name']}: 00_baseline timed again after the extras, 1.014x its first timing (within noise, U test "
             "p=") in md
     assert "An extra joins the kept rungs only if faster than both timings." in md
+    # the ties: in their rung's note, and in Findings beside (not among) the kept extras, with what they gave
+    gain = ok[4]["median"]["tokens_per_sec"] / ok[3]["median"]["tokens_per_sec"]
+    assert (f"**Kept**: fused_classifier; with the ties (adamw_one_launch) at batch {ok[4]['spec']['batch']}: "
+            f"{gain:.2f}x {ok[3]['name']}.") in md
+    assert (f"{ok[4]['name']}: the top with every extra that beat it in this run or tied it (not measurably slower "
+            "than either timing of it), settled as it started: fused_classifier, adamw_one_launch (a tie) kept") in md
     assert (f"{ok[2]['name']} 4096 (1024 9.5, 4096 8.25, 8192: CUDA out of memory.); "
             f"{ok[3]['name']} 4096 (as {ok[2]['name']}: the same head).") in md
 
