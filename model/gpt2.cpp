@@ -2,10 +2,14 @@
 
 #include <ATen/core/Generator.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <c10/util/StringUtil.h>
 #include <torch/nn/modules/container/modulelist.h>
 
 #include <cmath>
+#include <mutex>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "kernels/residual_norm.h"
 
@@ -97,13 +101,26 @@ std::vector<std::pair<std::string, at::Tensor>> canonical_parameters(GPT2Impl& m
   return out;
 }
 
-void init_weights(GPT2Impl& m, uint64_t seed) {
+void init_weights(GPT2Impl& m, uint64_t seed, bool keep) {
   at::NoGradGuard no_grad;
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   // Padded rows (never targets, never inputs) start at zero.
   m.tok_emb->weight.zero_();
   if (!m.opts.tie_weights) m.head_weight.zero_();
-  for (auto& [name, view] : canonical_parameters(m)) {
+  const auto params = canonical_parameters(m);
+  // The last kept draws, and what they were drawn for: the seed, n_embd (the biases' fan-in), each name and shape.
+  static std::mutex mutex;
+  static std::string kept_for;
+  static std::vector<at::Tensor> kept;
+  std::string key = std::to_string(seed) + " " + std::to_string(m.opts.n_embd);
+  for (const auto& [name, view] : params) key += " " + name + c10::str(view.sizes());
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (keep && key == kept_for) {
+    for (size_t i = 0; i < params.size(); ++i) params[i].second.copy_(kept[i]);
+    return;
+  }
+  std::vector<at::Tensor> drawn;
+  for (const auto& [name, view] : params) {
     auto cpu = at::empty(view.sizes(), at::kFloat);
     if (name.ends_with("emb.weight")) {
       cpu.normal_(0.0, 1.0, gen);
@@ -119,7 +136,9 @@ void init_weights(GPT2Impl& m, uint64_t seed) {
       cpu.uniform_(-bound, bound, gen);
     }
     view.copy_(cpu);
+    if (keep) drawn.push_back(cpu);
   }
+  if (keep) kept_for = key, kept = std::move(drawn);
 }
 
 }  // namespace gpt2

@@ -40,7 +40,8 @@ std::vector<std::pair<std::string, at::Tensor>> canonical_parameters(GPT2Impl& m
 // PyTorch's default initialisation (Linear: U(±1/√fan_in) for weight and bias; Embedding: N(0,1);
 // LayerNorm: 1 and 0), drawn on the CPU in fp32 from `seed` in canonical order and copied in, so
 // every variant of the same options starts from the same weights on any device. Padded vocab rows
-// are zero.
-void init_weights(GPT2Impl& m, uint64_t seed);
+// are zero. `keep`: the draws are kept for the next model of the same seed and shapes, in host memory for the
+// process's life (a GPU run builds each rung's step two or three times; the draws took 0.7 s each on a Zen 4).
+void init_weights(GPT2Impl& m, uint64_t seed, bool keep = false);
 
 }  // namespace gpt2

@@ -105,6 +105,34 @@ TEST(Model, ForwardShape) {
   EXPECT_EQ(logits.sizes(), (at::IntArrayRef{3, 11, 128}));
 }
 
+// Kept draws are the seed's draws for those shapes: another model of the same seed and shapes gets them, another
+// seed or other shapes (a tied head, fused QKV's slices) its own, each equal to a fresh draw.
+TEST(Model, KeptInitialWeightsAreTheDrawsOfTheirSeedAndShapes) {
+  auto drawn = [](ModelOptions o, uint64_t seed, bool keep) {
+    GPT2 m(o);
+    init_weights(*m, seed, keep);
+    std::vector<at::Tensor> out;
+    for (const auto& [name, view] : canonical_parameters(*m)) out.push_back(view.clone());
+    return out;
+  };
+  auto same = [](const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+    bool eq = a.size() == b.size();
+    for (size_t i = 0; eq && i < a.size(); ++i) eq = at::equal(a[i], b[i]);
+    return eq;
+  };
+  ModelOptions o = test::tiny_model(), tied = o, fused = o;
+  tied.tie_weights = true;
+  fused.fused_qkv = true;
+  const auto fresh = drawn(o, 3, false);
+  EXPECT_TRUE(same(drawn(o, 3, true), fresh));  // drawn and kept
+  EXPECT_TRUE(same(drawn(o, 3, true), fresh));  // from what was kept
+  const auto other_seed = drawn(o, 4, true);
+  EXPECT_FALSE(same(other_seed, fresh));
+  EXPECT_TRUE(same(other_seed, drawn(o, 4, false)));
+  EXPECT_TRUE(same(drawn(tied, 4, true), drawn(tied, 4, false)));
+  EXPECT_TRUE(same(drawn(fused, 4, true), drawn(o, 4, false)));  // the same canonical weights, in one tensor
+}
+
 TEST(Model, RejectsSequencesLongerThanContext) {
   ModelOptions o = test::tiny_model();
   GPT2 m(o);

@@ -96,7 +96,7 @@ TrainStep::TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tok
       loader_(std::move(tokens), spec.batch, spec.model.context, dist_rank(spec, dist), ranks(spec)) {
   at::manual_seed(seed);
   model_ = GPT2(spec_.model);
-  init_weights(*model_, seed);
+  init_weights(*model_, seed, dev.cuda());  // a CPU run's memory meter would count the kept draws
   model_->to(device_);
   if (spec_.precision == Precision::kBf16Cast) model_->to(at::kBFloat16);  // weights, grads, optimizer state
   model_->train();
