@@ -75,8 +75,8 @@ TEST(Cli, LadderWritesResultsWithTheCounters) {
 }
 
 // The time budget: a budget far too small for the rungs still runs every rung, at the floor (two warm-up steps, one
-// timed step per repetition, no breakdown pass), with a verdict, and records what it ran, why and how long each part took;
-// a progress line follows each rung. Without budget_minutes a CPU run gets 15 minutes. The batch-scaling top keeps
+// timed step per repetition, no breakdown pass), with a verdict, and records what it ran, why and how long each
+// part took; a progress line follows each rung. Without budget_minutes a CPU run gets 15 minutes. The batch-scaling top keeps
 // its breakdown pass (the report sets FP8's beside it).
 TEST(Cli, ATightTimeBudgetRunsEveryRungAtTheFloorAndSaysSo) {
   test::TempDir d;

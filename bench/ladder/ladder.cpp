@@ -279,10 +279,12 @@ std::function<void(const std::string&)> on_rung_reported(RungRunner& ladder, con
   return [&ladder, &records, &writer, told](const std::string& name) {
     writer.flush(records, "running");
     for (const auto& r : records)
-      if (name.rfind(r.plan.benchmark_name + "/", 0) == 0 && told->insert(r.name()).second)
-        std::cerr << rung_line(r, compared_with(records, r)) << "\n"
-                  << (seconds_line(r).empty() ? "" : seconds_line(r) + "\n") << "gpt2bench: " << ladder.budget.progress(static_cast<int64_t>(told->size()), ladder.rungs_to_run)
+      if (name.rfind(r.plan.benchmark_name + "/", 0) == 0 && told->insert(r.name()).second) {
+        std::cerr << rung_line(r, compared_with(records, r)) << "\n";
+        if (const std::string took = seconds_line(r); !took.empty()) std::cerr << took << "\n";
+        std::cerr << "gpt2bench: " << ladder.budget.progress(static_cast<int64_t>(told->size()), ladder.rungs_to_run)
                   << "\n";
+      }
   };
 }
 

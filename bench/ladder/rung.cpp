@@ -37,7 +37,6 @@ class Lap {
 };
 }  // namespace
 
-
 bool RungRunner::settle(RungRecord& r, const std::vector<RungRecord>& records) {
   const KeptExtras k = choose_kept(records, r.plan.ties);
   r.out.kept = k.why;
@@ -55,9 +54,11 @@ bool RungRunner::settle(RungRecord& r, const std::vector<RungRecord>& records) {
   }
   settle_kept(r, k.variants, prof, dev);
   std::string names;
-  for (const auto& e : k.why)
-    if (e.value("kept", false))
-      names += (names.empty() ? "" : ", ") + e["variant"].get<std::string>() + (e.value("tie", false) ? " (a tie)" : "");
+  for (const auto& e : k.why) {
+    if (!e.value("kept", false)) continue;
+    names += (names.empty() ? "" : ", ") + e["variant"].get<std::string>();
+    if (e.value("tie", false)) names += " (a tie)";
+  }
   std::cerr << "    " << r.name() << ": kept " << names << "\n";
   return true;
 }
