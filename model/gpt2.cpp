@@ -17,8 +17,12 @@ namespace gpt2 {
 
 GPT2Impl::GPT2Impl(const ModelOptions& o) : opts(o) {
   const int64_t Vp = o.padded_vocab();
-  tok_emb = register_module("tok_emb", torch::nn::Embedding(Vp, o.n_embd));
-  pos_emb = register_module("pos_emb", torch::nn::Embedding(o.context, o.n_embd));
+  // Zeros, not libtorch's draws, for the embeddings and head: init_weights draws them (0.45 s a build of 124M).
+  auto zeros = [](int64_t rows, int64_t cols) {
+    return torch::nn::EmbeddingOptions(rows, cols)._weight(at::zeros({rows, cols}));
+  };
+  tok_emb = register_module("tok_emb", torch::nn::Embedding(zeros(Vp, o.n_embd)));
+  pos_emb = register_module("pos_emb", torch::nn::Embedding(zeros(o.context, o.n_embd)));
   drop_emb = register_module("drop_emb", torch::nn::Dropout(o.dropout));
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < o.n_layer; ++i) blocks->push_back(Block(o));
@@ -27,8 +31,7 @@ GPT2Impl::GPT2Impl(const ModelOptions& o) : opts(o) {
   if (o.tie_weights) {
     head_weight = tok_emb->weight;
   } else {
-    const double bound = 1.0 / std::sqrt(static_cast<double>(o.n_embd));
-    head_weight = register_parameter("head_weight", at::empty({Vp, o.n_embd}).uniform_(-bound, bound));
+    head_weight = register_parameter("head_weight", at::zeros({Vp, o.n_embd}));
   }
 }
 
