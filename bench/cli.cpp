@@ -54,7 +54,9 @@ constexpr const char* kLadderHelp = R"(usage: gpt2bench ladder --profile FILE --
 
 Runs the rungs of FILE's plan (rung 0 = baseline) under Google Benchmark, timed by the device's timer (CUDA events
 or the steady clock) without the warm-up steps, and checks each rung's losses and first gradient against the
-baseline's (parity). The default plan ends with the kept rungs: the top with every extra that beat it in this run.
+baseline's (parity). The default plan ends with the kept rungs: the top with every extra that beat it in this run,
+and at the profile's batch the same, then with the extras that tied the top too. Each rung prints where its time
+went ("took": choices, search, build, timed, breakdown, parity; rungs.json's ran.seconds).
 
   --profile FILE   YAML run profile (see profiles/)
   --out DIR        a directory not holding results.json yet. Writes DIR/results.json (Google Benchmark's JSON:
