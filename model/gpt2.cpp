@@ -83,7 +83,7 @@ std::vector<std::pair<std::string, at::Tensor>> canonical_parameters(GPT2Impl& m
     add(p + "ln1.scale", b.ln1->scale);
     add(p + "ln1.shift", b.ln1->shift);
     const char* names[3] = {"query", "key", "value"};
-    torch::nn::Linear sep[3] = {b.attn->query, b.attn->key, b.attn->value};
+    Dense sep[3] = {b.attn->query, b.attn->key, b.attn->value};
     for (int j = 0; j < 3; ++j) {
       at::Tensor w = b.attn->qkv ? b.attn->qkv->weight.narrow(0, j * C, C) : sep[j]->weight;
       add(p + "attn." + names[j] + ".weight", w);

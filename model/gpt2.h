@@ -15,7 +15,7 @@
 
 namespace gpt2 {
 
-// Built with its embeddings and head at zero and its linears at libtorch's draws: init_weights draws every weight.
+// Built at zero (LayerNorms at 1 and 0): init_weights draws every weight.
 struct GPT2Impl : torch::nn::Module {
   explicit GPT2Impl(const ModelOptions& o);
   at::Tensor forward(const at::Tensor& idx);  // (B, T) int64 -> logits (B, T, Vp)

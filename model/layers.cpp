@@ -20,6 +20,11 @@ at::Tensor gelu_tanh_scratch(const at::Tensor& x) {
   return 0.5 * x * (1.0 + at::tanh(k * (x + 0.044715 * at::pow(x, 3))));
 }
 
+DenseImpl::DenseImpl(int64_t in, int64_t out, bool with_bias)
+    : weight(register_parameter("weight", at::zeros({out, in}))) {
+  if (with_bias) bias = register_parameter("bias", at::zeros({out}));
+}
+
 LayerNormImpl::LayerNormImpl(int64_t d, LayerImpl i) : dim(d), impl(i) {
   scale = register_parameter("scale", at::ones({d}));
   shift = register_parameter("shift", at::zeros({d}));
@@ -41,7 +46,7 @@ namespace {
 // Under fp8_linears the same in FP8 over the (B·T, C) rows (kernels/fp8_linear.h), under lt_linears with the GEMMs'
 // algorithms `lt` names (kernels/lt_linear.h). `with_bias`: false for the forward_bias_apart forms, which add the
 // bias later.
-at::Tensor linear(const at::Tensor& x, const torch::nn::Linear& l, bool fp8,
+at::Tensor linear(const at::Tensor& x, const Dense& l, bool fp8,
                   const std::optional<kernels::GemmAlgorithms>& lt, bool with_bias = true) {
   const at::Tensor b = with_bias ? l->bias : at::Tensor();
   if (!fp8 && !lt) return at::linear(x, l->weight, b);
@@ -88,8 +93,8 @@ FeedForwardImpl::FeedForwardImpl(const ModelOptions& o)
       gelu_epilogues(o.gelu_epilogues),
       fp8(o.fp8_linears),
       lt(lt_table(o)) {
-  fc1 = register_module("fc1", torch::nn::Linear(o.n_embd, 4 * o.n_embd));
-  fc2 = register_module("fc2", torch::nn::Linear(4 * o.n_embd, o.n_embd));
+  fc1 = register_module("fc1", Dense(o.n_embd, 4 * o.n_embd));
+  fc2 = register_module("fc2", Dense(4 * o.n_embd, o.n_embd));
 }
 
 at::Tensor FeedForwardImpl::forward(const at::Tensor& x) {
@@ -132,13 +137,13 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const ModelOptions& o)
       lt(lt_table(o)) {
   const int64_t C = o.n_embd;
   if (o.fused_qkv) {
-    qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(C, 3 * C).bias(o.qkv_bias)));
+    qkv = register_module("qkv", Dense(C, 3 * C, o.qkv_bias));
   } else {
-    query = register_module("query", torch::nn::Linear(torch::nn::LinearOptions(C, C).bias(o.qkv_bias)));
-    key = register_module("key", torch::nn::Linear(torch::nn::LinearOptions(C, C).bias(o.qkv_bias)));
-    value = register_module("value", torch::nn::Linear(torch::nn::LinearOptions(C, C).bias(o.qkv_bias)));
+    query = register_module("query", Dense(C, C, o.qkv_bias));
+    key = register_module("key", Dense(C, C, o.qkv_bias));
+    value = register_module("value", Dense(C, C, o.qkv_bias));
   }
-  out_proj = register_module("out_proj", torch::nn::Linear(C, C));
+  out_proj = register_module("out_proj", Dense(C, C));
   attn_dropout = register_module("attn_dropout", torch::nn::Dropout(o.dropout));
   if (impl == AttentionImpl::kManualBuffer)
     mask = register_buffer("mask", at::triu(at::ones({o.context, o.context}), /*diagonal=*/1));
