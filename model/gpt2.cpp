@@ -115,12 +115,15 @@ void init_weights(GPT2Impl& m, uint64_t seed, bool keep) {
   static std::mutex mutex;
   static std::string kept_for;
   static std::vector<at::Tensor> kept;
-  std::string key = std::to_string(seed) + " " + std::to_string(m.opts.n_embd);
-  for (const auto& [name, view] : params) key += " " + name + c10::str(view.sizes());
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (keep && key == kept_for) {
-    for (size_t i = 0; i < params.size(); ++i) params[i].second.copy_(kept[i]);
-    return;
+  std::string key;
+  if (keep) {
+    key = std::to_string(seed) + " " + std::to_string(m.opts.n_embd);
+    for (const auto& [name, view] : params) key += " " + name + c10::str(view.sizes());
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (key == kept_for) {
+      for (size_t i = 0; i < params.size(); ++i) params[i].second.copy_(kept[i]);
+      return;
+    }
   }
   std::vector<at::Tensor> drawn;
   for (const auto& [name, view] : params) {
@@ -141,7 +144,10 @@ void init_weights(GPT2Impl& m, uint64_t seed, bool keep) {
     view.copy_(cpu);
     if (keep) drawn.push_back(cpu);
   }
-  if (keep) kept_for = key, kept = std::move(drawn);
+  if (keep) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    kept_for = std::move(key), kept = std::move(drawn);
+  }
 }
 
 }  // namespace gpt2

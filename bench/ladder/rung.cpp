@@ -40,11 +40,10 @@ class Lap {
 bool RungRunner::settle(RungRecord& r, const std::vector<RungRecord>& records) {
   const KeptExtras k = choose_kept(records, r.plan.ties);
   r.out.kept = k.why;
-  auto sorted = [](std::vector<std::string> v) {
-    std::sort(v.begin(), v.end());
-    return v;
-  };
-  if (k.variants.empty() || (r.plan.ties && sorted(k.variants) == sorted(choose_kept(records).variants))) {
+  // The ties' rung with no tie kept is the kept rung's step (a tie that lost a conflict displaced nothing).
+  const bool tie_kept = std::any_of(k.why.begin(), k.why.end(),
+                                    [](const nlohmann::json& e) { return e.value("kept", false) && e.value("tie", false); });
+  if (k.variants.empty() || (r.plan.ties && !tie_kept)) {
     r.out.status = RungStatus::kSkipped;
     r.out.error = !k.variants.empty() ? "no extra tied the top beyond those that beat it: the kept rung's step"
                   : r.plan.ties       ? "no extra beat or tied the top rung in this run (rungs.json: kept)"
