@@ -8,6 +8,7 @@
 
 #include "bench/runtime/device.h"
 #include "bench/runtime/memory.h"
+#include "bench/runtime/phase.h"
 #include "bench/step/optim.h"
 #include "bench/step/train_step.h"
 #include "helpers.h"
@@ -261,6 +262,38 @@ TEST(TrainStep, TheFirstBatchsLossIsTheSameTakenAFewRowsAtATime) {
   EXPECT_GT(whole, 0);
   for (int64_t rows : {1, 3, 8}) EXPECT_NEAR(ts.eval_loss(x, y, rows), whole, 1e-6 * whole) << rows;
   EXPECT_GT(std::abs(ts.eval_loss(x.narrow(0, 0, 3), y.narrow(0, 0, 3)) - whole), 1e-6 * whole);  // rows differ
+}
+
+// The parity reference at a batch the baseline does not fit whole: micro-batches whose gradients sum to the batch's.
+// The same losses and gradients as the whole batch's, to fp32's rounding; a micro-batch that cannot be refused.
+TEST(TrainStep, MicroBatchesTakeTheWholeBatchsStep) {
+  StepSpec s = tiny_spec(8);
+  s.model.dropout = 0.0;
+  const at::Tensor tokens = corpus(97);
+  const Trajectory whole = loss_trajectory(s, cpu(), tokens, 5, 3);
+  s.micro_batch = 2;
+  const Trajectory parts = loss_trajectory(s, cpu(), tokens, 5, 3);
+  ASSERT_EQ(parts.losses.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(parts.losses[i], whole.losses[i], 1e-5 * whole.losses[i]) << i;
+  EXPECT_NEAR(parts.first_grad_norm, whole.first_grad_norm, 1e-5 * whole.first_grad_norm);
+  ASSERT_EQ(parts.first_grad_norms.size(), whole.first_grad_norms.size());
+  for (size_t i = 0; i < whole.first_grad_norms.size(); ++i)
+    EXPECT_NEAR(parts.first_grad_norms[i].second, whole.first_grad_norms[i].second,
+                1e-4 * std::max(whole.first_grad_norms[i].second, 1e-6 * whole.first_grad_norm))
+        << whole.first_grad_norms[i].first;
+  EXPECT_NEAR(parts.first_batch_after, whole.first_batch_after, 1e-5 * whole.first_batch_after);
+  static int forwards = 0;  // and it took them four passes a step
+  set_phase_listener([](const char* phase, bool enter) { forwards += enter && std::string(phase) == "forward"; });
+  TrainStep(s, cpu(), tokens, 5).step();
+  set_phase_listener(nullptr);
+  EXPECT_EQ(forwards, 4);
+  s.micro_batch = 3;  // does not divide 8
+  try {
+    TrainStep ts(s, cpu(), tokens, 5);
+    ADD_FAILURE() << "micro_batch 3 of batch 8 was taken";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("micro_batch 3 must divide the batch (8)"), std::string::npos) << e.what();
+  }
 }
 
 // Autocast is a process-wide switch: a forward that throws must not leave it on.

@@ -153,6 +153,7 @@ void parity_reference(RungRunner& ladder, const StepSpec& baseline) {
   const Profile& prof = ladder.prof;
   if (prof.parity_steps <= 0) return;
   std::cerr << "gpt2bench: parity reference, " << prof.parity_steps << " baseline steps...\n";
+  ladder.baseline_spec = baseline;
   try {
     ladder.baseline =
         loss_trajectory(baseline, ladder.dev, ladder.data.train, prof.seed, static_cast<int>(prof.parity_steps));

@@ -337,7 +337,9 @@ std::string parity_figures(const ParityResult& p) {
 std::string table_footer(const std::vector<std::string>& anchors, bool cuda, const std::string& mfu_basis) {
   std::ostringstream s;
   for (const auto& a : anchors)
-    s << "(parity*: judged against " << a << ", the rung they are built on at their batch; docs/measurement.md: Parity)\n";
+    s << "(parity*: judged against " << a
+      << (a.rfind("baseline at batch ", 0) == 0 ? ", its fp32 step in micro-batches" : ", the rung they are built on at their batch")
+      << "; docs/measurement.md: Parity)\n";
   s << "(memory in GB; " << (cuda ? "reserved = CUDA caching allocator" : "peak RSS = process high-water mark")
     << ")\nMFU: model FLOPs/s (matmuls only, rungs.json's flops.formula) over " << mfu_basis << "\n";
   return s.str();
@@ -368,7 +370,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
       << strf("%.2f", r.median_step_ms()) << std::setw(12) << gb(r.out.memory.peak_alloc_bytes) << std::setw(12)
       << gb(r.out.memory.peak_reserved_bytes) << std::setw(9) << mfu
       << "  " << (r.out.parity.verdict == "fail" ? "FAIL" : r.out.parity.verdict);
-    // judged against the rung it is built on at its batch (the top): marked, and named under the table
+    // judged against the rung it is built on at its batch (the top), or the baseline at it: marked, named under the table
     const bool against = !r.out.parity.against.empty() && r.out.parity.judged_as != ParityClass::kProblem;
     if (against) {
       s << "*";

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <numeric>
 #include <sstream>
 #include <thread>
 
@@ -237,9 +238,29 @@ const RungRecord* RungRunner::parity_anchor(const RungRecord& r, const std::vect
   if (!records || records->empty() || ranks(r.spec()) > 1 || r.spec().batch == prof.batch) return nullptr;
   const RungRecord* on = compared_with(*records, r);
   if (!on || on->spec().batch != r.spec().batch || ranks(on->spec()) > 1 || !has_trajectory(on->out.parity) ||
-      class_between(r.plan.rung.applied, on->plan.rung.applied) == ParityClass::kProblem)
+      class_between(r.plan.rung.applied, on->plan.rung.applied) != ParityClass::kExact)
     return nullptr;
   return on;
+}
+
+const Trajectory* RungRunner::reference_at(int64_t batch, int64_t steps, std::string& why) {
+  if (batch == prof.batch) return &baseline;
+  if (const auto it = baseline_at.find(batch);
+      it != baseline_at.end() && static_cast<int64_t>(it->second.losses.size()) >= steps)
+    return &it->second;
+  StepSpec s = baseline_spec;
+  s.batch = batch;
+  s.micro_batch = std::gcd(batch, prof.batch);
+  std::cerr << "    parity reference at batch " << batch << ": " << steps << " baseline steps in micro-batches of "
+            << s.micro_batch << "\n";
+  try {
+    return &(baseline_at[batch] = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(steps)));
+  } catch (const c10::OutOfMemoryError& e) {
+    release();
+    why = "the baseline ran out of memory at batch " + std::to_string(batch) + " in micro-batches of " +
+          std::to_string(s.micro_batch) + " (" + first_line(e.what_without_backtrace()) + ")";
+    return nullptr;
+  }
 }
 
 void RungRunner::finish(RungRecord& r, bool is_baseline, const std::vector<RungRecord>* records) {
@@ -274,11 +295,18 @@ void RungRunner::finish(RungRecord& r, bool is_baseline, const std::vector<RungR
   try {
     // fit() set the steps: the profile's, or fewer at the budget's floor (one process only)
     const Trajectory t = loss_trajectory(s, dev, data.train, prof.seed, static_cast<int>(r.out.timing.parity_steps), dist);
+    const ParityClass same = class_at_equal_batch(r.plan.rung.applied);
+    const bool at_batch = !baseline.losses.empty() && ranks(r.spec()) == 1 && s.batch != prof.batch &&
+                          same != ParityClass::kProblem;
+    std::string why;
     if (const RungRecord* on = parity_anchor(r, records)) {
-      r.out.parity = judge_parity(class_at_equal_batch(r.plan.rung.applied), t, trajectory_of(on->out.parity), on->name());
+      r.out.parity = judge_parity(same, t, trajectory_of(on->out.parity), on->name());
+    } else if (const Trajectory* ref = at_batch ? reference_at(s.batch, t.losses.size(), why) : nullptr) {
+      r.out.parity = judge_parity(same, t, *ref, "baseline at batch " + std::to_string(s.batch));
     } else {
       r.out.parity = baseline.losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline);
       if (baseline.losses.empty()) r.out.parity.rule = "no parity reference: " + reference_error;
+      if (!why.empty()) r.out.parity.rule += "; not at its batch: " + why;
     }
   } catch (const c10::OutOfMemoryError& e) {
     r.out.parity = ParityResult{};

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +48,8 @@ struct RungRunner {
   ChoiceTimings choices{};   // the settings settled by timing, once a run for each key
   std::function<void()> save_running{};  // rungs.json written as it stands (rank 0; none on the other ranks)
   Peaks* peaks = nullptr;  // the run's matmul peaks (rank 0), held at or above every rate a rung achieves
+  StepSpec baseline_spec{};  // the parity reference's step
+  std::map<int64_t, Trajectory> baseline_at{};  // its trajectories at other batches (reference_at)
 
   bool rank0() const { return !dist || dist->rank() == 0; }
   // A kept rung, as it starts: the extras that beat the top in this run join it (bench/ladder/kept.h); none
@@ -91,8 +94,12 @@ struct RungRunner {
   void breakdown_pass(RungRecord& r, const std::string& out_dir);
 
   // A one-process rung at another batch than the baseline's is judged against the rung it is built on at that
-  // batch where nothing that separates them changes the problem; nullptr: against the baseline, by its own class.
+  // batch where what separates them keeps the math (a fusion, a kernel); nullptr: against the baseline's step.
   const RungRecord* parity_anchor(const RungRecord& r, const std::vector<RungRecord>* records) const;
+  // The baseline's trajectory at `batch` over `steps` steps or more: at another batch than the profile's its step
+  // in micro-batches (of a divisor of the profile's batch, which fits), kept for the next rung. nullptr where it
+  // ran out of memory, with why in `why`.
+  const Trajectory* reference_at(int64_t batch, int64_t steps, std::string& why);
 
   // After the last repetition: free the step, then the parity run (every rank, for DDP). A parity
   // run that runs out of memory leaves the rung's measurements standing: parity n/a, with why.

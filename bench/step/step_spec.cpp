@@ -117,6 +117,7 @@ void to_json(nlohmann::json& j, const StepSpec& s) {
          {"classifier_kernel", s.settings.classifier_kernel},
          {"gelu_backward_slab", s.settings.gelu_backward_slab},
          {"residual_norm", s.settings.residual_norm}}}};
+  if (s.micro_batch > 0) j["micro_batch"] = s.micro_batch;  // the parity reference's alone: rungs.json stays as it was
 }
 
 

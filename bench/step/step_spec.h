@@ -66,6 +66,7 @@ struct StepSpec {
   ExecutorKind executor = ExecutorKind::kEager;
   SdpaBackend sdpa_backend = SdpaBackend::kAuto;
   int64_t batch = 8;              // B per rank
+  int64_t micro_batch = 0;        // rows a forward and backward take, gradients summed to the batch's (0: all)
   bool search_batch = false;      // find the largest power-of-two batch that fits
   Settings settings;
   bool sync_every_step = false;   // read the loss on the host every step (an anti-variant)

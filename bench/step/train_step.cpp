@@ -105,6 +105,11 @@ TrainStep::TrainStep(const StepSpec& spec, const DeviceInfo& dev, at::Tensor tok
     grad_sync_ = dist->grad_sync(model_->parameters());
   }
   opt_ = std::make_unique<AdamW>(model_->parameters(), spec_.optimizer);
+  TORCH_CHECK(spec_.micro_batch == 0 || (spec_.micro_batch > 0 && spec_.batch % spec_.micro_batch == 0 &&
+                                          spec_.dist.backend == "none" && !spec_.optimizer.in_backward &&
+                                          spec_.executor == ExecutorKind::kEager),
+              "micro_batch ", spec_.micro_batch, " must divide the batch (", spec_.batch,
+              ") of an eager, one-process step without an update in backward");
   if (spec_.optimizer.in_backward) {
     TORCH_CHECK(spec_.dist.backend == "none" && spec_.precision != Precision::kFp16Autocast,
                 "an update in backward cannot wait for what DDP's all-reduce or fp16's inf check needs first");
@@ -196,13 +201,19 @@ at::Tensor TrainStep::forward_loss(const at::Tensor& x, const at::Tensor& y) {
 }
 
 at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {
-  if (grad_sync_) grad_sync_->prepare_for_forward();
-  at::Tensor loss = forward_loss(x, y);
-  if (grad_sync_) grad_sync_->prepare_for_backward();  // buckets all-reduce as backward fills them
-  {
+  // In micro-batches each pass's mean loss is weighted by its share of the rows: the sum is the batch's mean.
+  const int64_t rows = spec_.micro_batch > 0 ? spec_.micro_batch : x.size(0);
+  const double share = static_cast<double>(rows) / static_cast<double>(x.size(0));
+  at::Tensor loss;
+  for (int64_t i = 0; i < x.size(0); i += rows) {
+    if (grad_sync_) grad_sync_->prepare_for_forward();
+    const bool whole = share == 1.0;  // a step in one pass runs no op beyond it (the profilers' phases hold them all)
+    at::Tensor part = whole ? forward_loss(x, y) : forward_loss(x.narrow(0, i, rows), y.narrow(0, i, rows)) * share;
+    if (grad_sync_) grad_sync_->prepare_for_backward();  // buckets all-reduce as backward fills them
     PhaseRange r("backward");
-    (scale_.defined() ? loss * scale_ : loss).backward();
+    (scale_.defined() ? part * scale_ : part).backward();
     if (in_backward_) in_backward_->finish();
+    loss = loss.defined() ? loss + part.detach() : part.detach();
   }
   {
     PhaseRange r("optimizer");
@@ -226,7 +237,7 @@ at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {
     }
     opt_->zero_grad();
   }
-  return loss.detach();
+  return loss;
 }
 
 TimedSteps time_steps(int64_t steps, const std::function<at::Tensor()>& step, StepTimer& timer,
