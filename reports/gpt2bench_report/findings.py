@@ -175,6 +175,8 @@ def findings(run: Run) -> list[str]:
         lines.append("**Kept**: " + (", ".join(kept) if kept else "no extra beat the top") + _ties(run) + ".")
     if fp8 := _fp8(run):
         lines.append(fp8)
+    if failed := [_parity_failed(r) for r in run.rungs if r.ok and r.parity_verdict == "fail"]:
+        lines.append("**Parity failed** (docs/measurement.md: Parity): " + "; ".join(failed) + ".")
     for status in ("error", "oom", "diverged", "interrupted"):
         if named := [r.name for r in run.rungs if r.status == status]:
             lines.append(f"**{status.capitalize()}**: {', '.join(named)} (the table says why).")
@@ -188,6 +190,14 @@ def findings(run: Run) -> list[str]:
     ok = sum(r.ok for r in run.rungs)
     own = checks_words(run)
     return lines[:8] + [f"**Run**: {run.status}; {ok} of {len(run.rungs)} rungs ran to the end{'; ' * bool(own)}{own}."]
+
+
+def _parity_failed(r: Rung) -> str:
+    """What a rung that failed parity was judged against, and how far off it was: losses, gradient, parameter."""
+    worst = f", {r.parity_worst[0]} {r.parity_worst[1]:.2f}x" if r.parity_worst else ""
+    grad = f", first gradient {r.parity_grad_ratio:.3f}x" if r.parity_grad_ratio else ""
+    against = ("the " if r.parity_against.startswith("baseline") else "") + r.parity_against
+    return f"{r.name} against {against}: losses within {r.parity_dev:.3g}{grad}{worst}"
 
 
 def _ties(run: Run) -> str:

@@ -32,6 +32,7 @@ class Rung:
     parity_grad_ratio: float = 0.0  # the first step's gradient norm over the baseline's (0: not compared)
     parity_against: str = "baseline"  # the rung judged against: an extra on batch_scaling's top, that top
     parity_judged_as: str = ""  # exact, precision or problem
+    parity_worst: tuple[str, float] | None = None  # the parameter whose first gradient is furthest off, and its ratio
     batch: int = 0
     profile: dict | None = None
     scaling_efficiency: float | None = None
@@ -326,6 +327,8 @@ def _load_rung(r: dict, where: Path) -> Rung:
         parity_grad_ratio=r.get("parity", {}).get("grad_norm_ratio", 0.0),
         parity_against=r.get("parity", {}).get("against", "baseline"),
         parity_judged_as=r.get("parity", {}).get("judged_as", ""),
+        parity_worst=(r["parity"]["worst_param"], r["parity"].get("worst_param_ratio", 0.0))
+        if r.get("parity", {}).get("worst_param") else None,
         batch=r.get("spec", {}).get("batch", 0),
         profile=r.get("breakdown", r.get("profile")),  # "profile" before 2026-11-23
         scaling_efficiency=r.get("scaling_efficiency"),

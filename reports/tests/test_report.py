@@ -852,6 +852,24 @@ def test_a_reference_beside_its_rung_by_kind_of_work(tmp_path):
     assert not any("by kind of work" in x for x in lines)
 
 
+def test_findings_name_each_parity_failure_with_what_it_was_judged_against(tmp_path):
+    # A failed rung is never the fastest; Findings says what it was held to and how far off it was (the CPU's bf16
+    # top at batch 16 on 2026-12-06: ATen's LayerNorm gradient sums, docs/measurement.md).
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    assert "Parity failed" not in " ".join(findings(load_run(run_dir)))
+    doc["rungs"][4]["parity"].update(verdict="fail", against="baseline at batch 16", max_abs_dev=0.0612,
+                                     grad_norm_ratio=1.0002, worst_param="blocks.1.ln1.shift", worst_param_ratio=0.712)
+    doc["rungs"][5]["parity"].update(verdict="fail", against="04_native_layers", max_abs_dev=0.5)
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    assert ("**Parity failed** (docs/measurement.md: Parity): 04_native_layers against the baseline at batch 16: "
+            "losses within 0.0612, first gradient 1.000x, blocks.1.ln1.shift 0.71x; 05_sdpa against 04_native_layers: "
+            "losses within 0.5, first gradient 1.000x.") in findings(run)
+    assert findings(run)[0].startswith("**Fastest**: 03_fused_adamw")  # not one that failed
+
+
 def test_a_kernels_json_of_another_device_or_layout_is_refused(tmp_path):
     run_dir = tmp_path / "run"
     shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
