@@ -729,8 +729,8 @@ def test_our_kernels_op_by_op_beside_what_the_step_kept(tmp_path):
     k["cases"].append({"variant": "fp8_linears", "skipped": "FP8 matmuls need a CUDA GPU of sm89+ (FP8 tensor cores)"})
     (run_dir / "kernels.json").write_text(json.dumps(k))
     rungs = json.loads((run_dir / "rungs.json").read_text())
-    # fused_classifier's verdict as top+kept recorded it on the Zen 4 (cpu-amd-epyc-zen4/20261125-202720-cpu-scaled),
-    # its sentence long; the cell says it in figures
+    # fused_classifier's verdict as top+kept recorded it on the Zen 4 (cpu-amd-epyc-zen4/20261125-202720-cpu-scaled,
+    # in git at abf8a13), its sentence long; the cell says it in figures
     zen4 = {"again": {"interval": {"high": 1.0317, "level": 0.968, "low": 0.9498}, "ratio": 0.9813, "rung": "22_top_again"},
             "compared_with": "12_batch_scaling", "interval": {"high": 0.9728, "level": 0.968, "low": 0.9336},
             "kept": False, "ratio": 0.9495, "rung": "17_top+fused_classifier", "variant": "fused_classifier",
