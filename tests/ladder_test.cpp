@@ -665,6 +665,22 @@ TEST(SummaryTable, TheParityCellShowsWhatWasJudged) {
   EXPECT_EQ(back.out.parity.first_batch_after, 12.25);
 }
 
+// Under the table, each rung that failed parity on a line of its own: what it was held to and how far off it was.
+TEST(SummaryTable, EachParityFailureIsNamedWithWhatItWasJudgedAgainst) {
+  std::vector<RungRecord> rs = {rung("00_baseline", "ok"), rung("05_bf16_cast", "ok"), rung("12_batch_scaling", "ok")};
+  const Trajectory fp32{{5.0, 4.0}, 0, 2.0, {{"ln.shift", 0.01}, {"head", 1.0}}};
+  rs[1].out.parity = judge_parity(ParityClass::kPrecision, Trajectory{{5.05, 4.0}, 3.0, 2.0, {{"ln.shift", 0.0101}}}, fp32);
+  EXPECT_EQ(parity_failures(rs), "");
+  rs[2].out.parity = judge_parity(ParityClass::kPrecision, Trajectory{{5.05, 4.0}, 3.0, 2.0, {{"ln.shift", 0.0071}}},
+                                  fp32, "baseline at batch 16");
+  rs[1].out.parity = judge_parity(ParityClass::kExact, Trajectory{{5.5, 4.0}, 3.0, 2.0}, fp32);
+  EXPECT_EQ(parity_failures(rs),
+            "!! PARITY FAILED: 05_bf16_cast against the baseline: losses within 0.5 (rungs.json's parity.rule: which "
+            "check; docs/measurement.md: Parity)\n"
+            "!! PARITY FAILED: 12_batch_scaling against the baseline at batch 16: furthest parameter ln.shift 0.710x, "
+            "losses within 0.05 (rungs.json's parity.rule: which check; docs/measurement.md: Parity)\n");
+}
+
 TEST(SummaryTable, AMultiLineErrorTakesOneLine) {
   const std::string table = summary_table(
       {rung("12_batch_scaling", "error",

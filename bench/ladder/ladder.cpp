@@ -216,12 +216,9 @@ int conclude(const std::vector<RungRecord>& ran, const RungRunner& ladder, const
   }
   std::cout << "\nresults: " << writer.results_path()
             << "\n         " << writer.rungs_path() << "\n";
-  bool parity_failed = false, errored = references_failed(writer.references());
-  for (const auto& r : ran) {
-    parity_failed = parity_failed || r.out.parity.verdict == "fail";
-    errored = errored || r.out.status == RungStatus::kError;
-  }
-  if (parity_failed) std::cout << "\n!! PARITY FAILED on at least one rung: see the parity column and rungs.json\n";
+  bool errored = references_failed(writer.references());
+  for (const auto& r : ran) errored = errored || r.out.status == RungStatus::kError;
+  if (const std::string failed = parity_failures(ran); !failed.empty()) std::cout << "\n" << failed;
   if (g_signal) {
     std::cout << "\ninterrupted: the finished rungs are saved; gpt2bench ladder --resume " << dir << " runs the rest\n";
     return 130;

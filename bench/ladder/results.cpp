@@ -345,6 +345,19 @@ std::string table_footer(const std::vector<std::string>& anchors, bool cuda, con
   return s.str();
 }
 
+std::string parity_failures(const std::vector<RungRecord>& rungs) {
+  std::string s;
+  for (const auto& r : rungs) {
+    const ParityResult& p = r.out.parity;
+    if (p.verdict != "fail") continue;
+    const std::string against = p.against.empty() ? "baseline" : p.against;
+    s += "!! PARITY FAILED: " + r.name() + " against " + (against.rfind("baseline", 0) == 0 ? "the " : "") + against + ": " +
+         (p.worst_param.empty() ? "" : strf("furthest parameter %s %.3fx, ", p.worst_param.c_str(), p.worst_param_ratio)) +
+         strf("losses within %.3g (rungs.json's parity.rule: which check; docs/measurement.md: Parity)\n", p.max_abs_dev);
+  }
+  return s;
+}
+
 std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
   std::ostringstream s;
   auto gb = [](int64_t b) { return strf("%.3f", b / 1e9); };

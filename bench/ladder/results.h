@@ -186,5 +186,8 @@ const RungRecord* compared_with(const std::vector<RungRecord>& rungs, const Rung
 
 // The closing table: rung, tok/s, speedup over the previous rung and over the baseline, memory, MFU, parity.
 std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda);
+// After the table: a line for each rung that failed parity, what it was judged against and how far it was off
+// ("" where none failed).
+std::string parity_failures(const std::vector<RungRecord>& rungs);
 
 }  // namespace gpt2
