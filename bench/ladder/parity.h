@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct ParityResult {
   std::string against;  // the rung judged against ("": the baseline); "baseline_*" above are its figures
   double first_batch_after = 0;                  // problem: the first batch's loss after the steps
 };
+
+// `against` for the baseline's step at another batch than the profile's (RungRunner::reference_at), and whether
+// `against` names the baseline, at the profile's batch ("") or another.
+inline std::string baseline_at_batch(int64_t batch) { return "baseline at batch " + std::to_string(batch); }
+inline bool against_baseline(const std::string& against) { return against.empty() || against.rfind("baseline", 0) == 0; }
 
 // Whether `p` holds a finished trajectory, every loss finite: one another rung or a reference can be judged against.
 inline bool has_trajectory(const ParityResult& p) {

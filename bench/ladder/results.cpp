@@ -338,7 +338,7 @@ std::string table_footer(const std::vector<std::string>& anchors, bool cuda, con
   std::ostringstream s;
   for (const auto& a : anchors)
     s << "(parity*: judged against " << a
-      << (a.rfind("baseline at batch ", 0) == 0 ? ", its fp32 step in micro-batches" : ", the rung they are built on at their batch")
+      << (against_baseline(a) ? ", its fp32 step in micro-batches" : ", the rung they are built on at their batch")
       << "; docs/measurement.md: Parity)\n";
   s << "(memory in GB; " << (cuda ? "reserved = CUDA caching allocator" : "peak RSS = process high-water mark")
     << ")\nMFU: model FLOPs/s (matmuls only, rungs.json's flops.formula) over " << mfu_basis << "\n";
@@ -350,8 +350,8 @@ std::string parity_failures(const std::vector<RungRecord>& rungs) {
   for (const auto& r : rungs) {
     const ParityResult& p = r.out.parity;
     if (p.verdict != "fail") continue;
-    const std::string against = p.against.empty() ? "baseline" : p.against;
-    s += "!! PARITY FAILED: " + r.name() + " against " + (against.rfind("baseline", 0) == 0 ? "the " : "") + against + ": " +
+    s += "!! PARITY FAILED: " + r.name() + " against " +
+         (against_baseline(p.against) ? "the " + (p.against.empty() ? "baseline" : p.against) : p.against) + ": " +
          (p.worst_param.empty() ? "" : strf("furthest parameter %s %.3fx, ", p.worst_param.c_str(), p.worst_param_ratio)) +
          strf("losses within %.3g (rungs.json's parity.rule: which check; docs/measurement.md: Parity)\n", p.max_abs_dev);
   }

@@ -302,7 +302,7 @@ void RungRunner::finish(RungRecord& r, bool is_baseline, const std::vector<RungR
     if (const RungRecord* on = parity_anchor(r, records)) {
       r.out.parity = judge_parity(same, t, trajectory_of(on->out.parity), on->name());
     } else if (const Trajectory* ref = at_batch ? reference_at(s.batch, t.losses.size(), why) : nullptr) {
-      r.out.parity = judge_parity(same, t, *ref, "baseline at batch " + std::to_string(s.batch));
+      r.out.parity = judge_parity(same, t, *ref, baseline_at_batch(s.batch));
     } else {
       r.out.parity = baseline.losses.empty() ? ParityResult{} : judge_parity(cls, t, baseline);
       if (baseline.losses.empty()) r.out.parity.rule = "no parity reference: " + reference_error;

@@ -204,10 +204,10 @@ at::Tensor TrainStep::body(const at::Tensor& x, const at::Tensor& y) {
   // In micro-batches each pass's mean loss is weighted by its share of the rows: the sum is the batch's mean.
   const int64_t rows = spec_.micro_batch > 0 ? spec_.micro_batch : x.size(0);
   const double share = static_cast<double>(rows) / static_cast<double>(x.size(0));
+  const bool whole = rows == x.size(0);  // a step in one pass runs no op beyond it (the profilers' phases hold them all)
   at::Tensor loss;
   for (int64_t i = 0; i < x.size(0); i += rows) {
     if (grad_sync_) grad_sync_->prepare_for_forward();
-    const bool whole = share == 1.0;  // a step in one pass runs no op beyond it (the profilers' phases hold them all)
     at::Tensor part = whole ? forward_loss(x, y) : forward_loss(x.narrow(0, i, rows), y.narrow(0, i, rows)) * share;
     if (grad_sync_) grad_sync_->prepare_for_backward();  // buckets all-reduce as backward fills them
     PhaseRange r("backward");
