@@ -12,22 +12,9 @@
 namespace gpt2::kernels {
 namespace {
 
-// |t|'s largest element in fp32, one element on t's device: one reduction, no |t| in memory
+// |t|'s largest element in fp32, one element on t's device: on CUDA one reduction reading t as it is (on a CPU
+// ATen copies t into fp32 first)
 at::Tensor abs_max(const at::Tensor& t) { return at::linalg_vector_norm(t, INFINITY, std::nullopt, false, at::kFloat); }
-
-// a (N, K) row-major times b (K, M) column-major, as at::_scaled_mm takes them: a transposed view of a row-major
-// (M, K) tensor is one; anything else is copied into that layout (in Fp8Linear nothing: quantize_fp8 made both
-// layouts). `bias` goes into the GEMM's epilogue.
-at::Tensor scaled_mm(const Fp8& a, const at::Tensor& b_data, const at::Tensor& b_inverse_scale, at::ScalarType out,
-                     const std::optional<at::Tensor>& bias = {}, bool fast_accum = false) {
-  at::Tensor rows, cols;
-  {
-    RECORD_FUNCTION(kFp8ScalingRecord, c10::ArrayRef<const c10::IValue>{});
-    rows = a.data.contiguous();
-    cols = b_data.t().is_contiguous() ? b_data : b_data.t().contiguous().t();
-  }
-  return at::_scaled_mm(rows, cols, a.inverse_scale, b_inverse_scale, bias, {}, out, fast_accum);
-}
 
 struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
   // `b` is read only where `bias` (autograd takes no undefined tensor as an input).
@@ -35,27 +22,33 @@ struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
                             const at::Tensor& b, bool bias) {
     // Each operand also transposed, in the pass that quantizes it: the backward's layouts, saved in place of
     // the forward's (a byte an element, not two).
-    const Fp8 qx = quantize_fp8(x, at::kFloat8_e4m3fn, true), qw = quantize_fp8(w, at::kFloat8_e4m3fn, true);
+    const Fp8 qx = quantize_fp8(x, kFp8Forward.a, true), qw = quantize_fp8(w, kFp8Forward.b, true);
     ctx->save_for_backward({qx.transposed, qx.inverse_scale, qw.transposed, qw.inverse_scale});
     ctx->saved_data["x_dtype"] = static_cast<int64_t>(x.scalar_type());
     ctx->saved_data["w_dtype"] = static_cast<int64_t>(w.scalar_type());
     ctx->saved_data["bias"] = bias;
     // The bias in the epilogue where _scaled_mm takes one (a bf16 or fp16 output); fast accumulation for the
-    // forward alone, as torchao's default: the gradients' sums keep full precision.
+    // forward alone (kFp8Forward), as torchao's default: the gradients' sums keep full precision.
     const bool epilogue = bias && (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf);
-    at::Tensor y = scaled_mm(qx, qw.data.t(), qw.inverse_scale, x.scalar_type(),
-                             epilogue ? std::optional(b.to(x.scalar_type())) : std::nullopt, /*fast_accum=*/true);
+    const auto bias_in_epilogue = epilogue ? std::optional(b.to(x.scalar_type())) : std::nullopt;
+    at::Tensor y =
+        fp8_scaled_mm(qx, qw.data.t(), qw.inverse_scale, x.scalar_type(), bias_in_epilogue, kFp8Forward.fast_accum);
     return bias && !epilogue ? y.add_(b.to(y.scalar_type())) : y;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
     const auto s = ctx->get_saved_variables();
     const at::Tensor &x_t = s[0], &x_inverse_scale = s[1], &w_t = s[2], &w_inverse_scale = s[3];
-    const Fp8 qg = quantize_fp8(grad[0].contiguous(), at::kFloat8_e5m2, true);
+    static_assert(kFp8InputGrad.a == kFp8WeightGrad.a && kFp8InputGrad.b == kFp8Forward.b &&
+                      kFp8WeightGrad.b == kFp8Forward.a, "fp8_linear: the backward reuses the forward's operands");
+    const Fp8 qg = quantize_fp8(grad[0].contiguous(), kFp8InputGrad.a, true);
     const auto x_dtype = static_cast<at::ScalarType>(ctx->saved_data["x_dtype"].toInt());
     const auto w_dtype = static_cast<at::ScalarType>(ctx->saved_data["w_dtype"].toInt());
-    const at::Tensor d_x = scaled_mm(qg, w_t.t(), w_inverse_scale, x_dtype);                          // (N, M)·(M, K)
-    const at::Tensor d_w = scaled_mm({qg.transposed, qg.inverse_scale, {}}, x_t.t(), x_inverse_scale, w_dtype);  // (M, N)·(N, K)
+    const at::Tensor d_x =  // (N, M)·(M, K)
+        fp8_scaled_mm(qg, w_t.t(), w_inverse_scale, x_dtype, std::nullopt, kFp8InputGrad.fast_accum);
+    const at::Tensor d_w =  // (M, N)·(N, K)
+        fp8_scaled_mm({qg.transposed, qg.inverse_scale, {}}, x_t.t(), x_inverse_scale, w_dtype, std::nullopt,
+                      kFp8WeightGrad.fast_accum);
     const bool bias = ctx->saved_data["bias"].toBool();  // its gradient in one launch: summed in fp32, rounded once
     return {d_x, d_w, bias ? grad[0].sum(0, /*keepdim=*/false, w_dtype) : at::Tensor(), at::Tensor()};
   }
@@ -68,6 +61,27 @@ void check_args(const at::Tensor& x, const at::Tensor& w, const std::optional<at
 }
 
 }  // namespace
+
+at::Tensor fp8_scaled_mm(const Fp8& a, const at::Tensor& b_data, const at::Tensor& b_inverse_scale,
+                         at::ScalarType out, const std::optional<at::Tensor>& bias, bool fast_accum) {
+  at::Tensor rows, cols;
+  {  // in Fp8Linear nothing is copied: quantize_fp8 made both layouts
+    RECORD_FUNCTION(kFp8ScalingRecord, c10::ArrayRef<const c10::IValue>{});
+    rows = a.data.contiguous();
+    cols = b_data.t().is_contiguous() ? b_data : b_data.t().contiguous().t();
+  }
+  return at::_scaled_mm(rows, cols, a.inverse_scale, b_inverse_scale, bias, {}, out, fast_accum);
+}
+
+Fp8Operands quantize_fp8_operands(const at::Tensor& a, const at::Tensor& b, const Fp8Product& p) {
+  TORCH_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), "quantize_fp8_operands: a (M, K) and b (K, N) "
+              "expected, got ", a.sizes(), " and ", b.sizes());
+  return {quantize_fp8(a.contiguous(), p.a), quantize_fp8(b.t().contiguous(), p.b)};
+}
+
+at::Tensor fp8_product(const Fp8Operands& q, at::ScalarType out, bool fast_accum) {
+  return fp8_scaled_mm(q.a, q.b.data.t(), q.b.inverse_scale, out, std::nullopt, fast_accum);
+}
 
 double fp8_largest(at::ScalarType format) {
   TORCH_CHECK(format == at::kFloat8_e4m3fn || format == at::kFloat8_e5m2,

@@ -34,6 +34,31 @@ Fp8 quantize_fp8_both_cuda(const at::Tensor& t, const at::Tensor& amax, at::Scal
 // fp8_scaling, wherever it runs (bench/measure/profiler.h: own_scope).
 inline constexpr const char* kFp8ScalingRecord = "gpt2bench::fp8_scaling";
 
+// Each of fp8_linear's three products: its operands' formats and whether _scaled_mm accumulates fast (fewer
+// promotions of the tensor cores' partial sums into fp32). One table, so that `gpt2bench kernels` times the
+// products as the layer runs them (bench/commands/gemm_bench.h).
+struct Fp8Product {
+  at::ScalarType a, b;
+  bool fast_accum;
+};
+inline constexpr Fp8Product kFp8Forward{at::kFloat8_e4m3fn, at::kFloat8_e4m3fn, true};     // x · wᵀ
+inline constexpr Fp8Product kFp8InputGrad{at::kFloat8_e5m2, at::kFloat8_e4m3fn, false};   // dy · w
+inline constexpr Fp8Product kFp8WeightGrad{at::kFloat8_e5m2, at::kFloat8_e4m3fn, false};  // dyᵀ · x
+
+// a (N, K) · b (K, M) through at::_scaled_mm, in `out`: a row-major, b_data column-major (a row-major (M, K)
+// tensor's transpose); anything else is copied into those layouts. `bias` goes into the GEMM's epilogue.
+at::Tensor fp8_scaled_mm(const Fp8& a, const at::Tensor& b_data, const at::Tensor& b_inverse_scale,
+                         at::ScalarType out, const std::optional<at::Tensor>& bias = {}, bool fast_accum = false);
+
+// a (M, K) · b (K, N), any strides, quantized as `p` says into the layouts _scaled_mm takes (a row-major, b's
+// data (N, K) row-major), and their product in `out`: a product of fp8_linear's with its scaling apart, as
+// `gpt2bench kernels` times it.
+struct Fp8Operands {
+  Fp8 a, b;
+};
+Fp8Operands quantize_fp8_operands(const at::Tensor& a, const at::Tensor& b, const Fp8Product& p);
+at::Tensor fp8_product(const Fp8Operands& q, at::ScalarType out, bool fast_accum);
+
 // x (N, K) · wᵀ (w: M, K) + b (M) in x's dtype (the autocast dtype under autocast), differentiable in all three.
 // Forward: x and w in e4m3 (3 mantissa bits: the precision forward values need). Backward: the gradient in e5m2
 // (the range gradients need), multiplied with the forward's e4m3 x and w. On CUDA every dimension must be a

@@ -12,10 +12,13 @@ namespace gpt2::kernels {
 // out (M × N) = op(A) · op(B), row-major: A stored (M × K), or (K × M) and read transposed; B stored (K × N), or
 // (N × K) and read transposed.
 struct StepGemm {
+  enum Product { kForward, kInputGrad, kWeightGrad };  // x·Wᵀ, dY·W, dYᵀ·X
   std::string name;  // "fc1 forward", "fc1 dX", "fc1 dW"
   int64_t M, N, K;
   bool a_transposed, b_transposed;
   int64_t calls;  // a step: one a block, or the classifier's chunks
+  Product product = kForward;
+  bool in_blocks = true;  // a block's linear (fp8_linears' FP8 ones), not the LM head
   double flops() const { return 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K); }
 };
 
@@ -23,9 +26,9 @@ struct StepGemm {
 // and "<name> dW" (dYᵀ·X).
 inline std::array<StepGemm, 3> linear_gemms(const std::string& name, int64_t rows, int64_t in, int64_t out,
                                             int64_t calls = 1) {
-  return {StepGemm{name + " forward", rows, out, in, false, true, calls},
-          StepGemm{name + " dX", rows, in, out, false, false, calls},
-          StepGemm{name + " dW", out, in, rows, true, false, calls}};
+  return {StepGemm{name + " forward", rows, out, in, false, true, calls, StepGemm::kForward},
+          StepGemm{name + " dX", rows, in, out, false, false, calls, StepGemm::kInputGrad},
+          StepGemm{name + " dW", out, in, rows, true, false, calls, StepGemm::kWeightGrad}};
 }
 
 // "M=8192 N=2304 K=768 NT bias BFloat16": a GEMM's shape, how A and B are read (N as stored, T transposed), its
@@ -59,6 +62,8 @@ inline LtLayout column_major(const StepGemm& g) {
 // gelu_epilogues' two GEMMs over N tokens, C wide, F = 4C: fc1's forward x (N × C) · wᵀ, w (F × C); fc2's input
 // gradient g (N × C) · w2, w2 (C × F).
 inline StepGemm fc1_forward_gemm(int64_t N, int64_t C, int64_t F) { return {"fc1 forward", N, F, C, false, true, 1}; }
-inline StepGemm fc2_dgrad_gemm(int64_t N, int64_t C, int64_t F) { return {"fc2 dX", N, F, C, false, false, 1}; }
+inline StepGemm fc2_dgrad_gemm(int64_t N, int64_t C, int64_t F) {
+  return {"fc2 dX", N, F, C, false, false, 1, StepGemm::kInputGrad};
+}
 
 }  // namespace gpt2::kernels

@@ -16,6 +16,7 @@ std::vector<StepGemm> step_gemms(int64_t tokens, int64_t C, int64_t vocab, int64
   linear("fc2", 4 * C, C, tokens, n_layer);
   const int64_t rows = head_rows > 0 && head_rows < tokens ? head_rows : tokens;
   linear("head", C, vocab, rows, (tokens + rows - 1) / rows);
+  for (size_t i = out.size() - 3; i < out.size(); ++i) out[i].in_blocks = false;
   return out;
 }
 

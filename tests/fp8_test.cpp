@@ -12,6 +12,7 @@
 
 #include "kernels/fp8_linear.h"
 #include "kernels/fp8_tiles.h"
+#include "kernels/gemm_survey.h"
 
 namespace gpt2 {
 namespace {
@@ -140,6 +141,31 @@ TEST(Fp8, GradientsAreAutogradsThroughTheReferenceWithinE5m2) {
   const at::Tensor xs = leaf(at::randn({32, 64})), ws = leaf(at::randn({48, 64}));
   const auto no_bias = torch::autograd::grad({kernels::fp8_linear(xs, ws, std::nullopt)}, {xs, ws}, {at::ones({32, 48})});
   EXPECT_EQ(no_bias[0].sizes(), xs.sizes());
+}
+
+// `gpt2bench kernels` times each of the layer's three products with its operands quantized beforehand
+// (quantize_fp8_operands, fp8_product): the very bits the layer computes, forward and backward.
+TEST(Fp8, TheProductsTheSurveyTimesAreTheLayersOwn) {
+  at::manual_seed(4);
+  auto leaf = [](at::Tensor t) { return t.requires_grad_(); };
+  const at::Tensor x = leaf(at::randn({32, 48})), w = leaf(at::randn({40, 48}) * 0.02), g = at::randn({32, 40});
+  const at::Tensor y = kernels::fp8_linear(x, w, std::nullopt);
+  const auto grads = torch::autograd::grad({y}, {x, w}, {g});
+  using kernels::fp8_product, kernels::quantize_fp8_operands;
+  const at::Tensor xd = x.detach(), wd = w.detach();
+  EXPECT_TRUE(at::equal(fp8_product(quantize_fp8_operands(xd, wd.t(), kernels::kFp8Forward), at::kFloat, true), y));
+  EXPECT_TRUE(at::equal(fp8_product(quantize_fp8_operands(g, wd, kernels::kFp8InputGrad), at::kFloat, false),
+                        grads[0]));
+  EXPECT_TRUE(at::equal(fp8_product(quantize_fp8_operands(g.t(), xd, kernels::kFp8WeightGrad), at::kFloat, false),
+                        grads[1]));
+  // every transposition of the step's matmuls, as the survey makes its operands: their product within FP8's error
+  for (const auto& s : kernels::step_gemms(32, 16, 48, 1, 0)) {
+    const at::Tensor a = s.a_transposed ? at::randn({s.K, s.M}).t() : at::randn({s.M, s.K});
+    const at::Tensor b = s.b_transposed ? at::randn({s.N, s.K}).t() : at::randn({s.K, s.N});
+    EXPECT_LT(rel(fp8_product(quantize_fp8_operands(a, b, kernels::kFp8InputGrad), at::kFloat, false), a.mm(b)), 0.12)
+        << s.name;
+  }
+  EXPECT_THROW(quantize_fp8_operands(xd, wd, kernels::kFp8Forward), c10::Error);  // (32, 48) · (40, 48)
 }
 
 }  // namespace

@@ -27,6 +27,10 @@ TEST(GemmSurvey, TheStepsMatmulsAreTheFlopsMfuCounts) {
     EXPECT_EQ(gemms.back().name, "head dW");
     EXPECT_EQ(gemms.back().calls, chunk ? tokens / chunk : 1);
     EXPECT_EQ(gemms.back().K, chunk ? chunk : tokens);  // summed over the chunk's tokens
+    for (size_t i = 0; i < gemms.size(); ++i) {  // each linear's forward, dX, dW; the blocks' FP8 under fp8_linears
+      EXPECT_EQ(gemms[i].product, static_cast<kernels::StepGemm::Product>(i % 3)) << gemms[i].name;
+      EXPECT_EQ(gemms[i].in_blocks, i < 12) << gemms[i].name;
+    }
   }
 }
 

@@ -109,6 +109,9 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   // the survey of the step's matmuls against cuBLASLt's heuristic algorithms: a GPU's alone
   EXPECT_EQ(doc["gemms"], (nlohmann::json{{"skipped", "cuBLASLt's heuristics need a CUDA GPU"}}));
   EXPECT_NE(r.output.find("matmuls  skipped here: cuBLASLt's heuristics need a CUDA GPU"), std::string::npos) << r.output;
+  // the blocks' matmuls in FP8 against bf16: where fp8_linears runs
+  EXPECT_EQ(doc["fp8_gemms"], (nlohmann::json{{"skipped", doc["cases"][4]["skipped"]}}));
+  EXPECT_NE(r.output.find("fp8 matmuls  skipped here: FP8 matmuls need"), std::string::npos) << r.output;
   for (size_t i = 0; i < want.size(); ++i) {
     const auto& c = doc["cases"][i];
     EXPECT_EQ(c["variant"], want[i].first);
@@ -177,6 +180,7 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   ASSERT_EQ(stopped["cases"].size(), 3u) << stopped["cases"];
   EXPECT_EQ(stopped["cases"][2]["variant"], "gelu_epilogues");
   EXPECT_TRUE(stopped["gemms"].is_null());
+  EXPECT_TRUE(stopped["fp8_gemms"].is_null());
 
   r = test::run_gpt2bench("kernels --profile " + profile + " --rounds 0");
   EXPECT_EQ(r.exit_code, 2);

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "bench/commands/gemm_bench.h"
 #include "bench/ladder/run_dir.h"
 #include "bench/measure/choosers.h"
 #include "bench/runtime/device.h"
@@ -28,7 +29,6 @@
 #include "kernels/bias_gelu.h"
 #include "kernels/classifier.h"
 #include "kernels/fp8_linear.h"
-#include "kernels/gemm_survey.h"
 #include "kernels/residual_norm.h"
 #include "model/gpt2.h"
 #include "model/layers.h"
@@ -399,20 +399,6 @@ const Case kCases[] = {{"fused_residual_norm", &residual_norm_case},
                        {"fused_classifier", &scale_kernel_case, true},
                        {"fp8_linears", &fp8_quantize_kernel_case, true}};
 
-nlohmann::json case_json(const KernelCase& c) {
-  nlohmann::json sides = nlohmann::json::array(), speedups = nlohmann::json::array();
-  for (const auto& s : c.sides)
-    sides.push_back({{"name", s.name}, {"timed", s.timed}, {"median_ms", s.median_ms}, {"ms", s.ms}});
-  for (size_t i = 0; i < c.speedup.size(); ++i) {
-    const auto& r = c.speedup[i];
-    speedups.push_back({{"over", c.sides[i + 1].name}, {"ratio", c.ratio(i + 1)},
-                        {"estimate", r.estimate}, {"low", r.low}, {"high", r.high}, {"level", r.level}});
-  }
-  nlohmann::json j = {{"variant", c.variant}, {"shape", c.shape}, {"iters", c.iters}, {"sides", sides}, {"speedup", speedups}};
-  if (!c.note.empty()) j["note"] = c.note;
-  return j;
-}
-
 void print_case(const KernelCase& c) {
   const bool graphs = !c.sides.empty() && c.sides[0].timed == "graph";
   std::printf("%s  (%s; forward + backward, %zu rounds of %d passes, %s)\n", c.variant.c_str(), c.shape.c_str(),
@@ -428,81 +414,6 @@ void print_case(const KernelCase& c) {
     std::printf("\n");
   }
   if (!c.note.empty()) std::printf("  %s\n", c.note.c_str());
-}
-
-void print_gemm(const KernelCase& c, const nlohmann::json& j) {
-  std::printf("%s  (%s; %s)\n", c.variant.c_str(), c.shape.c_str(),
-              c.sides[0].timed == "graph" ? "as CUDA graph replays" : "launched eagerly");
-  for (size_t i = 0; i < c.sides.size(); ++i) {
-    std::printf("  %-80s %9.4f ms %6.0f TFLOP/s", c.sides[i].name.c_str(), c.sides[i].median_ms,
-                j["tflops"][i].get<double>());
-    if (i > 0) std::printf("   %.2fx ATen's speed, differs %.1e", 1 / c.ratio(i), j["max_rel_diff"][i - 1].get<double>());
-    std::printf("\n");
-  }
-  for (const auto& f : j["failed"]) std::printf("  %s\n", f.get<std::string>().c_str());
-}
-
-// One of the step's matmuls: ATen's at::mm against each algorithm of cuBLASLt's heuristic list that runs, in
-// turns; TFLOP/s a side, and each algorithm's output against ATen's (its largest difference over ATen's largest
-// element). An algorithm whose call fails is listed in `failed` with why, and not timed.
-nlohmann::json gemm_case(const kernels::StepGemm& g, const DeviceInfo& dev, at::ScalarType dtype, int rounds,
-                         const Timing& timing) {
-  const auto opts = at::device(torch_device(dev)).dtype(dtype);
-  const at::Tensor a = g.a_transposed ? at::randn({g.K, g.M}, opts) : at::randn({g.M, g.K}, opts);
-  const at::Tensor b = g.b_transposed ? at::randn({g.N, g.K}, opts) : at::randn({g.K, g.N}, opts);
-  const at::Tensor a_op = g.a_transposed ? a.t() : a, b_op = g.b_transposed ? b.t() : b;
-  at::Tensor want = at::mm(a_op, b_op), out = at::empty({g.M, g.N}, opts);
-  const double scale = want.abs().max().item<double>();
-  std::vector<Pass> sides = {{"ATen: at::mm", [&] { at::mm_out(want, a_op, b_op); }}};
-  nlohmann::json diffs = nlohmann::json::array(), failed = nlohmann::json::array(), tflops = nlohmann::json::array();
-  const std::vector<kernels::LtAlgo> algos = kernels::heuristic_algos(g, a, b, out, 8);
-  for (size_t i = 0; i < algos.size(); ++i) {
-    const std::string name = "cuBLASLt #" + std::to_string(i) + ": " + algos[i].config;
-    try {
-      algos[i].call();
-      diffs.push_back((out.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<double>() / scale);
-      sides.emplace_back(name, algos[i].call);
-    } catch (const std::exception& e) {
-      failed.push_back(name + " failed: " + first_line(error_text(e)));
-    }
-  }
-  std::ostringstream shape;
-  shape << "M=" << g.M << " N=" << g.N << " K=" << g.K << " " << c10::toString(dtype) << ", " << g.calls << " a step";
-  const KernelCase c = time_in_turns("matmul " + g.name, shape.str(), sides, rounds, 5.0, timing);
-  for (const auto& side : c.sides) tflops.push_back(g.flops() / (side.median_ms * 1e9));
-  nlohmann::json j = case_json(c);
-  j.erase("variant");
-  j.update({{"name", g.name}, {"M", g.M}, {"N", g.N}, {"K", g.K}, {"calls", g.calls}, {"flops", g.flops()},
-            {"tflops", tflops}, {"max_rel_diff", diffs}, {"failed", failed}});
-  print_gemm(c, j);
-  return j;
-}
-
-// The top rung's matmuls (fused QKV, the classifier's chunk): does ATen get cuBLAS's best kernel for each?
-nlohmann::json gemm_survey(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing,
-                           int& failed, const std::function<void(const nlohmann::json&)>& on_each) {
-  if (!dev.cuda() || !kernels::gemm_survey_built()) {
-    const std::string why = dev.cuda() ? "this build found no cuBLASLt library" : "cuBLASLt's heuristics need a CUDA GPU";
-    std::printf("matmuls  skipped here: %s\n", why.c_str());
-    return {{"skipped", why}};
-  }
-  const StepSpec s = spec_with(base, dev, {"fuse_qkv", "fused_classifier"});
-  const auto& m = s.model;
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& g : kernels::step_gemms(s.batch * m.context, m.n_embd, m.padded_vocab(), m.n_layer, m.classifier_chunk)) {
-    try {
-      out.push_back(gemm_case(g, dev, compute_dtype(math_mode(s)), rounds, timing));
-    } catch (const std::exception& e) {
-      const std::string what = first_line(error_text(e));
-      std::printf("matmul %s  error: %s\n", g.name.c_str(), what.c_str());
-      out.push_back({{"name", g.name}, {"error", what}});
-      ++failed;
-    }
-    std::fflush(stdout);
-    on_each(out);
-    empty_cache(dev);
-  }
-  return out;
 }
 
 // One case: its JSON entry (its sides, or why it was skipped, or its error: the other cases go on).
@@ -533,21 +444,37 @@ nlohmann::json run_case(const Case& k, const StepSpec& base, const DeviceInfo& d
 }
 
 nlohmann::json kernels_doc(const Profile& prof, const DeviceInfo& dev, int rounds, const nlohmann::json& cases,
-                           const nlohmann::json& gemms) {
+                           const nlohmann::json& gemms, const nlohmann::json& fp8_gemms) {
   nlohmann::json dev_json;
   to_json(dev_json, dev);
   return {{"profile", {{"name", prof.name}, {"path", prof.path}, {"batch", prof.batch}}},
           {"device", dev_json},
           {"build", {{"torch", torch_version()}, {"cuda", build_has_cuda()}, {"git_sha", git_sha()}}},
           {"rounds", rounds},
-          {"rule", "each side one forward + backward on the same inputs (gemms: one matmul); rounds in turns; "
-                   "speedup: ratio = a side's median round time over the first side's (ours; in gemms ATen's); "
+          {"rule", "each side one forward + backward on the same inputs (gemms, fp8_gemms: one matmul); rounds in "
+                   "turns; speedup: ratio = a side's median round time over the first side's (ours; in gemms and "
+                   "fp8_gemms ATen's); "
                    "estimate, low, high: the Hodges-Lehmann ratio and interval over every pair of rounds"},
           {"cases", cases},
-          {"gemms", gemms}};
+          {"gemms", gemms},
+          {"fp8_gemms", fp8_gemms}};
 }
 
 }  // namespace
+
+nlohmann::json case_json(const KernelCase& c) {
+  nlohmann::json sides = nlohmann::json::array(), speedups = nlohmann::json::array();
+  for (const auto& s : c.sides)
+    sides.push_back({{"name", s.name}, {"timed", s.timed}, {"median_ms", s.median_ms}, {"ms", s.ms}});
+  for (size_t i = 0; i < c.speedup.size(); ++i) {
+    const auto& r = c.speedup[i];
+    speedups.push_back({{"over", c.sides[i + 1].name}, {"ratio", c.ratio(i + 1)},
+                        {"estimate", r.estimate}, {"low", r.low}, {"high", r.high}, {"level", r.level}});
+  }
+  nlohmann::json j = {{"variant", c.variant}, {"shape", c.shape}, {"iters", c.iters}, {"sides", sides}, {"speedup", speedups}};
+  if (!c.note.empty()) j["note"] = c.note;
+  return j;
+}
 
 int run_kernel_bench(const KernelBenchOptions& o) {
   const Profile prof = load_profile(o.profile_path);
@@ -567,12 +494,12 @@ int run_kernel_bench(const KernelBenchOptions& o) {
   std::cerr << "gpt2bench kernels: our kernels against what they replace, profile '" << prof.name << "' on "
             << dev.name << (dev.cuda() ? " (cuda)" : " (cpu: our kernels' ATen references, not the CUDA kernels)")
             << "\n";
-  nlohmann::json cases = nlohmann::json::array(), gemms;
+  nlohmann::json cases = nlohmann::json::array(), gemms, fp8_gemms;
   // Written again after each case and matmul, "complete" at the end: a command stopped at a deadline (a lent
   // GPU's call) leaves what it timed.
   const auto save = [&](bool complete) {
     if (o.out.empty()) return;
-    nlohmann::json doc = kernels_doc(prof, dev, o.rounds, cases, gemms);
+    nlohmann::json doc = kernels_doc(prof, dev, o.rounds, cases, gemms, fp8_gemms);
     doc["complete"] = complete;
     files::write_file_atomic(o.out, doc.dump(2) + "\n");
   };
@@ -585,8 +512,13 @@ int run_kernel_bench(const KernelBenchOptions& o) {
   }
   std::printf("(ours Nx: the median time of what it replaces over ours, > 1: ours is faster; in brackets the\n"
               " Hodges-Lehmann interval of that ratio from every pair of rounds)\n");
-  gemms = gemm_survey(base, dev, o.rounds, timing, failed, [&](const nlohmann::json& so_far) {
+  const StepSpec top = spec_with(base, dev, {"fuse_qkv", "fused_classifier"});  // the top rung's matmuls
+  gemms = gemm_survey(top, dev, o.rounds, timing, failed, [&](const nlohmann::json& so_far) {
     gemms = so_far;
+    save(false);
+  });
+  fp8_gemms = fp8_gemm_survey(top, dev, o.rounds, timing, failed, [&](const nlohmann::json& so_far) {
+    fp8_gemms = so_far;
     save(false);
   });
   save(true);

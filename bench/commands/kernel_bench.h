@@ -1,8 +1,9 @@
-// defines: KernelCase, time_in_turns, KernelBenchOptions, run_kernel_bench — `gpt2bench kernels`: each of our
+// defines: KernelCase, time_in_turns, case_json, KernelBenchOptions, run_kernel_bench — `gpt2bench kernels`: each of our
 //          fused ops against what the step runs in its place, timed in turns on the device, where a step's noise
 //          cannot hide a difference of a few percent (the ladder's top+<variant> rungs say it for the whole step).
 #pragma once
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,9 @@ struct Timing {
 // `rounds` rounds, so that drift (clocks, heat, a neighbour) hits them alike (docs/variants.md: Op by op).
 KernelCase time_in_turns(std::string variant, std::string shape, const std::vector<Pass>& passes, int rounds,
                          double round_ms, const Timing& timing);
+
+// kernels.json's entry for a case: its sides, their round times and medians, the ratios with their intervals.
+nlohmann::json case_json(const KernelCase& c);
 
 struct KernelBenchOptions {
   std::string profile_path;

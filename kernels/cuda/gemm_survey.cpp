@@ -163,6 +163,8 @@ void lt_gemm(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const 
 
 std::vector<LtAlgo> heuristic_algos(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out,
                                     int max_algos) {
+  TORCH_CHECK(a.is_cuda() && b.is_cuda() && out.is_cuda(), "heuristic_algos: CUDA tensors expected, got ",
+              a.device(), ", ", b.device(), ", ", out.device());
   std::vector<LtAlgo> algos;
   const std::vector<std::string> configs = lt_algorithms(g, a, b, out);
   for (int i = 0; i < static_cast<int>(configs.size()) && i < max_algos; ++i)

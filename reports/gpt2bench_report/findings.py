@@ -6,6 +6,7 @@ from __future__ import annotations
 from .charts import GIB, fmt
 from .checks import checks_words
 from .load import Run, Rung
+from .matmuls import fp8_matmul_ms
 from .stats import against_previous, paired_word
 
 
@@ -128,7 +129,7 @@ def _fp8(run: Run) -> str:
             line += f", its {rest} {moved[rest]:+.1f} ms (the largest other change)"
     else:
         line += f"; no breakdown of {(top if mine else r).name} to say where the time went"
-    return line + _fp8_op(run) + "."
+    return line + _fp8_op(run) + _fp8_matmuls(run) + "."
 
 
 def _fp8_op(run: Run) -> str:
@@ -143,6 +144,15 @@ def _fp8_op(run: Run) -> str:
         return ""
     return (f"; op by op (kernels.json, {case.get('shape', '?')}): {ours['name'].split(': ', 1)[-1]} "
             f"{ours['median_ms']:.3f} ms, {x['ratio']:.2f}x {theirs['name'].split(':')[0]} {theirs['median_ms']:.3f} ms")
+
+
+def _fp8_matmuls(run: Run) -> str:
+    """kernels.json's fp8_gemms: the blocks' matmuls alone a step, in FP8 as fp8_linear runs them and in bf16."""
+    if (sums := fp8_matmul_ms(run)) is None:
+        return ""
+    aten, fp8, _ = sums
+    return (f"; its matmuls alone {fp8:.2f} ms a step against ATen's {aten:.2f} (kernels.json: fp8_gemms, "
+            f"B={(run.kernels.get('profile') or {}).get('batch', '?')})")
 
 
 def findings(run: Run) -> list[str]:

@@ -13,6 +13,7 @@ from . import charts, generations
 from .findings import by_kind, findings
 from .notes import _STATE, _first_line, _short, error_texts, rung_why, run_notes
 from .load import Run, device_groups
+from .matmuls import _PARTIAL_KERNELS, fp8_gemm_section, gemm_section
 from .stats import against_previous, paired_word
 
 
@@ -236,10 +237,6 @@ def _kernel_timing_notes(k: dict) -> list[str]:
     return notes
 
 
-_PARTIAL_KERNELS = ("kernels.json is partial: gpt2bench kernels was stopped (a deadline, a crash) after what is "
-                    "listed; the rest was not timed.")
-
-
 def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
     """RUN/kernels.json as (title, table, notes): each of our ops against each thing it replaces, one forward +
     backward alone (gpt2bench kernels), beside what the ladder's top+kept rung made of it for the whole step."""
@@ -287,37 +284,6 @@ def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
              f"{k.get('rounds', '?')} rounds in turns, torch {build.get('torch', '?')}, git "
              f"{build.get('git_sha', '?')})")
     return title, rows, notes
-
-
-def gemm_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
-    """kernels.json's `gemms` as (title, table, notes): each of the step's matmuls, ATen's at::mm against the
-    fastest of cuBLASLt's heuristic algorithms, and what ATen's picks cost the step; None where there is none."""
-    gemms = (run.kernels or {}).get("gemms")
-    if not isinstance(gemms, list) or not gemms:
-        return None
-    rows = [["matmul", "M x N x K", "a step", "ATen ms", "ATen TFLOP/s", "heuristic's first", "fastest",
-             "fastest TFLOP/s", "ATen / fastest"]]
-    aten_ms = best_ms = 0.0
-    for g in gemms:
-        if "error" in g:
-            rows.append([g["name"], "-", "-", "-", "-", "-", f"error: {_first_line(g['error'])}", "-", "-"])
-            continue
-        times = [s["median_ms"] for s in g["sides"]]
-        best = min(range(1, len(times)), key=times.__getitem__, default=0)
-        aten_ms += g["calls"] * times[0]
-        best_ms += g["calls"] * min(times)
-        rows.append([g["name"], f"{g['M']} x {g['N']} x {g['K']}", str(g["calls"]), _fmt(times[0], ".4f"),
-                     _fmt(g["tflops"][0], ".0f"), _fmt(g["tflops"][1], ".0f") if len(times) > 1 else "-",
-                     f"#{best - 1}" if best else "-", _fmt(g["tflops"][best], ".0f"),
-                     f"{times[0] / times[best]:.2f}x" if best else "-"])
-    notes = ["Each matmul alone, timed as kernels.json's cases are; #N: its place in cuBLASLt's heuristic list "
-             "(#0 is what cuBLASLt itself would pick); ATen / fastest > 1: an algorithm ATen did not pick is faster.",
-             f"The step's matmuls as ATen runs them: {aten_ms:.2f} ms a step; each at its fastest algorithm: "
-             f"{best_ms:.2f} ms ({aten_ms - best_ms:.2f} ms, {100 * (1 - best_ms / aten_ms):.1f}% less)."]
-    notes += [f"{g['name']}: {_first_line(f)}" for g in gemms for f in g.get("failed", [])]
-    if run.kernels.get("complete") is False:
-        notes.append(_PARTIAL_KERNELS + " The sums above cover the matmuls listed.")
-    return "The step's matmuls against cuBLASLt's heuristic algorithms (kernels.json: gemms)", rows, notes
 
 
 def device_table(runs: list[Run]) -> list[list[str]]:
@@ -516,7 +482,7 @@ def _run_section(run: Run, tag: str, embedded: dict[str, str]) -> tuple[list[str
         md += [_md(reference_table(run)), ""]
         for title, rows in work_gaps(run) + eager_gaps(run):
             md += [f"**{title}**", "", _md(rows), ""]
-    for section in (kernel_section(run), gemm_section(run)):
+    for section in (kernel_section(run), gemm_section(run), fp8_gemm_section(run)):
         if section:
             ktitle, krows, knotes = section
             md += [f"**{ktitle}**", "", _md(krows), ""] + [f"- {n}" for n in knotes] + [""]
@@ -526,7 +492,7 @@ def _run_section(run: Run, tag: str, embedded: dict[str, str]) -> tuple[list[str
         parts.append(_html_table(reference_table(run)))
         for title, rows in work_gaps(run) + eager_gaps(run):
             parts += [f"<p><b>{html.escape(title)}</b></p>", _html_table(rows)]
-    for section in (kernel_section(run), gemm_section(run)):
+    for section in (kernel_section(run), gemm_section(run), fp8_gemm_section(run)):
         if section:
             ktitle, krows, knotes = section
             parts += [f"<p><b>{html.escape(ktitle)}</b></p>", _html_table(krows),

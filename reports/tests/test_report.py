@@ -18,7 +18,8 @@ from gpt2bench_report import charts
 from gpt2bench_report.__main__ import main
 from gpt2bench_report.findings import findings, headline
 from gpt2bench_report.generations import bound_by, cost_table, generations_table, times
-from gpt2bench_report.render import (build_figures, eager_gaps, gemm_section, kernel_section, ladder_table, rung_why,
+from gpt2bench_report.matmuls import fp8_gemm_section, gemm_section
+from gpt2bench_report.render import (build_figures, eager_gaps, kernel_section, ladder_table, rung_why,
                                      run_notes, work_gaps)
 from gpt2bench_report.stats import against_previous, differs, drifts, mann_whitney_p
 
@@ -1322,6 +1323,38 @@ def test_the_h200_run_s_fp8_finding_is_its_loss_and_its_op_by_op_figure():
                            "memory 1.05x; no breakdown of 22_top+fp8_linears to say where the time went; "), line
     assert line.endswith(": fc1 and fc2 in FP8 (kernels/fp8_linear), GELU apart 1.136 ms, 0.43x the top rung's "
                          "0.490 ms."), line
+
+
+def test_the_blocks_matmuls_in_fp8_against_aten_s(tmp_path):
+    # kernels.json's fp8_gemms (SYNTHETIC figures on the committed H200 run, which predates them): each matmul's
+    # FP8 as fp8_linear runs it (`as_run`) and with the other accumulation, the sums a step, and the FP8 finding.
+    run_dir = tmp_path / "run"
+    shutil.copytree(ROOT / "reports/reference/gpu-nvidia-h200/20261204-174111-gpu-124m", run_dir)
+    assert fp8_gemm_section(load_run(run_dir)) is None
+    k = json.loads((run_dir / "kernels.json").read_text())
+
+    def gemm(name, ms, as_run):
+        flops = 2 * 8192 * 3072 * 768
+        return {"name": name, "M": 8192, "N": 3072, "K": 768, "calls": 12, "flops": flops, "as_run": as_run,
+                "sides": [{"name": f"side {i}", "timed": "graph", "median_ms": t, "ms": [t]} for i, t in enumerate(ms)],
+                "tflops": [flops / (t * 1e9) for t in ms], "max_rel_diff": [0.03, 0.05], "failed": []}
+    k["fp8_gemms"] = [gemm("fc1 forward", [0.060, 0.040, 0.045], 1), gemm("fc1 dX", [0.050, 0.060, 0.040], 1),
+                      {"name": "fc1 dW", "error": "CUBLAS_STATUS_NOT_SUPPORTED"}]
+    (run_dir / "kernels.json").write_text(json.dumps(k))
+    run = load_run(run_dir)
+    title, rows, notes = fp8_gemm_section(run)
+    assert title == "The blocks' matmuls in FP8 against ATen's (kernels.json: fp8_gemms)"
+    assert rows[1] == ["fc1 forward", "8192 x 3072 x 768", "12", "0.0600", "0.0400", "966", "0.0450", "1.50x"]
+    assert rows[2][4:] == ["0.0600", "644", "0.0400", "0.83x"]
+    assert rows[3][4] == "error: CUBLAS_STATUS_NOT_SUPPORTED"
+    assert ("The blocks' matmuls a step: 1.32 ms as ATen runs them, 1.20 ms in FP8 as fp8_linear runs them (1.10x), "
+            "0.96 ms at each one's faster accumulation.") in notes
+    assert "FP8's products differ from ATen's by up to 5.0e-02 of their largest element" in notes[2]
+    [line] = [ln for ln in findings(run) if ln.startswith("**FP8**")]
+    assert line.endswith("0.490 ms; its matmuls alone 1.20 ms a step against ATen's 1.32 (kernels.json: fp8_gemms, "
+                         "B=8)."), line
+    md = (write_report([run], tmp_path / "report") / "report.md").read_text()
+    assert "**The blocks' matmuls in FP8 against ATen's (kernels.json: fp8_gemms)**" in md
 
 
 def test_the_fastest_rung_s_finding_says_where_its_step_s_time_goes():
