@@ -3,8 +3,10 @@
 //          a dropout made from it: a pure function of (seed, offset, element index), so a kernel may draw any
 //          element from any thread, in any order, and the host (the CPU tests) draws the very same mask.
 //
-// Element i of a call uses 32-bit word i mod 4 of the block Philox(counter = (i / 4, offset), key = seed):
-// the mask does not depend on how a kernel splits the rows among its threads. The key's high word is tagged,
+// Element i of a call uses 16 bits of the block Philox(counter = (i / 8, offset), key = seed), its (i mod 8)th
+// half-word (word (i mod 8) / 2, low half first): the mask does not depend on how a kernel splits the rows among
+// its threads. 16 bits, not 32: half the Philox rounds, the kernels' largest cost beside their loads (a dropout's
+// keep probability is then 1 - p to within 2^-17; FlashAttention draws 8 bits an element). The key's high word is tagged,
 // so these streams are not ATen's own (curand's counter layout differs, but the same seed and counter must never
 // give two of a step's dropouts the same bits). No libtorch here (GPT2_LANE_FN: host and device).
 #pragma once
@@ -34,9 +36,14 @@ GPT2_LANE_FN uint32_t word(const PhiloxBlock& b, uint64_t i) {  // i in 0..3, wi
   return i == 0 ? b.v0 : i == 1 ? b.v1 : i == 2 ? b.v2 : b.v3;
 }
 
+GPT2_LANE_FN uint32_t half_word(const PhiloxBlock& b, uint64_t h) {  // h in 0..7
+  const uint32_t w = word(b, h / 2);
+  return h % 2 ? w >> 16 : w & 0xFFFFu;
+}
+
 struct DropoutMask {
   uint64_t seed = 0, offset = 0;  // the generator's, for this call (one offset a call: distinct calls, distinct bits)
-  uint32_t threshold = 0;         // an element is kept when its 32 random bits are below this
+  uint32_t threshold = 0;         // an element is kept when its 16 random bits are below this (at most 2^16)
   float scale = 1.0f;             // what a kept element is multiplied by: 1 / (1 - p)
 
   static constexpr uint32_t kKeyTag = 0x67707432u;  // "gpt2", in the key's high word
@@ -46,7 +53,7 @@ struct DropoutMask {
                               static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32)};
     return philox4x32_10(counter, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32) ^ kKeyTag);
   }
-  // Whether elements e0 .. e0 + n - 1 are kept, bit k for element e0 + k (n <= 32; one Philox block per 4
+  // Whether elements e0 .. e0 + n - 1 are kept, bit k for element e0 + k (n <= 32; one Philox block per 8
   // elements met): one register, where n bools would take n.
   template <int n>
   GPT2_LANE_FN uint32_t keeps(uint64_t e0) const {
@@ -56,32 +63,40 @@ struct DropoutMask {
     GPT2_UNROLL
     for (int k = 0; k < n; ++k) {
       const uint64_t e = e0 + k;
-      if (k == 0 || e % 4 == 0) b = bits(e / 4);
-      out |= static_cast<uint32_t>(word(b, e % 4) < threshold) << k;
+      if (k == 0 || e % 8 == 0) b = bits(e / 8);
+      out |= static_cast<uint32_t>(half_word(b, e % 8) < threshold) << k;
     }
     return out;
   }
-  // keeps<n> where e0 and n are multiples of 4 (a packed row's elements: C a multiple of the pack): its n / 4
-  // Philox blocks drawn unconditionally, with no branch between them and the loads they are used beside.
+  // keeps<n> for a packed row's elements, with no branch between the Philox blocks and the loads they are used
+  // beside: n a multiple of 8 and e0 of 8 (a pack of 8), n / 8 whole blocks; or n = 4 and e0 a multiple of 4
+  // (a pack of 4 fp32), half a block.
   template <int n>
   GPT2_LANE_FN uint32_t keeps_aligned(uint64_t e0) const {
-    static_assert(n % 4 == 0 && n <= 32, "keeps_aligned: whole Philox blocks, at most 32 elements at a time");
+    static_assert(n % 8 == 0 || n == 4, "keeps_aligned: whole Philox blocks, or half of one");
+    static_assert(n <= 32, "keeps_aligned: at most 32 elements at a time");
     uint32_t out = 0;
     GPT2_UNROLL
-    for (int j = 0; j < n / 4; ++j) {
-      const PhiloxBlock b = bits(e0 / 4 + j);
-      out |= (static_cast<uint32_t>(b.v0 < threshold) | static_cast<uint32_t>(b.v1 < threshold) << 1 |
-              static_cast<uint32_t>(b.v2 < threshold) << 2 | static_cast<uint32_t>(b.v3 < threshold) << 3)
-             << (4 * j);
+    for (int j = 0; j < (n + 7) / 8; ++j) {
+      const PhiloxBlock b = bits(e0 / 8 + j);
+      const bool high = n == 4 && e0 % 8 != 0;  // the block's second four elements
+      out |= (below(high ? b.v2 : b.v0) | below(high ? b.v3 : b.v1) << 2 | below(b.v2) << 4 | below(b.v3) << 6)
+             << (8 * j);
     }
-    return out;
+    return n == 4 ? out & 0xFu : out;
+  }
+
+ private:
+  // bit 0: w's low half is below the threshold, bit 1: its high half
+  GPT2_LANE_FN uint32_t below(uint32_t w) const {
+    return static_cast<uint32_t>((w & 0xFFFFu) < threshold) | static_cast<uint32_t>((w >> 16) < threshold) << 1;
   }
 };
 
-// The threshold that keeps an element with probability 1 - p (0 < p < 1), to within 2^-32.
+// The threshold that keeps an element with probability 1 - p (0 <= p <= 1), to within 2^-17: 16 bits below it.
 inline uint32_t keep_threshold(double p) {
-  const double t = (1.0 - p) * 4294967296.0;
-  return t >= 4294967295.0 ? 0xFFFFFFFFu : static_cast<uint32_t>(t);
+  const double t = (1.0 - p) * 65536.0 + 0.5;
+  return t <= 0 ? 0u : t >= 65536.0 ? 65536u : static_cast<uint32_t>(t);
 }
 
 // The mask of a dropout with probability p (0 < p < 1) drawn at (seed, offset); a kernel that reads its (seed,

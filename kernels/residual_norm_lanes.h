@@ -29,7 +29,7 @@ GPT2_LANE_FN int64_t acc_index(int64_t j, int64_t C) {
 
 template <typename T, int kVec, bool kDropout>
 GPT2_LANE_FN uint32_t kept_bits(const DropoutMask& drop, int64_t row, int64_t C, int64_t p) {
-  if constexpr (kDropout && kVec % 4 == 0)  // C % kVec == 0: every pack starts a Philox block
+  if constexpr (kDropout && kVec % 4 == 0)  // C % kVec == 0: a pack is a Philox block (8 elements) or half of one
     return drop.keeps_aligned<kVec>(static_cast<uint64_t>(row * C + p * kVec));
   else if constexpr (kDropout)
     return drop.keeps<kVec>(static_cast<uint64_t>(row * C + p * kVec));

@@ -587,15 +587,26 @@ TEST(Kernels, PhiloxIsRandom123sPhilox4x32_10) {
          {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1});
 }
 
-// The packed kernels' draw, whole Philox blocks without a branch, is keeps' bit for bit.
+// The packed kernels' draw, whole Philox blocks (half of one for 4 fp32) without a branch, is keeps' bit for bit.
 TEST(Kernels, AlignedDropoutDrawsAreTheElementByElementOnes) {
   const kernels::DropoutMask drop = kernels::dropout_mask(0.3, 0x1234567890ull, 4096);
-  for (uint64_t e0 : {uint64_t{0}, uint64_t{4}, uint64_t{8} * 767, (uint64_t{1} << 35) + 12}) {
+  for (uint64_t e0 : {uint64_t{0}, uint64_t{4}, uint64_t{8} * 767 + 4, (uint64_t{1} << 35) + 12})
     EXPECT_EQ(drop.keeps_aligned<4>(e0), drop.keeps<4>(e0)) << e0;
+  for (uint64_t e0 : {uint64_t{0}, uint64_t{8} * 767, (uint64_t{1} << 35) + 8}) {
     EXPECT_EQ(drop.keeps_aligned<8>(e0), drop.keeps<8>(e0)) << e0;
     EXPECT_EQ(drop.keeps_aligned<32>(e0), drop.keeps<32>(e0)) << e0;
   }
-  EXPECT_NE(drop.keeps_aligned<32>(0), drop.keeps_aligned<32>(32));  // 2^-32 that two draws of 32 agree
+  EXPECT_NE(drop.keeps_aligned<32>(0), drop.keeps_aligned<32>(32));  // 0.58^32 that two draws of 32 agree
+}
+
+// 16 random bits an element: the keep probability is the threshold over 2^16, 1 - p to within 2^-17; p = 0 keeps
+// every element, p = 1 none.
+TEST(Kernels, DropoutKeepsWithinTwoToTheMinus17OfOneMinusP) {
+  for (double p : {0.0, 1e-7, 0.1, 0.25, 0.5, 0.9, 1.0})
+    EXPECT_LE(std::abs(kernels::keep_threshold(p) / 65536.0 - (1 - p)), 1.0 / (1 << 17)) << p;
+  EXPECT_EQ(kernels::keep_threshold(0.1), 58982u);
+  EXPECT_EQ(kernels::dropout_mask(0.0).keeps<32>(12345), 0xFFFFFFFFu);
+  EXPECT_EQ(kernels::dropout_mask(1.0).keeps_aligned<32>(64), 0u);
 }
 
 // The dropout mask keeps 1 - p of the elements, is the same for the same (seed, offset) and another for another
