@@ -78,7 +78,8 @@ at::Tensor input(at::IntArrayRef shape, const at::TensorOptions& opts) {
 }
 
 // The residual add and the LayerNorm after it, with the profile's dropout on the branch and the branch's bias,
-// which ours adds and reduces in its own passes and ATen's side in the linear's epilogue and backward (timed here).
+// which ours adds and reduces in its own passes and ATen's side in the linear's epilogue and backward (timed here);
+// on a GPU with dropout, ours without it too (what its Philox draws cost).
 KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
   const StepSpec s = spec_with(base, dev, {});
   const int64_t N = s.batch * s.model.context, C = s.model.n_embd;
@@ -88,9 +89,9 @@ KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int r
                    bias = input({C}, opts);
   const at::Tensor gs = at::randn({N, C}, opts), gh = at::randn({N, C}, opts);
   const double eps = LayerNormImpl::kEps;
-  auto ours = [&](kernels::Traversal traversal) {
-    return [&, traversal] {
-      auto [sum, h] = kernels::add_layer_norm(x, r, g, b, eps, p, bias, traversal);
+  auto ours = [&](kernels::Traversal traversal, double dropout) {
+    return [&, traversal, dropout] {
+      auto [sum, h] = kernels::add_layer_norm(x, r, g, b, eps, dropout, bias, traversal);
       (void)torch::autograd::grad({sum, h}, {x, r, g, b, bias}, {gs, gh});
     };
   };
@@ -101,12 +102,13 @@ KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int r
   };
   std::ostringstream shape;
   shape << "N=" << N << " C=" << C << " " << c10::toString(opts.dtype().toScalarType()) << " dropout=" << p;
-  std::vector<Pass> sides = {{"ours: add_layer_norm with the branch's bias (kernels/residual_norm)", ours({})}};
+  std::vector<Pass> sides = {{"ours: add_layer_norm with the branch's bias (kernels/residual_norm)", ours({}, p)}};
   if (dev.cuda() && kernels::holds_rows(C, opts.dtype().toScalarType())) {  // settings.residual_norm's others
-    sides.emplace_back("ours, each row held in registers (settings.residual_norm: held)", ours({true, true}));
+    sides.emplace_back("ours, each row held in registers (settings.residual_norm: held)", ours({true, true}, p));
     sides.emplace_back("ours, rows held in the forward alone (settings.residual_norm: held_forward)",
-                       ours({true, false}));
+                       ours({true, false}, p));
   }
+  if (dev.cuda() && p > 0) sides.emplace_back("ours without dropout (another step: what its draws cost)", ours({}, 0));
   sides.emplace_back(p > 0 ? "ATen: x + dropout(r), then layer_norm; r's gradient summed (the bias's)"
                            : "ATen: x + r, then layer_norm; r's gradient summed (the bias's)",
                      aten);
