@@ -790,6 +790,14 @@ def test_how_a_gpu_s_kernels_were_timed_is_said(tmp_path):
     assert not any(n.startswith("Timed eagerly") for n in notes)
 
 
+def _gemm(name, ms, **extra):
+    """A kernels.json matmul entry (fc1's forward shape, 12 a step) whose sides took `ms`."""
+    flops = 2 * 8192 * 3072 * 768
+    return {"name": name, "M": 8192, "N": 3072, "K": 768, "calls": 12, "flops": flops,
+            "sides": [{"name": f"side {i}", "timed": "graph", "median_ms": t, "ms": [t]} for i, t in enumerate(ms)],
+            "tflops": [flops / (t * 1e9) for t in ms], "max_rel_diff": [0.0] * (len(ms) - 1), "failed": [], **extra}
+
+
 def test_the_step_s_matmuls_against_cublaslt_s_heuristics(tmp_path):
     # kernels.json's gemms (a GPU's; the committed H100 kernels.json predates them): ATen's pick, the heuristic's
     # first and its fastest, and what ATen's picks cost the step. A CPU's says it was skipped: no section.
@@ -798,14 +806,8 @@ def test_the_step_s_matmuls_against_cublaslt_s_heuristics(tmp_path):
     shutil.copytree(ROOT / "reports/reference/gpu-nvidia-h100-80gb-hbm3/20261127-030430-gpu-124m", run_dir)
     assert gemm_section(load_run(run_dir)) is None
     k = json.loads((run_dir / "kernels.json").read_text())
-
-    def gemm(name, calls, ms):
-        flops = 2 * 8192 * 3072 * 768
-        return {"name": name, "M": 8192, "N": 3072, "K": 768, "calls": calls, "flops": flops,
-                "sides": [{"name": f"side {i}", "timed": "graph", "median_ms": t, "ms": [t]} for i, t in enumerate(ms)],
-                "tflops": [flops / (t * 1e9) for t in ms], "max_rel_diff": [0.0] * (len(ms) - 1)}
-    k["gemms"] = [gemm("fc1 forward", 12, [0.060, 0.061, 0.050]),
-                  dict(gemm("fc1 dX", 12, [0.050, 0.050]), failed=["cuBLASLt #1: algo 6 failed: not supported"]),
+    k["gemms"] = [_gemm("fc1 forward", [0.060, 0.061, 0.050]),
+                  dict(_gemm("fc1 dX", [0.050, 0.050]), failed=["cuBLASLt #1: algo 6 failed: not supported"]),
                   {"name": "head dW", "error": "CUBLAS_STATUS_NOT_SUPPORTED"}]
     (run_dir / "kernels.json").write_text(json.dumps(k))
     title, rows, notes = gemm_section(load_run(run_dir))
@@ -1332,13 +1334,8 @@ def test_the_blocks_matmuls_in_fp8_against_aten_s(tmp_path):
     shutil.copytree(ROOT / "reports/reference/gpu-nvidia-h200/20261204-174111-gpu-124m", run_dir)
     assert fp8_gemm_section(load_run(run_dir)) is None
     k = json.loads((run_dir / "kernels.json").read_text())
-
-    def gemm(name, ms, as_run):
-        flops = 2 * 8192 * 3072 * 768
-        return {"name": name, "M": 8192, "N": 3072, "K": 768, "calls": 12, "flops": flops, "as_run": as_run,
-                "sides": [{"name": f"side {i}", "timed": "graph", "median_ms": t, "ms": [t]} for i, t in enumerate(ms)],
-                "tflops": [flops / (t * 1e9) for t in ms], "max_rel_diff": [0.03, 0.05], "failed": []}
-    k["fp8_gemms"] = [gemm("fc1 forward", [0.060, 0.040, 0.045], 1), gemm("fc1 dX", [0.050, 0.060, 0.040], 1),
+    k["fp8_gemms"] = [_gemm("fc1 forward", [0.060, 0.040, 0.045], as_run=1, max_rel_diff=[0.03, 0.05]),
+                      _gemm("fc1 dX", [0.050, 0.060, 0.040], as_run=1, max_rel_diff=[0.03, 0.05]),
                       {"name": "fc1 dW", "error": "CUBLAS_STATUS_NOT_SUPPORTED"}]
     (run_dir / "kernels.json").write_text(json.dumps(k))
     run = load_run(run_dir)
