@@ -5,10 +5,11 @@
 //
 // Element i of a call uses 16 bits of the block Philox(counter = (i / 8, offset), key = seed), its (i mod 8)th
 // half-word (word (i mod 8) / 2, low half first): the mask does not depend on how a kernel splits the rows among
-// its threads. 16 bits, not 32: half the Philox rounds, the kernels' largest cost beside their loads (a dropout's
-// keep probability is then 1 - p to within 2^-17; FlashAttention draws 8 bits an element). The key's high word is tagged,
-// so these streams are not ATen's own (curand's counter layout differs, but the same seed and counter must never
-// give two of a step's dropouts the same bits). No libtorch here (GPT2_LANE_FN: host and device).
+// its threads. 16 bits, not 32: half the Philox rounds, which were a quarter to a third of the residual-norm
+// kernels' sm_90 instructions (the keep probability is then 1 - p to within 2^-17; FlashAttention draws 8 bits an
+// element). The key's high word is tagged, so these streams are not ATen's own (curand's counter layout differs,
+// but the same seed and counter must never give two of a step's dropouts the same bits). No libtorch here
+// (GPT2_LANE_FN: host and device).
 #pragma once
 #include <cstdint>
 
