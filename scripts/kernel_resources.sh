@@ -4,7 +4,8 @@
 # could not keep in registers), which a change to a kernel's body can cause without any test failing; and that
 # every kernel built to move 16-byte packs (its first template arguments T, 16 / sizeof(T); adamw_kernel's and
 # quantize_both_kernel's tiles) reads and writes global memory with 16-byte instructions in its sm_90 code.
-#   scripts/kernel_resources.sh [BUILD_DIR] [--list]     (default build-cuda; --list prints every kernel)
+#   scripts/kernel_resources.sh [BUILD_DIR] [--list]     (default build-cuda; --list prints every kernel, and each
+#   one's sm_90 SASS instructions: its static size, what a change to its body added or took away)
 set -uo pipefail
 build=${1:-build-cuda}
 list=${2:-}
@@ -20,7 +21,14 @@ table=$(for o in $objs; do "$tool" --dump-resource-usage "$o"; done | awk '
                st = $0; sub(/.*STACK:/, "", st); sub(/ .*/, "", st)
                lo = $0; sub(/.*LOCAL:/, "", lo); sub(/ .*/, "", lo)
                print arch, reg, st, lo, fn }' | c++filt | sed -E 's/\(anonymous namespace\):://g; s/\(.*//; s/ void / /')
-[ "$list" = --list ] && { echo "arch registers stack local kernel"; echo "$table"; }
+if [ "$list" = --list ]; then
+  echo "arch registers stack local kernel"; echo "$table"
+  echo "sm_90 instructions kernel"
+  for o in $objs; do "$tool" --dump-sass -arch sm_90 "$o"; done | awk '
+    /Function :/ { if (fn != "") print n, fn; fn = $3; n = 0 }
+    /^ +\/\*[0-9a-f]+\*\// { n++ }
+    END { if (fn != "") print n, fn }' | c++filt | sed -E 's/\(anonymous namespace\):://g; s/gpt2::kernels:://g; s/\(.*//'
+fi
 bad=$(echo "$table" | awk '$3 != 0 || $4 != 0')
 n=$(echo "$table" | grep -c .)
 if [ -n "$bad" ]; then
