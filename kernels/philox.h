@@ -76,15 +76,17 @@ struct DropoutMask {
   GPT2_LANE_FN uint32_t keeps_aligned(uint64_t e0) const {
     static_assert(n % 8 == 0 || n == 4, "keeps_aligned: whole Philox blocks, or half of one");
     static_assert(n <= 32, "keeps_aligned: at most 32 elements at a time");
+    if constexpr (n == 4) {  // the block's first four elements, or its second
+      const PhiloxBlock b = bits(e0 / 8);
+      return e0 % 8 == 0 ? below(b.v0) | below(b.v1) << 2 : below(b.v2) | below(b.v3) << 2;
+    }
     uint32_t out = 0;
     GPT2_UNROLL
-    for (int j = 0; j < (n + 7) / 8; ++j) {
+    for (int j = 0; j < n / 8; ++j) {
       const PhiloxBlock b = bits(e0 / 8 + j);
-      const bool high = n == 4 && e0 % 8 != 0;  // the block's second four elements
-      out |= (below(high ? b.v2 : b.v0) | below(high ? b.v3 : b.v1) << 2 | below(b.v2) << 4 | below(b.v3) << 6)
-             << (8 * j);
+      out |= (below(b.v0) | below(b.v1) << 2 | below(b.v2) << 4 | below(b.v3) << 6) << (8 * j);
     }
-    return n == 4 ? out & 0xFu : out;
+    return out;
   }
 
  private:

@@ -17,15 +17,15 @@
 namespace gpt2 {
 namespace {
 
-// Each side's median and TFLOP/s; after the first, its speed over the first's and its output's difference.
-void print_gemm(const KernelCase& c, const nlohmann::json& j, const char* first) {
+// Each side's median and TFLOP/s; after the first (ATen's), its speed over ATen's and its output's difference.
+void print_gemm(const KernelCase& c, const nlohmann::json& j) {
   std::printf("%s  (%s; %s)\n", c.variant.c_str(), c.shape.c_str(),
               c.sides[0].timed == "graph" ? "as CUDA graph replays" : "launched eagerly");
   for (size_t i = 0; i < c.sides.size(); ++i) {
     std::printf("  %-80s %9.4f ms %6.0f TFLOP/s", c.sides[i].name.c_str(), c.sides[i].median_ms,
                 j["tflops"][i].get<double>());
     if (i > 0)
-      std::printf("   %.2fx %s's speed, differs %.1e", 1 / c.ratio(i), first, j["max_rel_diff"][i - 1].get<double>());
+      std::printf("   %.2fx ATen's speed, differs %.1e", 1 / c.ratio(i), j["max_rel_diff"][i - 1].get<double>());
     std::printf("\n");
   }
   for (const auto& f : j["failed"]) std::printf("  %s\n", f.get<std::string>().c_str());
@@ -87,7 +87,7 @@ nlohmann::json gemm_case(const kernels::StepGemm& g, const DeviceInfo& dev, at::
   }
   const KernelCase c = time_in_turns("matmul " + g.name, shape_of(g, dtype), sides, rounds, 5.0, timing);
   nlohmann::json j = gemm_json(c, g, diffs, failed);
-  print_gemm(c, j, "ATen");
+  print_gemm(c, j);
   return j;
 }
 
@@ -118,7 +118,7 @@ nlohmann::json fp8_gemm_case(const kernels::StepGemm& g, const DeviceInfo& dev, 
   const KernelCase c = time_in_turns("fp8 matmul " + g.name, shape_of(g, dtype), sides, rounds, 5.0, timing);
   nlohmann::json j = gemm_json(c, g, diffs, nlohmann::json::array());
   j["as_run"] = 1;
-  print_gemm(c, j, "ATen");
+  print_gemm(c, j);
   return j;
 }
 

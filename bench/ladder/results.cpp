@@ -350,8 +350,9 @@ std::string parity_failures(const std::vector<RungRecord>& rungs) {
   for (const auto& r : rungs) {
     const ParityResult& p = r.out.parity;
     if (p.verdict != "fail") continue;
-    s += "!! PARITY FAILED: " + r.name() + " against " +
-         (against_baseline(p.against) ? "the " + (p.against.empty() ? "baseline" : p.against) : p.against) + ": " +
+    const std::string ref =
+        p.against.empty() ? "the baseline" : against_baseline(p.against) ? "the " + p.against : p.against;
+    s += "!! PARITY FAILED: " + r.name() + " against " + ref + ": " +
          (p.worst_param.empty() ? "" : strf("furthest parameter %s %.3fx, ", p.worst_param.c_str(), p.worst_param_ratio)) +
          strf("losses within %.3g (rungs.json's parity.rule: which check; docs/measurement.md: Parity)\n", p.max_abs_dev);
   }
