@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -493,9 +494,10 @@ TEST(Reference, SetBesideItsRungByKindOfWork) {
 }
 
 // At batch_scaling's batch the reference trains the problem the C++ top trains there (the same batch, weights and
-// data): judged against that rung's trajectory as a reference of its class, parameter by parameter too; with no C++
-// trajectory at that batch, as a rung of another problem (its first batch's loss must fall).
-TEST(Reference, AtBatchScalingsBatchItIsJudgedAgainstTheCppRungThere) {
+// data): judged against the baseline's step at that batch where one ran, else that rung's trajectory, as a reference
+// of its class, parameter by parameter too; with neither, as a rung of another problem (its first batch's loss must
+// fall).
+TEST(Reference, AtBatchScalingsBatchItIsJudgedAgainstTheBaselineThereOrTheCppRung) {
   RungRecord base = rung("00_baseline", "ok"), top = rung("12_batch_scaling", "ok");
   base.plan.rung.spec.batch = 8;
   top.plan.rung.spec.batch = 16;
@@ -527,6 +529,20 @@ TEST(Reference, AtBatchScalingsBatchItIsJudgedAgainstTheCppRungThere) {
   tied.plan.rung.spec.model.tie_weights = true;
   j = ref({5.0, 4.25}, 0.1);
   compare_reference(j, {base, tied, top}, baseline);
+  EXPECT_EQ(j["parity"]["against"], "12_batch_scaling");
+  // the baseline's step at that batch, where one ran (the C++ rungs there are judged against it): judged against it
+  const std::map<int64_t, Trajectory> at{{16, Trajectory{{5.0, 4.4, 4.1}, 3.0, 2.1, {{"a", 2.0}, {"b", 0.1}}}}};
+  j = ref({5.0, 4.25}, 0.1);
+  compare_reference(j, {base, top}, baseline, at);
+  EXPECT_EQ(j["parity"]["against"], "baseline at batch 16") << j["parity"].dump();
+  EXPECT_EQ(j["parity"]["judged_as"], "precision");
+  EXPECT_NEAR(j["parity"]["max_abs_dev"].get<double>(), 0.15, 1e-12);
+  EXPECT_EQ(j["parity"]["verdict"], "pass") << j["parity"]["rule"];
+  j = ref({5.0, 4.25, 4.0, 3.9}, 0.1);  // more steps than that trajectory has: the C++ rung's again
+  compare_reference(j, {base, top}, baseline, at);
+  EXPECT_EQ(j["parity"]["against"], "12_batch_scaling");
+  j = ref({5.0, 4.25}, 0.1);
+  compare_reference(j, {base, top}, baseline, {{8, at.at(16)}});  // at another batch: not this reference's
   EXPECT_EQ(j["parity"]["against"], "12_batch_scaling");
   j = ref({5.0, 4.25}, 0.1);
   top.out.parity.losses.clear();  // no C++ trajectory at that batch

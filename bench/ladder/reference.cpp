@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -221,9 +222,10 @@ nlohmann::json ratio_interval_json(const std::vector<double>& cpp, const nlohman
                      "with the Mann-Whitney distribution-free interval"}};
 }
 
-// The reference's parity: its losses against the baseline's, or at batch_scaling's batch against the C++ rung that
-// trains that problem; its parity run's out-of-memory error where it had one.
-void judge_reference_parity(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline) {
+// The reference's parity: its losses against the baseline's, or at batch_scaling's batch against the baseline's step
+// at that batch, else the C++ rung that trains that problem; its parity run's out-of-memory error where it had one.
+void judge_reference_parity(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline,
+                            const std::map<int64_t, Trajectory>& baseline_at) {
   const auto& res = ref["result"];
   const int64_t batch = ref["config"]["batch"];
   if (res.contains("parity_losses") && !baseline.losses.empty()) {
@@ -233,17 +235,22 @@ void judge_reference_parity(nlohmann::json& ref, const std::vector<RungRecord>& 
     for (const auto& [name, norm] : norms.items()) t.first_grad_norms.emplace_back(name, norm.get<double>());
     const ParityClass cls = ref["name"] == "ref_torch_eager" ? ParityClass::kExact : ParityClass::kPrecision;
     // At batch_scaling's batch the reference trains another problem than the baseline (rungs.front()): judged
-    // against the C++ rung that trains that one (same batch, weights and data: the first at that batch, the top),
-    // else, with none, as a rung of another problem is (its first batch's loss must fall).
+    // against the baseline's step at that batch (as the C++ rungs there are), else the C++ rung that trains that
+    // problem (same batch, weights and data: the first at that batch, the top), else, with neither, as a rung of
+    // another problem is (its first batch's loss must fall).
     const bool same_batch = !rungs.empty() && rungs.front().plan.rung.spec.batch == batch;
+    const auto there = baseline_at.find(batch);
+    const bool base_there = !same_batch && there != baseline_at.end() && there->second.losses.size() >= t.losses.size();
     const RungRecord* on = nullptr;
     const bool tied = ref["config"]["model"].value("tie_weights", false);
     for (const auto& r : rungs)
-      if (!same_batch && !on && r.ok() && r.spec().batch == batch && ranks(r.spec()) == 1 &&
+      if (!same_batch && !base_there && !on && r.ok() && r.spec().batch == batch && ranks(r.spec()) == 1 &&
           r.spec().model.tie_weights == tied && has_trajectory(r.out.parity))
         on = &r;
     if (same_batch)
       ref["parity"] = to_json(judge_parity(cls, t, baseline), cls);
+    else if (base_there)
+      ref["parity"] = to_json(judge_parity(cls, t, there->second, baseline_at_batch(batch)), cls);
     else if (on)
       ref["parity"] = to_json(judge_parity(cls, t, trajectory_of(on->out.parity), on->name()), cls);
     else
@@ -309,7 +316,8 @@ const RungRecord* compared_rung(nlohmann::json& ref, const std::vector<RungRecor
   return with;
 }
 
-void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline) {
+void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline,
+                       const std::map<int64_t, Trajectory>& baseline_at) {
   if (ref["status"] != "ok") return;
   const auto& res = ref["result"];
   const RungRecord* with = compared_rung(ref, rungs);
@@ -332,7 +340,7 @@ void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs
         ref["category_ms"] = {{"cpp", b["category_ms"]}, {"python", category_ms(py)}};
     }
   }
-  judge_reference_parity(ref, rungs, baseline);
+  judge_reference_parity(ref, rungs, baseline, baseline_at);
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -59,9 +60,11 @@ std::vector<std::pair<std::string, int64_t>> references_to_run(const std::vector
 void attach_reference_clocks(nlohmann::json& ref, const ClockSamples& samples);
 
 // Sets `compared_with`, `ratio` (the C++ rung's tok/s over the reference's) and the parity of the
-// reference's first losses and first gradient norm against the C++ baseline's (`baseline`); where both sides ran a
-// breakdown, `events_per_step` and `category_ms` (ms a step by kind of work: the C++ rung's, the reference's).
-void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline);
+// reference's first losses and first gradient norm against the C++ baseline's (`baseline`; at another batch its step
+// there, `baseline_at`, where one ran); where both sides ran a breakdown, `events_per_step` and `category_ms` (ms a
+// step by kind of work: the C++ rung's, the reference's).
+void compare_reference(nlohmann::json& ref, const std::vector<RungRecord>& rungs, const Trajectory& baseline,
+                       const std::map<int64_t, Trajectory>& baseline_at = {});
 
 // The C++ rung a reference at config["batch"] is compared with (nullptr: none); `passed_over` set in `ref`.
 const RungRecord* compared_rung(nlohmann::json& ref, const std::vector<RungRecord>& rungs);
