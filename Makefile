@@ -51,6 +51,8 @@ cuda-check:
 	@$(MAKE) --no-print-directory build-all TORCH=cuda
 	build-cuda/gpt2bench doctor
 	build-cuda/gpt2bench_tests --gtest_filter='*_CUDA'
+	@# the CUDA build's own code on CPU tensors (its references, its refusals); the end-to-end suites are make test-cpu's
+	build-cuda/gpt2bench_tests --gtest_brief=1 --gtest_filter='-*_CUDA:Cli.*:Reliability.*:Ddp.*:Ownership.*'
 	@for f in bench/runtime/cuda/cuda_backend.cpp bench/measure/cuda/cupti_collector.cpp $(wildcard kernels/cuda/*.cu) \
 	  kernels/cuda/gelu_epilogues.cpp kernels/cuda/gemm_survey.cpp kernels/cuda/cudnn_attention.cpp; do \
 	  grep -qs "$$f" build-cuda/compile_commands.json build-cuda/CMakeFiles/*/Unity/*.cxx \

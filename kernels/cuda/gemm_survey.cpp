@@ -139,12 +139,16 @@ bool gemm_survey_built() { return true; }
 
 std::vector<std::string> lt_algorithms(const StepGemm& g, const at::Tensor& a, const at::Tensor& b,
                                        const at::Tensor& out, const LtEpilogue& e) {
+  TORCH_CHECK(a.is_cuda() && b.is_cuda() && out.is_cuda(), "lt_algorithms: CUDA tensors expected, got ", a.device(),
+              ", ", b.device(), ", ", out.device());
   const c10::cuda::CUDAGuard guard(a.device());
   return plan_for(g, a, b, out, e).configs;
 }
 
 void lt_gemm(const StepGemm& g, const at::Tensor& a, const at::Tensor& b, const at::Tensor& out, const LtEpilogue& e,
              int index) {
+  TORCH_CHECK(a.is_cuda() && b.is_cuda() && out.is_cuda(), "lt_gemm: CUDA tensors expected, got ", a.device(), ", ",
+              b.device(), ", ", out.device());  // before the guard below, whose own error names no caller
   RECORD_FUNCTION(kLtGemmRecord, lt_gemm_record_inputs(g));  // declares `guard`
   const c10::cuda::CUDAGuard device(a.device());
   const Plan& p = plan_for(g, a, b, out, e);

@@ -226,6 +226,7 @@ AddNormForward add_layer_norm_forward_cuda(const at::Tensor& x, const at::Tensor
 
 AddNormBackward add_layer_norm_backward_cuda(const at::Tensor& ds_out, const at::Tensor& dy, const AddNormForward& f,
                                              const at::Tensor& gamma, const at::Tensor& beta) {
+  TORCH_CHECK(dy.is_cuda() && f.s.is_cuda(), "add_layer_norm_backward_cuda: CUDA tensors expected");
   const c10::cuda::CUDAGuard guard(dy.device());
   const int64_t N = f.s.size(0), C = f.s.size(1);
   const int sums = f.biased ? 3 : 2;  // gamma's and beta's gradients, and the bias's
