@@ -106,6 +106,12 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
     EXPECT_EQ(doc["cases"][7 + i], (nlohmann::json{{"variant", alone[i]},
                                                    {"skipped", "the CUDA kernel alone: needs a CUDA GPU"}}));
   EXPECT_EQ(doc["cases"][10], doc["cases"][4]);  // FP8's quantization alone: skipped first as FP8 is
+  // each said once on the console, by the kernel
+  for (const char* line : {"fused_gelu_backward (bias_gelu_backward alone)  skipped here: the CUDA kernel alone",
+                           "fused_classifier (softmax_xent_backward_ alone)  skipped here",
+                           "fused_classifier (scaled_gradient alone)  skipped here",
+                           "fp8_linears (quantize_fp8 alone)  skipped here: FP8 matmuls need"})
+    EXPECT_NE(r.output.find(line), std::string::npos) << line << "\n" << r.output;
   // the survey of the step's matmuls against cuBLASLt's heuristic algorithms: a GPU's alone
   EXPECT_EQ(doc["gemms"], (nlohmann::json{{"skipped", "cuBLASLt's heuristics need a CUDA GPU"}}));
   EXPECT_NE(r.output.find("matmuls  skipped here: cuBLASLt's heuristics need a CUDA GPU"), std::string::npos) << r.output;

@@ -387,7 +387,7 @@ using MakeCase = KernelCase (*)(const StepSpec&, const DeviceInfo&, int, const T
 struct Case {
   const char* variant;
   MakeCase make;
-  bool gpu_only = false;  // a CUDA kernel alone: nothing to time on a CPU
+  const char* alone = nullptr;  // a CUDA kernel alone (nothing to time on a CPU): which, for the console
 };
 const Case kCases[] = {{"fused_residual_norm", &residual_norm_case},
                        {"fused_gelu_backward", &gelu_backward_case},
@@ -396,10 +396,10 @@ const Case kCases[] = {{"fused_residual_norm", &residual_norm_case},
                        {"fp8_linears", &fp8_case},
                        {"adamw_one_launch", &adamw_case},
                        {"cudnn_attention", &attention_case},
-                       {"fused_gelu_backward", &bias_gelu_kernel_case, true},
-                       {"fused_classifier", &xent_kernel_case, true},
-                       {"fused_classifier", &scale_kernel_case, true},
-                       {"fp8_linears", &fp8_quantize_kernel_case, true}};
+                       {"fused_gelu_backward", &bias_gelu_kernel_case, "bias_gelu_backward"},
+                       {"fused_classifier", &xent_kernel_case, "softmax_xent_backward_"},
+                       {"fused_classifier", &scale_kernel_case, "scaled_gradient"},
+                       {"fp8_linears", &fp8_quantize_kernel_case, "quantize_fp8"}};
 
 void print_case(const KernelCase& c) {
   const bool graphs = !c.sides.empty() && c.sides[0].timed == "graph";
@@ -422,9 +422,10 @@ void print_case(const KernelCase& c) {
 nlohmann::json run_case(const Case& k, const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing,
                         int& failed) {
   Support s = find_variant(k.variant)->supports(dev);  // every case is a registered variant's
-  if (s.ok && k.gpu_only && !dev.cuda()) s = {false, "the CUDA kernel alone: needs a CUDA GPU"};
+  if (s.ok && k.alone && !dev.cuda()) s = {false, "the CUDA kernel alone: needs a CUDA GPU"};
   if (!s.ok) {  // FP8 below sm89: nothing of ours to time
-    std::printf("%s  skipped here: %s\n", k.variant, s.why_not.c_str());
+    const std::string which = k.alone ? strf(" (%s alone)", k.alone) : "";
+    std::printf("%s%s  skipped here: %s\n", k.variant, which.c_str(), s.why_not.c_str());
     return {{"variant", k.variant}, {"skipped", s.why_not}};
   }
   // tests: GPT2BENCH_FAULT_KERNEL=<variant> fails that case as a kernel would; <variant>:term stops the command
