@@ -84,7 +84,8 @@ void read_settings(MapReader& r, const std::string& path, Settings& settings) {
       sr.get_choice("gelu_backward_slab", settings.gelu_backward_slab, {"32", "16", "8", "64", "fastest"});
   // residual_norm: how fused_residual_norm's CUDA kernels traverse a row, or fastest (each timed per shape)
   settings.residual_norm =
-      sr.get_choice("residual_norm", settings.residual_norm, {"sweeps", "held", "held_forward", "fastest"});
+      sr.get_choice("residual_norm", settings.residual_norm,
+                    {"sweeps", "held", "held_forward", "held_backward", "fastest"});
   settings.cpu_memory_budget = static_cast<int64_t>(
       sr.get_double("cpu_memory_budget_gb", settings.cpu_memory_budget / double(1 << 30), 1e-9, 1 << 20) * (1 << 30));
   sr.finish();

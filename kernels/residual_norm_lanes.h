@@ -37,15 +37,14 @@ GPT2_LANE_FN uint32_t kept_bits(const DropoutMask& drop, int64_t row, int64_t C,
 }
 
 // One pack's arithmetic, which both traversals below share.
-// s = x + dropout(r + bias) for pack p of a row, its elements' sum added to `sum`. r + bias is rounded to T once,
-// as a linear's biased output is; the dropout keeps element k where bit k of `kept` is set.
+// s = a + dropout(b + c) for a pack of x (a), r (b) and, where `biased`, the bias (c), its elements' sum added to
+// `sum`. b + c is rounded to T once, as a linear's biased output is; the dropout keeps element k where bit k of
+// `kept` is set.
 template <typename T, int kVec, bool kDropout>
-GPT2_LANE_FN Pack<T, kVec> add_pack(const T* x, const T* r, const T* bias, int64_t p, uint32_t kept,
-                                    const DropoutMask& drop, float& sum) {
-  const Pack<T, kVec> a = load<T, kVec>(x, p);
-  Pack<T, kVec> b = load<T, kVec>(r, p), out;
-  if (bias) {
-    const Pack<T, kVec> c = load<T, kVec>(bias, p);
+GPT2_LANE_FN Pack<T, kVec> add_pack(const Pack<T, kVec>& a, Pack<T, kVec> b, const Pack<T, kVec>& c, bool biased,
+                                    uint32_t kept, const DropoutMask& drop, float& sum) {
+  Pack<T, kVec> out;
+  if (biased) {
     GPT2_UNROLL
     for (int k = 0; k < kVec; ++k) b.v[k] = static_cast<T>(static_cast<float>(b.v[k]) + static_cast<float>(c.v[k]));
   }
@@ -136,7 +135,9 @@ GPT2_LANE_FN float add_and_sum(const T* x, const T* r, T* s, int64_t C, int lane
   float sum = 0.0f;
   for (int64_t p = lane; p < C / kVec; p += kLanes) {
     const uint32_t kept = kept_bits<T, kVec, kDropout>(drop, row, C, p);
-    store<T, kVec>(s, p, add_pack<T, kVec, kDropout>(x, r, bias, p, kept, drop, sum));
+    const Pack<T, kVec> c = bias ? load<T, kVec>(bias, p) : Pack<T, kVec>{};
+    store<T, kVec>(s, p, add_pack<T, kVec, kDropout>(load<T, kVec>(x, p), load<T, kVec>(r, p), c, bias, kept, drop,
+                                                     sum));
     if (kDropout && keep) {
       Pack<bool, kVec> mask;
       GPT2_UNROLL
@@ -203,23 +204,38 @@ GPT2_LANE_FN void grad_input(const T* dy, const T* s, const T* gamma, const T* d
 }
 
 // The held traversal: a lane's packs lane + 32·i, i < kMax, kept in registers (C / kVec <= 32·kMax) — the row
-// read once. In the backward, gamma's, beta's and the bias's gradients go to the warp's accumulators as the
-// sweeps' do (held there, 72 registers a lane for GPT-2's rows, they cost a third of the warps an SM holds).
-// Each loop is unrolled, so the arrays stay in registers.
+// read once. Each step issues every global load it needs for the row before it uses the first: a load after a
+// branch that uses the one before waits out that round trip to memory first (three a step at GPT-2's C).
+// In the backward, gamma's, beta's and the bias's gradients go to the warp's accumulators as the sweeps' do (held
+// there, 72 registers a lane for GPT-2's rows, they cost a third of the warps an SM holds). Each loop is
+// unrolled, so the arrays stay in registers.
 template <typename T, int kVec, int kMax>
 struct Held {
   Pack<T, kVec> v[kMax];
 };
 
+// Packs lane + 32·i of `row` into `to` (a lane's packs of the row; those past its end not loaded).
+template <typename T, int kVec, int kMax>
+GPT2_LANE_FN void load_held(const T* row, Held<T, kVec, kMax>& to, int64_t C, int lane) {
+  GPT2_UNROLL
+  for (int i = 0; i < kMax; ++i)
+    if (const int64_t p = lane + i * kLanes; p < C / kVec) to.v[i] = load<T, kVec>(row, p);
+}
+
 // Forward, sweep 1, its s held: add_and_sum's.
 template <typename T, int kVec, int kMax, bool kDropout = false>
 GPT2_LANE_FN float add_and_sum_held(const T* x, const T* r, T* s, Held<T, kVec, kMax>& held, int64_t C, int lane,
                                     const DropoutMask& drop = {}, int64_t row = 0, const T* bias = nullptr) {
+  Held<T, kVec, kMax> branch, b{};
+  load_held(x, held, C, lane);
+  load_held(r, branch, C, lane);
+  if (bias) load_held(bias, b, C, lane);
   float sum = 0.0f;
   GPT2_UNROLL
   for (int i = 0; i < kMax; ++i)
     if (const int64_t p = lane + i * kLanes; p < C / kVec) {
-      held.v[i] = add_pack<T, kVec, kDropout>(x, r, bias, p, kept_bits<T, kVec, kDropout>(drop, row, C, p), drop, sum);
+      held.v[i] = add_pack<T, kVec, kDropout>(held.v[i], branch.v[i], b.v[i], bias != nullptr,
+                                              kept_bits<T, kVec, kDropout>(drop, row, C, p), drop, sum);
       store<T, kVec>(s, p, held.v[i]);
     }
   return sum;
@@ -243,38 +259,41 @@ GPT2_LANE_FN void normalize_held(const Held<T, kVec, kMax>& s, const T* gamma, c
       store<T, kVec>(y, p, normalize_pack<T, kVec>(s.v[i], load<T, kVec>(gamma, p), load<T, kVec>(beta, p), mean, rstd));
 }
 
-// Backward, sweep 1: dy's and s's packs read and held (gamma's read from the cache: fewer registers); dy·xhat and
-// dy added into the warp's accumulators as grad_sums adds them.
+// Backward, sweep 1: dy's and s's packs read and held, with gamma's; dy·xhat and dy added into the warp's
+// accumulators as grad_sums adds them.
 template <typename T, int kVec, int kMax>
 GPT2_LANE_FN GradSums grad_sums_held(const T* dy, const T* s, const T* gamma, float mean, float rstd,
                                      Held<T, kVec, kMax>& dy_held, Held<T, kVec, kMax>& s_held, float* dgamma,
                                      float* dbeta, int64_t C, int lane) {
+  load_held(dy, dy_held, C, lane);
+  load_held(s, s_held, C, lane);
   GradSums out;
   const int64_t packs = C / kVec;
   GPT2_UNROLL
   for (int i = 0; i < kMax; ++i)
     if (const int64_t p = lane + i * kLanes; p < packs) {
-      dy_held.v[i] = load<T, kVec>(dy, p), s_held.v[i] = load<T, kVec>(s, p);
       grad_sums_pack<T, kVec>(dy_held.v[i], s_held.v[i], load<T, kVec>(gamma, p), mean, rstd, out,
                               [&](int k, float dg, float db) { dgamma[k * packs + p] += dg, dbeta[k * packs + p] += db; });
     }
   return out;
 }
 
-// Backward, sweep 2 from the held packs: grad_input's, the branch's gradient added into dbias where given.
+// Backward, sweep 2 from the held packs: grad_input's, the branch's gradient added into dbias where given. gamma
+// and ds_out read again, their loads issued before the dropout's draws, which run while they arrive.
 template <typename T, int kVec, int kMax, bool kDropout = false>
 GPT2_LANE_FN void grad_input_held(const Held<T, kVec, kMax>& dy, const Held<T, kVec, kMax>& s, const T* gamma,
                                   const T* ds_out, T* ds, float mean, float rstd,
                                   float mean_dy_gamma, float mean_dy_gamma_xhat, int64_t C, int lane,
                                   const DropoutMask& drop, int64_t row, T* dr, float* dbias) {
   const int64_t packs = C / kVec;
+  Held<T, kVec, kMax> o{};
+  if (ds_out) load_held(ds_out, o, C, lane);
   GPT2_UNROLL
   for (int i = 0; i < kMax; ++i)
     if (const int64_t p = lane + i * kLanes; p < packs) {
-      const uint32_t kept = kept_bits<T, kVec, kDropout>(drop, row, C, p);
-      const Pack<T, kVec> o = ds_out ? load<T, kVec>(ds_out, p) : Pack<T, kVec>{};
       Pack<T, kVec> branch;
-      store<T, kVec>(ds, p, grad_input_pack<T, kVec, kDropout>(dy.v[i], s.v[i], load<T, kVec>(gamma, p), o,
+      const uint32_t kept = kept_bits<T, kVec, kDropout>(drop, row, C, p);
+      store<T, kVec>(ds, p, grad_input_pack<T, kVec, kDropout>(dy.v[i], s.v[i], load<T, kVec>(gamma, p), o.v[i],
                                                                ds_out != nullptr, mean, rstd, mean_dy_gamma,
                                                                mean_dy_gamma_xhat, kept, drop, branch));
       if constexpr (kDropout) store<T, kVec>(dr, p, branch);

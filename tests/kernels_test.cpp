@@ -1067,7 +1067,7 @@ TEST_F(KernelsCuda, AddLayerNormDropoutDrawsANewMaskEachGraphReplay_CUDA) {
 
 // settings.residual_norm's traversals through the autograd wrapper, each way apart: held_forward launches the held
 // forward kernel and the sweeps' backward and computes the sweeps' bits (the same sums in the same order a row);
-// held launches the held kernels both ways (its column sums in another order).
+// held and held_backward launch the held backward (its column sums in another order).
 TEST_F(KernelsCuda, AddLayerNormTraversalsLaunchTheirKernelsEachWay_CUDA) {
   const int64_t N = 4096, C = 768;
   // each kernel's template arguments as launched: <dtype, pack, packs held a lane (0: the sweeps), dropout>
@@ -1096,17 +1096,20 @@ TEST_F(KernelsCuda, AddLayerNormTraversalsLaunchTheirKernelsEachWay_CUDA) {
     out.insert(out.begin(), {s, y});
     return out;  // s, y, then the gradients of x, r, gamma, beta and the bias
   };
-  std::vector<std::string> sweeps_k, held_k, forward_k;
-  const auto sweeps = run({}, &sweeps_k), held = run({true, true}, &held_k), forward = run({true, false}, &forward_k);
+  std::vector<std::string> sweeps_k, held_k, forward_k, backward_k;
+  const auto sweeps = run({}, &sweeps_k), held = run({true, true}, &held_k), forward = run({true, false}, &forward_k),
+             backward = run({false, true}, &backward_k);
   const std::string swept = "c10::BFloat16, 8, 0, true", three = "c10::BFloat16, 8, 3, true";  // 96 packs: 3 a lane
   EXPECT_EQ(sweeps_k, (std::vector<std::string>{swept, swept}));
   EXPECT_EQ(held_k, (std::vector<std::string>{three, three}));
   EXPECT_EQ(forward_k, (std::vector<std::string>{three, swept}));
+  EXPECT_EQ(backward_k, (std::vector<std::string>{swept, three}));
   const char* names[] = {"s", "y", "dx", "dr", "dgamma", "dbeta", "dbias"};
   for (size_t i = 0; i < sweeps.size(); ++i) {
     EXPECT_TRUE(at::equal(forward[i], sweeps[i])) << names[i];
-    if (i < 4) EXPECT_TRUE(at::equal(held[i], sweeps[i])) << names[i];  // each row's own arithmetic
-    else EXPECT_TRUE(at::allclose(held[i].to(at::kFloat), sweeps[i].to(at::kFloat), 2e-2, 2e-2 * 64)) << names[i];
+    for (const auto* other : {&held, &backward})
+      if (i < 4) EXPECT_TRUE(at::equal((*other)[i], sweeps[i])) << names[i];  // each row's own arithmetic
+      else EXPECT_TRUE(at::allclose((*other)[i].to(at::kFloat), sweeps[i].to(at::kFloat), 2e-2, 2e-2 * 64)) << names[i];
   }
 }
 

@@ -1,7 +1,7 @@
 // settings.residual_norm — how the fused residual norm's CUDA kernels traverse a row: sweeps (read again for each
-// step), held (kept in registers both ways), held_forward (in the forward alone: held rows cost the backward far
-// more registers), or fastest (each timed on the rung's rows, the sweeps kept unless another beats them by the
-// margin). The rule is tested with fake timings; on the CPU only the reference runs, so one candidate.
+// step), held (kept in registers both ways), held_forward or held_backward (in one direction alone: held rows cost
+// the backward more registers), or fastest (each timed on the rung's rows, the sweeps kept unless another beats
+// them by the margin). The rule is tested with fake timings; on the CPU only the reference runs, so one candidate.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -23,7 +23,7 @@
 namespace gpt2 {
 namespace {
 
-const std::vector<std::string> kAll = {"sweeps", "held", "held_forward"};
+const std::vector<std::string> kAll = {"sweeps", "held", "held_forward", "held_backward"};
 
 std::function<double(const std::string&)> fake_traversals(std::map<std::string, double> ms,
                                                      std::vector<std::string>* calls = nullptr) {
@@ -35,23 +35,26 @@ std::function<double(const std::string&)> fake_traversals(std::map<std::string, 
 
 TEST(ResidualNormChoice, ATraversalIsChosenOnlyWhenFasterThanTheSweepsByTheMargin) {
   std::vector<std::string> calls;
+  const std::vector<std::string> three = {"sweeps", "held", "held_forward"};
   Choice c =
-      pick_residual_norm(kAll, 2, fake_traversals({{"sweeps", 40.7}, {"held", 45.0}, {"held_forward", 30.0}}, &calls));
+      pick_residual_norm(three, 2, fake_traversals({{"sweeps", 40.7}, {"held", 45.0}, {"held_forward", 30.0}}, &calls));
   EXPECT_EQ(calls, (std::vector<std::string>{"sweeps", "held", "held_forward", "sweeps", "held", "held_forward",
                                              "sweeps", "held", "held_forward"}));  // tried once, then in turns
   EXPECT_EQ(c.setting, "residual_norm");
   EXPECT_EQ(c.chosen, "held_forward");
   EXPECT_EQ(c.incumbent, "sweeps");
   EXPECT_DOUBLE_EQ(*c.tries[2].ms, 30.0);
-  EXPECT_EQ(pick_residual_norm(kAll, 2, fake_traversals({{"sweeps", 40.0}, {"held", 41.0}, {"held_forward", 39.8}})).chosen,
-            "sweeps");  // within 1%
-  EXPECT_EQ(pick_residual_norm(kAll, 2, fake_traversals({{"sweeps", 40.0}, {"held", 30.0}, {"held_forward", 35.0}})).chosen,
-            "held");
-  EXPECT_EQ(pick_residual_norm(kAll, 2, fake_traversals({{"sweeps", 30.0}, {"held", 40.0}, {"held_forward", 40.0}})).chosen,
-            "sweeps");
+  auto pick = [](double sweeps, double held, double forward, double backward) {
+    return pick_residual_norm(kAll, 2, fake_traversals({{"sweeps", sweeps}, {"held", held}, {"held_forward", forward},
+                                                        {"held_backward", backward}})).chosen;
+  };
+  EXPECT_EQ(pick(40.0, 41.0, 39.8, 40.1), "sweeps");  // within 1%
+  EXPECT_EQ(pick(40.0, 30.0, 35.0, 33.0), "held");
+  EXPECT_EQ(pick(40.0, 36.0, 35.0, 33.0), "held_backward");
+  EXPECT_EQ(pick(30.0, 40.0, 40.0, 40.0), "sweeps");
 }
 
-TEST(ResidualNormChoice, OnlyACudaDeviceHasThreeTraversalsAndOnlyRowsThatFitAreHeld) {
+TEST(ResidualNormChoice, OnlyACudaDeviceHasFourTraversalsAndOnlyRowsThatFitAreHeld) {
   DeviceInfo gpu;
   gpu.type = DeviceType::kCuda;
   EXPECT_EQ(residual_norm_candidates(gpu), kAll);
@@ -113,7 +116,8 @@ TEST(ResidualNormChoice, TheProfileSaysATraversalOrFastest) {
   };
   // each as the fused_residual_norm variant applies it: rows held forward, backward
   for (auto [how, forward, backward] : {std::tuple{"sweeps", false, false}, {"held", true, true},
-                                        {"held_forward", true, false}, {"fastest", false, false}}) {
+                                        {"held_forward", true, false}, {"held_backward", false, true},
+                                        {"fastest", false, false}}) {
     StepSpec s;
     s.settings = load(how).settings;
     EXPECT_EQ(s.settings.residual_norm, how);

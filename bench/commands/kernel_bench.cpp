@@ -107,6 +107,8 @@ KernelCase residual_norm_case(const StepSpec& base, const DeviceInfo& dev, int r
     sides.emplace_back("ours, each row held in registers (settings.residual_norm: held)", ours({true, true}, p));
     sides.emplace_back("ours, rows held in the forward alone (settings.residual_norm: held_forward)",
                        ours({true, false}, p));
+    sides.emplace_back("ours, rows held in the backward alone (settings.residual_norm: held_backward)",
+                       ours({false, true}, p));
   }
   if (dev.cuda() && p > 0) sides.emplace_back("ours without dropout (another step: what its draws cost)", ours({}, 0));
   sides.emplace_back(p > 0 ? "ATen: x + dropout(r), then layer_norm; r's gradient summed (the bias's)"

@@ -239,13 +239,14 @@ std::string gelu_backward_slab_key(const StepSpec& spec) {
 
 std::vector<std::string> residual_norm_candidates(const DeviceInfo& dev) {
   if (!dev.cuda()) return {"sweeps"};  // ATen's reference either way
-  return {"sweeps", "held", "held_forward"};
+  return {"sweeps", "held", "held_forward", "held_backward"};
 }
 
 Choice pick_residual_norm(const std::vector<std::string>& candidates, int rounds,
                           const std::function<double(const std::string&)>& trial) {
   Choice c{"residual_norm", "", "each traversal's median forward + backward of the fused residual add + LayerNorm "
-           "(kernels::add_layer_norm) on the rung's rows: sweeps, rows held both ways, held in the forward alone; "
+           "(kernels::add_layer_norm) on the rung's rows: sweeps, rows held both ways, in the forward alone, in the "
+           "backward alone; "
            "the sweeps kept unless another is faster by more than the margin", "", "sweeps", 0.01, {}, ""};
   return time_candidates(c, candidates, rounds, trial);
 }
@@ -262,7 +263,7 @@ Choice choose_residual_norm(const StepSpec& spec, const DeviceInfo& dev, int rou
   Choice c = pick_residual_norm(residual_norm_candidates(dev), rounds, [&](const std::string& name) {
     ModelOptions rows;
     use_residual_norm(rows, name);
-    if (rows.residual_norm_held_forward && !kernels::holds_rows(C, dtype))
+    if ((rows.residual_norm_held_forward || rows.residual_norm_held_backward) && !kernels::holds_rows(C, dtype))
       throw std::runtime_error("rows of " + std::to_string(C) + " " + c10::toString(dtype) + " are more than the held "
                                "kernels' " + std::to_string(kernels::kMaxHeldPacks) + " packs a lane");
     const kernels::Traversal traversal{rows.residual_norm_held_forward, rows.residual_norm_held_backward};

@@ -72,7 +72,7 @@ void use_gelu_backward_slab(ModelOptions& m, const std::string& name) {
 
 void use_residual_norm(ModelOptions& m, const std::string& name) {
   m.residual_norm_held_forward = name == "held" || name == "held_forward";
-  m.residual_norm_held_backward = name == "held";
+  m.residual_norm_held_backward = name == "held" || name == "held_backward";
 }
 
 void to_json(nlohmann::json& j, const StepSpec& s) {
