@@ -204,11 +204,11 @@ GPT2_LANE_FN void grad_input(const T* dy, const T* s, const T* gamma, const T* d
 }
 
 // The held traversal: a lane's packs lane + 32·i, i < kMax, kept in registers (C / kVec <= 32·kMax) — the row
-// read once. Each step issues every global load it needs for the row before it uses the first: a load after a
-// branch that uses the one before waits out that round trip to memory first (three a step at GPT-2's C).
-// In the backward, gamma's, beta's and the bias's gradients go to the warp's accumulators as the sweeps' do (held
-// there, 72 registers a lane for GPT-2's rows, they cost a third of the warps an SM holds). Each loop is
-// unrolled, so the arrays stay in registers.
+// read once. Each step loads all its packs of the rows (x and r; dy and s; ds_out) before using the first: one
+// round trip to memory, where pack by pack took three at GPT-2's C; gamma, beta and the bias (C elements, cached)
+// beside their use, in fewer registers. In the backward, gamma's, beta's and the bias's gradients go to the
+// warp's accumulators as the sweeps' do (held there, 72 registers a lane for GPT-2's rows, they cost a third of
+// the warps an SM holds). Each loop is unrolled, so the arrays stay in registers.
 template <typename T, int kVec, int kMax>
 struct Held {
   Pack<T, kVec> v[kMax];
@@ -226,15 +226,15 @@ GPT2_LANE_FN void load_held(const T* row, Held<T, kVec, kMax>& to, int64_t C, in
 template <typename T, int kVec, int kMax, bool kDropout = false>
 GPT2_LANE_FN float add_and_sum_held(const T* x, const T* r, T* s, Held<T, kVec, kMax>& held, int64_t C, int lane,
                                     const DropoutMask& drop = {}, int64_t row = 0, const T* bias = nullptr) {
-  Held<T, kVec, kMax> branch, b{};
+  Held<T, kVec, kMax> branch;
   load_held(x, held, C, lane);
   load_held(r, branch, C, lane);
-  if (bias) load_held(bias, b, C, lane);
   float sum = 0.0f;
   GPT2_UNROLL
   for (int i = 0; i < kMax; ++i)
     if (const int64_t p = lane + i * kLanes; p < C / kVec) {
-      held.v[i] = add_pack<T, kVec, kDropout>(held.v[i], branch.v[i], b.v[i], bias != nullptr,
+      const Pack<T, kVec> b = bias ? load<T, kVec>(bias, p) : Pack<T, kVec>{};
+      held.v[i] = add_pack<T, kVec, kDropout>(held.v[i], branch.v[i], b, bias != nullptr,
                                               kept_bits<T, kVec, kDropout>(drop, row, C, p), drop, sum);
       store<T, kVec>(s, p, held.v[i]);
     }
@@ -256,11 +256,12 @@ GPT2_LANE_FN void normalize_held(const Held<T, kVec, kMax>& s, const T* gamma, c
   GPT2_UNROLL
   for (int i = 0; i < kMax; ++i)
     if (const int64_t p = lane + i * kLanes; p < C / kVec)
-      store<T, kVec>(y, p, normalize_pack<T, kVec>(s.v[i], load<T, kVec>(gamma, p), load<T, kVec>(beta, p), mean, rstd));
+      store<T, kVec>(y, p,
+                     normalize_pack<T, kVec>(s.v[i], load<T, kVec>(gamma, p), load<T, kVec>(beta, p), mean, rstd));
 }
 
-// Backward, sweep 1: dy's and s's packs read and held, with gamma's; dy·xhat and dy added into the warp's
-// accumulators as grad_sums adds them.
+// Backward, sweep 1: dy's and s's packs read and held; dy·xhat and dy added into the warp's accumulators as
+// grad_sums adds them.
 template <typename T, int kVec, int kMax>
 GPT2_LANE_FN GradSums grad_sums_held(const T* dy, const T* s, const T* gamma, float mean, float rstd,
                                      Held<T, kVec, kMax>& dy_held, Held<T, kVec, kMax>& s_held, float* dgamma,
@@ -278,8 +279,8 @@ GPT2_LANE_FN GradSums grad_sums_held(const T* dy, const T* s, const T* gamma, fl
   return out;
 }
 
-// Backward, sweep 2 from the held packs: grad_input's, the branch's gradient added into dbias where given. gamma
-// and ds_out read again, their loads issued before the dropout's draws, which run while they arrive.
+// Backward, sweep 2 from the held packs: grad_input's, the branch's gradient added into dbias where given. ds_out's
+// packs loaded first: the dropout's draws run while they arrive.
 template <typename T, int kVec, int kMax, bool kDropout = false>
 GPT2_LANE_FN void grad_input_held(const Held<T, kVec, kMax>& dy, const Held<T, kVec, kMax>& s, const T* gamma,
                                   const T* ds_out, T* ds, float mean, float rstd,
