@@ -37,24 +37,26 @@ GPT2_LANE_FN Pack<T, kVec> row_grad(const Pack<T, kVec>& g, const Pack<T, kVec>&
 
 // Rows [r0, r1) of pack p of (rows × cols) grad and pre: d_pre = grad · GELU'(pre), rounded to T, written; then
 // partial[p·kVec + k] = the fp32 sum of what was written in column p·kVec + k (the unfused bias gradient sums
-// the rounded d_pre too). `partial` is the slab's row of the (slabs × cols) partial sums. Rows go in pairs, both
-// rows' loads first: 64 bytes in flight a thread with 16-byte packs, where a loop of one row at a time kept
-// one row's (ptxas did not move the next row's loads above this row's store).
+// the rounded d_pre too). `partial` is the slab's row of the (slabs × cols) partial sums. Rows go kRows at a
+// time, all their loads first (64 bytes in flight a thread with 16-byte packs), each row's math behind its own
+// check of the slab's end: ptxas schedules within a branch-free block, and there it moved each load down to its
+// first use (sm_90 SASS), one round trip to memory at a time.
 template <typename T, int kVec>
 GPT2_LANE_FN void slab(const T* grad, const T* pre, T* d_pre, float* partial, int64_t cols, int64_t r0, int64_t r1,
                        int64_t p) {
+  constexpr int kRows = 2;
   float sum[kVec];
   GPT2_UNROLL
   for (int k = 0; k < kVec; ++k) sum[k] = 0.0f;
-  int64_t r = r0;
-  for (; r + 1 < r1; r += 2) {
-    const Pack<T, kVec> g0 = load<T, kVec>(grad + r * cols, p), x0 = load<T, kVec>(pre + r * cols, p);
-    const Pack<T, kVec> g1 = load<T, kVec>(grad + (r + 1) * cols, p), x1 = load<T, kVec>(pre + (r + 1) * cols, p);
-    store<T, kVec>(d_pre + r * cols, p, row_grad<T, kVec>(g0, x0, sum));
-    store<T, kVec>(d_pre + (r + 1) * cols, p, row_grad<T, kVec>(g1, x1, sum));
+  for (int64_t r = r0; r < r1; r += kRows) {
+    Pack<T, kVec> g[kRows], x[kRows];
+    GPT2_UNROLL
+    for (int j = 0; j < kRows; ++j)
+      if (r + j < r1) g[j] = load<T, kVec>(grad + (r + j) * cols, p), x[j] = load<T, kVec>(pre + (r + j) * cols, p);
+    GPT2_UNROLL
+    for (int j = 0; j < kRows; ++j)
+      if (r + j < r1) store<T, kVec>(d_pre + (r + j) * cols, p, row_grad<T, kVec>(g[j], x[j], sum));
   }
-  if (r < r1)
-    store<T, kVec>(d_pre + r * cols, p, row_grad<T, kVec>(load<T, kVec>(grad + r * cols, p), load<T, kVec>(pre + r * cols, p), sum));
   GPT2_UNROLL
   for (int k = 0; k < kVec; ++k) partial[p * kVec + k] = sum[k];
 }
