@@ -447,6 +447,27 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   EXPECT_NE(doc2["references"][0]["error"].get<std::string>().find("/bin/false"), std::string::npos);
 }
 
+// At batch_scaling's batch ref_torch_compile is judged as the C++ rungs there are: against the baseline's step at
+// that batch (in micro-batches of the profile's), not the C++ top's trajectory.
+TEST(Cli, AReferenceAtBatchScalingsBatchIsJudgedAgainstTheBaselineThere) {
+  test::TempDir d;
+  std::string body = kTinyProfile;
+  body.replace(body.find("variants: []"), 12,
+               "variants: [batch_scaling]\nreferences: [ref_torch_compile]\nsettings: {vocab_multiple: 8, max_batch: 4}\n");
+  const auto profile = test::write_tiny_profile(d, body);
+  auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = test::read_json(d / "run/rungs.json");
+  ASSERT_EQ(doc["rungs"][1]["spec"]["batch"], 4) << doc["rungs"][1].dump();
+  EXPECT_EQ(doc["rungs"][1]["parity"]["against"], "baseline at batch 4");
+  ASSERT_EQ(doc["references"].size(), 2u) << doc["references"].dump();
+  const auto& at4 = doc["references"][1];
+  ASSERT_EQ(at4["config"]["batch"], 4) << at4.dump();
+  EXPECT_EQ(at4["parity"]["against"], "baseline at batch 4") << at4["parity"].dump();
+  EXPECT_EQ(at4["parity"]["judged_as"], "precision");
+  EXPECT_EQ(at4["parity"]["verdict"], "pass") << at4["parity"].dump();
+}
+
 // `reference-config` prints what the ladder writes for a reference and runs it with (less the tokens file and the
 // time budget, which only a ladder run has): --warm compiles from it the graphs the reference compiles later.
 TEST(Cli, ReferenceConfigPrintsTheConfigTheLadderRunsTheReferenceWith) {
