@@ -453,7 +453,8 @@ TEST(Cli, AReferenceAtBatchScalingsBatchIsJudgedAgainstTheBaselineThere) {
   test::TempDir d;
   std::string body = kTinyProfile;
   body.replace(body.find("variants: []"), 12,
-               "variants: [batch_scaling]\nreferences: [ref_torch_compile]\nsettings: {vocab_multiple: 8, max_batch: 4}\n");
+               "variants: [batch_scaling]\nreferences: [ref_torch_compile]\n"
+               "settings: {vocab_multiple: 8, max_batch: 4}\n");
   const auto profile = test::write_tiny_profile(d, body);
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
