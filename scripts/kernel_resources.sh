@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Our CUDA kernels' registers, stack and local memory for each architecture built, read from the compiled
 # objects (cuobjdump): exits 1 where one uses stack or local memory (spilled registers, or an array the compiler
-# could not keep in registers), which a change to a kernel's body can cause without any test failing; and that
-# every kernel built to move 16-byte packs (its first template arguments T, 16 / sizeof(T); adamw_kernel's and
-# quantize_both_kernel's tiles) reads and writes global memory with 16-byte instructions in its sm_90 code.
+# could not keep in registers), which a change to a kernel's body can cause without any test failing; where a
+# kernel built to move 16-byte packs (its first template arguments T, 16 / sizeof(T); adamw_kernel's and
+# quantize_both_kernel's tiles) lacks 16-byte global loads and stores in its sm_90 code; and where the loads
+# that the held residual norm and the bias-GELU backward issue together for a row stand apart there.
 #   scripts/kernel_resources.sh [BUILD_DIR] [--list]     (default build-cuda; --list prints every kernel, and each
 #   one's sm_90 SASS instructions: its static size, what a change to its body added or took away)
 set -uo pipefail
@@ -54,5 +55,24 @@ if [ -n "$narrow" ]; then
   echo "$narrow"
   exit 1
 fi
+# sm_90 SASS: where a kernel loads several packs of a row before using the first, the loads stand together (their
+# round trips to memory overlap). ptxas moves a load down to its first use within a branch-free block: this sees
+# it undone. Each: the kernel, how many of its first 16-byte loads, within how many instructions.
+bursts=$(for o in $objs; do "$tool" --dump-sass -arch sm_90 "$o"; done | awk '
+  /Function :/ { if (fn != "") print fn, at; fn = $3; n = 0; at = "" }
+  /^ +\/\*[0-9a-f]+\*\// { n++; if ($0 ~ /LDG\.E\.128/) at = at (at == "" ? "" : ",") n }
+  END { if (fn != "") print fn, at }' | c++filt | sed -E 's/\(anonymous namespace\):://g; s/gpt2::kernels:://g; s/c10:://g' |
+  awk 'function check(k, w,   a, m, name) { m = split($NF, a, ","); seen++; name = $0; sub(/\(.*/, "", name)
+         if (m < k || a[k] - a[1] > w)
+           print "  " name ": 16-byte loads at instructions " $NF " (its first " k " within " w " expected)" }
+       /add_ln_forward_kernel<BFloat16, 8, 3, true>/ { check(6, 48) }
+       /add_ln_backward_kernel<BFloat16, 8, 3, true>/ { check(6, 48) }
+       /bias_gelu_backward_kernel<BFloat16, 8>/ { check(4, 48) }
+       END { if (seen != 3) print "  " seen + 0 " of the 3 kernels found (a name out of date?)" }')
+if [ -n "$bursts" ]; then
+  echo "kernel_resources: loads meant to be issued together are apart in the sm_90 code:"; echo "$bursts"
+  exit 1
+fi
 echo "kernel_resources: $n kernels (all architectures) in registers, no stack or local memory; $(echo "$packed" | grep -c .) packed" \
-  "kernels with 16-byte global loads and stores on sm_90 ($tool)"
+  "kernels with 16-byte global loads and stores on sm_90, the held residual norm's and the bias-GELU backward's row" \
+  "loads in one burst ($tool)"
