@@ -21,6 +21,12 @@ const char* kTinyProfile =
     "name: tiny-e2e\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cpu\nbatch: 2\n"
     "warmup_steps: 1\nsteps: 2\nrepetitions: 2\nparity_steps: 2\nseed: 3\nvariants: []\n";
 
+// kTinyProfile with its `variants: []` line replaced by `lines`: a test's variants, plan, settings and references.
+std::string tiny_profile_with(const std::string& lines) {
+  std::string body = kTinyProfile;
+  return body.replace(body.find("variants: []"), 12, lines);
+}
+
 TEST(Cli, LadderWritesResultsWithTheCounters) {
   test::TempDir d;
   const auto profile = test::write_tiny_profile(d, kTinyProfile);
@@ -131,10 +137,9 @@ TEST(Cli, ATightTimeBudgetRunsEveryRungAtTheFloorAndSaysSo) {
 
 // Two SDPA rungs on one attention, the kernel timed (dropout 0: with dropout ATen's CPU has math alone).
 std::string sdpa_fastest_profile(const test::TempDir& d) {
-  std::string body = kTinyProfile;
+  std::string body =
+      tiny_profile_with("variants: [sdpa, fuse_qkv]\nbreakdown_steps: 0\nsettings: {sdpa_backend: fastest}");
   body.replace(body.find("model: tiny"), 11, "model: {preset: tiny, dropout: 0.0}");
-  body.replace(body.find("variants: []"), 12,
-               "variants: [sdpa, fuse_qkv]\nbreakdown_steps: 0\nsettings: {sdpa_backend: fastest}");
   return test::write_tiny_profile(d, body);
 }
 
@@ -150,11 +155,10 @@ nlohmann::json choice_of(const nlohmann::json& rung, const std::string& setting)
 // same head takes that timing's choice; parity and the spec as it ran have it.
 TEST(Cli, ClassifierChunkFastestTimesTheChunksAndRunsTheRungWithTheChoice) {
   test::TempDir d;
-  std::string body = kTinyProfile;
+  std::string body =
+      tiny_profile_with("plan: recipes\nrecipes: {fc: [fused_classifier], fc_adamw: [fused_adamw, fused_classifier]}\n"
+                        "breakdown_steps: 0\nsettings: {classifier_chunk: fastest}");
   body.replace(body.find("batch: 2"), 8, "batch: 128");
-  body.replace(body.find("variants: []"), 12,
-               "plan: recipes\nrecipes: {fc: [fused_classifier], fc_adamw: [fused_adamw, fused_classifier]}\n"
-               "breakdown_steps: 0\nsettings: {classifier_chunk: fastest}");
   auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("classifier_chunk: "), std::string::npos) << r.output;
@@ -234,8 +238,7 @@ TEST(Cli, SdpaTimingsOfKeptRungsStandAfterResume) {
 // denominator with its basis.
 TEST(Cli, FlopsFormulaCountedFlopsAndMfuBasis) {
   test::TempDir d;
-  std::string body = kTinyProfile;
-  body.replace(body.find("variants: []"), 12, "variants: [sdpa]\nbreakdown_steps: 1");
+  std::string body = tiny_profile_with("variants: [sdpa]\nbreakdown_steps: 1");
   auto r = test::run_gpt2bench("ladder --verbose --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("tiny/01_sdpa/iterations:1/repeats:2/manual_time"), std::string::npos);  // --verbose
@@ -296,8 +299,7 @@ TEST(Cli, ARungFilterMatchingNothingIsRefusedUpFront) {
 // name, so '^01_sdpa$' passed our check and then ran nothing, ending in a JSON parse error).
 TEST(Cli, AnAnchoredOrNegatedRungFilterRunsExactlyItsRungs) {
   test::TempDir d;
-  std::string body = kTinyProfile;
-  body.replace(body.find("variants: []"), 12, "plan: add_one\nvariants: [sdpa, fp16_autocast]");
+  std::string body = tiny_profile_with("plan: add_one\nvariants: [sdpa, fp16_autocast]");
   const auto profile = test::write_tiny_profile(d, body);
   const bool fp16 = detect_device("cpu").fp16;
   for (const auto& [filter, ran] : std::vector<std::pair<std::string, std::string>>{
@@ -328,12 +330,11 @@ TEST(Cli, AnAnchoredOrNegatedRungFilterRunsExactlyItsRungs) {
 // torch.compile) within the precision band. A failing interpreter is an error entry, not a crash.
 TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
   test::TempDir d;
-  std::string body = kTinyProfile;
   // Padded to 8s: 97 -> 104 (to 64s, 128 zero-logit classes would lift the first loss by ln(128/97) = 0.28,
   // past the precision band; GPT-2's 50257 -> 50304 lifts it by 0.001).
-  body.replace(body.find("variants: []"), 12,
-               "variants: []\nreferences: [ref_torch_eager, ref_torch_compile]\nsettings: {vocab_multiple: 8}\n"
-               "breakdown_steps: 1");
+  const std::string body =
+      tiny_profile_with("variants: []\nreferences: [ref_torch_eager, ref_torch_compile]\nsettings: {vocab_multiple: 8}\n"
+                        "breakdown_steps: 1");
   const auto profile = test::write_tiny_profile(d, body);
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -451,10 +452,8 @@ TEST(Cli, ReferenceRungsMatchTheBaselineAndRunBesideIt) {
 // that batch (in micro-batches of the profile's), not the C++ top's trajectory.
 TEST(Cli, AReferenceAtBatchScalingsBatchIsJudgedAgainstTheBaselineThere) {
   test::TempDir d;
-  std::string body = kTinyProfile;
-  body.replace(body.find("variants: []"), 12,
-               "variants: [batch_scaling]\nreferences: [ref_torch_compile]\n"
-               "settings: {vocab_multiple: 8, max_batch: 4}\n");
+  std::string body = tiny_profile_with("variants: [batch_scaling]\nreferences: [ref_torch_compile]\n"
+                                       "settings: {vocab_multiple: 8, max_batch: 4}\n");
   const auto profile = test::write_tiny_profile(d, body);
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -473,8 +472,8 @@ TEST(Cli, AReferenceAtBatchScalingsBatchIsJudgedAgainstTheBaselineThere) {
 // time budget, which only a ladder run has): --warm compiles from it the graphs the reference compiles later.
 TEST(Cli, ReferenceConfigPrintsTheConfigTheLadderRunsTheReferenceWith) {
   test::TempDir d;
-  std::string body = kTinyProfile;
-  body.replace(body.find("variants: []"), 12, "variants: []\nreferences: [ref_torch_compile]\nsettings: {vocab_multiple: 8}\n");
+  std::string body =
+      tiny_profile_with("variants: []\nreferences: [ref_torch_compile]\nsettings: {vocab_multiple: 8}\n");
   const auto profile = test::write_tiny_profile(d, body);
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run") + " --rung ref_torch_compile",
                                "GPT2BENCH_PYTHON=/bin/true");  // no Python run: the config is written before it
@@ -573,8 +572,8 @@ TEST(Cli, PrepareThenTrainOnTheShards) {
 TEST(Cli, AddOneAndLeaveOneOutPlans) {
   for (const char* plan : {"add_one", "leave_one_out"}) {
     test::TempDir d;
-    std::string body = kTinyProfile;
-    body.replace(body.find("variants: []"), 12, std::string("plan: ") + plan + "\nvariants: [mask_on_the_fly, native_layers, sdpa]");
+    std::string body =
+        tiny_profile_with(std::string("plan: ") + plan + "\nvariants: [mask_on_the_fly, native_layers, sdpa]");
     const auto profile = test::write_tiny_profile(d, body);
     auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -593,8 +592,7 @@ TEST(Cli, AddOneAndLeaveOneOutPlans) {
 
 TEST(Cli, ConflictingRecipeIsRefusedBeforeAnythingRuns) {
   test::TempDir d;
-  std::string body = kTinyProfile;
-  body.replace(body.find("variants: []"), 12, "plan: recipes\nrecipes: {both: [bf16_cast, fp16_autocast]}");
+  std::string body = tiny_profile_with("plan: recipes\nrecipes: {both: [bf16_cast, fp16_autocast]}");
   auto r = test::run_gpt2bench("ladder --profile " + test::write_tiny_profile(d, body) + " --out " + (d / "run"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("'bf16_cast' conflicts with 'fp16_autocast'"), std::string::npos) << r.output;
@@ -603,8 +601,7 @@ TEST(Cli, ConflictingRecipeIsRefusedBeforeAnythingRuns) {
 
 TEST(Cli, ProfileWritesASummaryAndATracePerRung) {
   test::TempDir d;
-  std::string body = kTinyProfile;
-  body.replace(body.find("variants: []"), 12, "variants: [mask_on_the_fly, sdpa]\nbreakdown_steps: 1");
+  std::string body = tiny_profile_with("variants: [mask_on_the_fly, sdpa]\nbreakdown_steps: 1");
   const auto profile = test::write_tiny_profile(d, body);
   auto r = test::run_gpt2bench("breakdown --profile " + profile + " --out " + (d / "prof"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
