@@ -31,6 +31,7 @@
 #include "kernels/philox.h"
 #include "kernels/residual_norm.h"
 #include "kernels/residual_norm_lanes.h"
+#include "kernels/softmax_xent_lanes.h"
 #include "kernels/bias_gelu_columns.h"
 #include "kernels/column_sums.h"
 #include "kernels/column_sums_cuda.h"
@@ -94,6 +95,47 @@ TEST(Kernels, BadInputIsRefusedWithTheReason) {
   EXPECT_THROW(linear_cross_entropy(at::randn({4, 8}), at::randn({10, 8}), targets_for(4, 10), 0), c10::Error);
   EXPECT_THROW(linear_cross_entropy(at::randn({4, 8}), at::randn({10, 7}), targets_for(4, 10), 2), c10::Error);
   EXPECT_THROW(kernels::softmax_xent_backward_cuda_(z, targets_for(4, 10), 1.0), c10::Error);  // a CPU tensor
+}
+
+// The classifier kernel's threads (kernels/softmax_xent_lanes.h), run here one after another and their maxima and
+// sums combined where the kernel combines them with shuffles: which thread reads which packs (two at a time, one
+// left over or none), the per-pack rescaling and the target's pack, against the ATen reference.
+template <typename T, int kVec, int kThreads, bool kExp2, bool kStaged = false>
+void expect_classifier_threads_match_the_reference(at::ScalarType dtype, int64_t n, int64_t V) {
+  namespace X = kernels::xent;
+  ASSERT_EQ(V % kVec, 0);
+  const at::Tensor logits = (at::randn({n, V}) * 3).to(dtype), t = targets_for(n, V);
+  at::Tensor want = logits.clone(), got = logits.clone();
+  const at::Tensor want_losses = softmax_xent_backward_reference_(want, t, 1.0 / 7);
+  std::vector<T> staged(V);
+  for (int64_t i = 0; i < n; ++i) {
+    T* x = got.data_ptr<T>() + i * V;
+    X::MaxSum row;
+    for (int tid = 0; tid < kThreads; ++tid)
+      row = X::combine<kExp2>(row, X::thread_max_sum<kExp2, kStaged, T, kVec, kThreads>(x, V / kVec, tid, staged.data()));
+    const int64_t ti = t[i].item<int64_t>();
+    const float loss = X::loss<kExp2>(row, static_cast<float>(x[ti]));
+    EXPECT_NEAR(loss, want_losses[i].item<float>(), 1e-4 * std::abs(loss) + 1e-5) << "row " << i;
+    if (kStaged) std::fill(x, x + V, T(0.0f));  // the gradient pass must read the staged copy
+    for (int tid = 0; tid < kThreads; ++tid)
+      X::thread_gradient<kExp2, T, kVec, kThreads>(kStaged ? staged.data() : x, x, V / kVec, tid, ti, row, 1.0f / 7);
+  }
+  const double atol = dtype == at::kFloat ? 1e-7 : 1e-4;  // one bf16 rounding of a value under 1/7
+  EXPECT_TRUE(at::allclose(got.to(at::kFloat), want.to(at::kFloat), 1e-2, atol))
+      << V << " " << kThreads << (kExp2 ? " exp2" : "") << ": "
+      << (got.to(at::kFloat) - want.to(at::kFloat)).abs().max().item<float>();
+}
+
+TEST(Kernels, ClassifierKernelsThreadsMatchTheReference) {
+  at::manual_seed(3);
+  // GPT-2's padded vocabulary in bf16: 6288 packs, 13 for threads 0-143 of 512 (one left over), 12 for the rest
+  expect_classifier_threads_match_the_reference<c10::BFloat16, 8, 512, false>(at::kBFloat16, 3, 50304);
+  expect_classifier_threads_match_the_reference<c10::BFloat16, 8, 512, true>(at::kBFloat16, 3, 50304);
+  expect_classifier_threads_match_the_reference<c10::BFloat16, 8, 1024, true, true>(at::kBFloat16, 2, 50304);
+  expect_classifier_threads_match_the_reference<float, 4, 256, false>(at::kFloat, 3, 1000);
+  // one element a thread: an odd vocabulary, and a row shorter than the block (threads with nothing to read)
+  expect_classifier_threads_match_the_reference<float, 1, 256, true>(at::kFloat, 3, 50257);
+  expect_classifier_threads_match_the_reference<c10::Half, 1, 512, false>(at::kHalf, 5, 97);
 }
 
 TEST(Kernels, ChunkedClassifierMatchesLinearThenCrossEntropy) {

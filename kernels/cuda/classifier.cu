@@ -11,115 +11,55 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
-#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
 #include "kernels/classifier.h"
-#include "kernels/packs.h"  // Pack, load, store, scaled
+#include "kernels/packs.h"               // Pack, load, store, scaled
+#include "kernels/softmax_xent_lanes.h"  // xent::
 
 namespace gpt2::kernels {
 namespace {
 
-struct MaxSum {
-  float m, s;  // running max, sum of exp(x - m) (kExp2: of x·log2(e), sum of 2^(x - m))
-};
-
-constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
-
-// e^x, or with kExp2 2^x by the SFU's approximate ex2 alone (results under 2^-126, no part of a softmax's sum,
-// flushed to 0), where expf first reduces its argument for its last bits: about seven instructions more.
 template <bool kExp2>
-__device__ __forceinline__ float exp_of(float x) {
-  if constexpr (kExp2) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-  } else {
-    return expf(x);
-  }
-}
-
-// A logit as the kernel sums it: scaled by log2(e) with kExp2
-template <bool kExp2>
-__device__ __forceinline__ float in_base(float x) {
-  if constexpr (kExp2) return x * kLog2e;
-  else return x;
-}
-
-template <bool kExp2>
-__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
-  if (a.m == -INFINITY) return b;
-  if (b.m == -INFINITY) return a;
-  const float m = fmaxf(a.m, b.m);
-  return {m, a.s * exp_of<kExp2>(a.m - m) + b.s * exp_of<kExp2>(b.m - m)};
-}
-
-template <bool kExp2>
-__device__ __forceinline__ MaxSum warp_reduce(MaxSum v) {
+__device__ __forceinline__ xent::MaxSum warp_reduce(xent::MaxSum v) {
   for (int o = 16; o > 0; o >>= 1)
-    v = combine<kExp2>(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
+    v = xent::combine<kExp2>(v, {__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)});
   return v;
 }
 
-// kThreads a block, one block a row: `gpt2bench kernels` times 256, 512 (the step's) and 1024, fewer rows in
-// flight keeping more of the second read in L2. kStaged: the first read also keeps the row in shared memory
-// (dynamic, V elements of T) and the second pass reads it there: one read of the logits from global memory.
-// kExp2: the exponentials in base 2 (exp_of).
+// kThreads a block, one block a row (kernels/softmax_xent_lanes.h: each thread's part): `gpt2bench kernels`
+// times 256, 512 (the step's) and 1024, fewer rows in flight keeping more of the second read in L2. kStaged: the
+// first read also keeps the row in shared memory (dynamic, V elements of T) and the second pass reads it there:
+// one read of the logits from global memory. kExp2: the exponentials in base 2 (xent::exp_of).
 template <typename T, int kVec, int kThreads, bool kStaged, bool kExp2>
 __global__ void __launch_bounds__(kThreads)
     softmax_xent_backward_kernel(T* __restrict__ logits, const int64_t* __restrict__ targets,
                                  float* __restrict__ losses, int64_t V, float scale) {
   constexpr int kWarps = kThreads / 32;
   extern __shared__ __align__(16) unsigned char staged_row[];
-  Pack<T, kVec>* staged = reinterpret_cast<Pack<T, kVec>*>(staged_row);
-  __shared__ MaxSum warps[kWarps];
-  __shared__ MaxSum row_total;
+  T* staged = reinterpret_cast<T*>(staged_row);
+  __shared__ xent::MaxSum warps[kWarps];
+  __shared__ xent::MaxSum row_total;
   const int64_t row = blockIdx.x;
   T* x = logits + row * V;  // V is a multiple of kVec: the row is whole packs
   const int64_t packs = V / kVec;
   const int64_t t = targets[row];
   CUDA_KERNEL_ASSERT(t >= 0 && t < V);
-  MaxSum v{-INFINITY, 0.0f};
-  for (int64_t p = threadIdx.x; p < packs; p += kThreads) {
-    const Pack<T, kVec> pk = load<T, kVec>(x, p);
-    if constexpr (kStaged) staged[p] = pk;  // read back by this thread alone, below
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      const float xj = in_base<kExp2>(static_cast<float>(pk.v[k]));
-      if (xj > v.m) {
-        v.s = v.s * exp_of<kExp2>(v.m - xj) + 1.0f;
-        v.m = xj;
-      } else {
-        v.s += exp_of<kExp2>(xj - v.m);
-      }
-    }
-  }
-  v = warp_reduce<kExp2>(v);
+  xent::MaxSum v =
+      warp_reduce<kExp2>(xent::thread_max_sum<kExp2, kStaged, T, kVec, kThreads>(x, packs, threadIdx.x, staged));
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   if (lane == 0) warps[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = warp_reduce<kExp2>(lane < kWarps ? warps[lane] : MaxSum{-INFINITY, 0.0f});
+    v = warp_reduce<kExp2>(lane < kWarps ? warps[lane] : xent::MaxSum{});
     if (lane == 0) {
       row_total = v;
-      const float m = kExp2 ? v.m * kLn2 : v.m;  // back in the logits' base
-      losses[row] = m + logf(v.s) - static_cast<float>(x[t]);  // read before the row is overwritten below
+      losses[row] = xent::loss<kExp2>(v, static_cast<float>(x[t]));  // read before the row is overwritten below
     }
   }
-  __syncthreads();
-  const float m = row_total.m, inv_sum = 1.0f / row_total.s;
-  for (int64_t p = threadIdx.x; p < packs; p += kThreads) {
-    Pack<T, kVec> pk;
-    if constexpr (kStaged) pk = staged[p];
-    else pk = load<T, kVec>(x, p);
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      const float prob = exp_of<kExp2>(in_base<kExp2>(static_cast<float>(pk.v[k])) - m) * inv_sum;
-      pk.v[k] = static_cast<T>((prob - (p * kVec + k == t ? 1.0f : 0.0f)) * scale);
-    }
-    store<T, kVec>(x, p, pk);
-  }
+  __syncthreads();  // the staged packs too: each thread reads back its own
+  xent::thread_gradient<kExp2, T, kVec, kThreads>(kStaged ? staged : x, x, packs, threadIdx.x, t, row_total, scale);
 }
 
 template <typename T, int kThreads, bool kStaged, bool kExp2>
