@@ -60,6 +60,7 @@ cuda-check:
 	@grep -q '^CUBLASLT_LIBRARY:FILEPATH=/' build-cuda/CMakeCache.txt || { echo "cuda-check: no cuBLASLt library found (gelu_epilogues)"; exit 1; }
 	@grep -q 'GPT2_HAVE_CUDNN_FE=1' build-cuda/compile_commands.json || { echo "cuda-check: no cuDNN frontend or cuDNN found (cudnn_attention)"; exit 1; }
 	@scripts/kernel_resources.sh build-cuda
+	@scripts/fp8_cast_check.sh
 	@echo "cuda-check: CUDA-only sources compiled: bench/runtime/cuda/cuda_backend.cpp (CUDA-event timer, caching-allocator stats, \
 	device info, pinned prefetch, side stream, CUDA graph, NCCL), bench/measure/cuda/cupti_collector.cpp (CUPTI activities), \
 our kernels $(wildcard kernels/cuda/*.cu) (sm80/sm90), kernels/cuda/gelu_epilogues.cpp (cuBLASLt epilogues), \
