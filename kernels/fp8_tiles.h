@@ -3,7 +3,7 @@
 //          thread) against ATen's divide-then-transposed-copy. at::_scaled_mm takes its operands K-major only, so
 //          FP8's backward needs x, w and the gradient transposed as well (Transformer Engine's cast_transpose).
 //
-// A block quantizes a tile of kTile × kTile elements of t (N × K, row-major): each thread reads 16-byte packs,
+// A block quantizes a tile of kTile × kTile elements of t (N × K, row-major): each thread reads its 16-byte packs,
 // divides each element by the inverse scale in fp32 and casts it to F (ATen's own arithmetic: the same bits),
 // writes them row-major and stages their bytes; after the block's barrier each thread writes 16 bytes of the
 // tile's transpose (K × N). The caller guarantees K % kPack<T> == 0, N % 16 == 0 and 16-byte aligned pointers.
@@ -53,18 +53,31 @@ GPT2_LANE_FN void cast_pair(float a, float b, F& qa, F& qb) {
 template <typename T, typename F>
 GPT2_LANE_FN void quantize_rows(const T* t, int64_t N, int64_t K, float inverse_scale, F* out, Staged& staged,
                                 int64_t tile_row, int64_t tile_col, int tid) {
-  constexpr int kVec = kPack<T>, kPacksPerRow = kTile / kVec;
-  static_assert(kVec % 2 == 0, "quantize_rows: elements cast in pairs");
-  for (int p = tid; p < kTile * kPacksPerRow; p += kThreads) {
-    const int r = p / kPacksPerRow, c = (p % kPacksPerRow) * kVec;
-    const int64_t row = tile_row * kTile + r, col = tile_col * kTile + c;
-    if (row >= N || col >= K) continue;  // K holds whole packs
-    const Pack<T, kVec> in = load<T, kVec>(t + row * K, col / kVec);
+  constexpr int kVec = kPack<T>, kPacksPerRow = kTile / kVec, kSteps = kTile * kPacksPerRow / kThreads;
+  static_assert(kVec % 2 == 0 && kSteps * kThreads == kTile * kPacksPerRow, "quantize_rows: pairs, whole steps");
+  auto at = [&](int i, int& r, int& c, int64_t& row, int64_t& col) {  // step i's pack: whether the tile has it
+    const int p = tid + i * kThreads;
+    r = p / kPacksPerRow, c = (p % kPacksPerRow) * kVec;
+    row = tile_row * kTile + r, col = tile_col * kTile + c;
+    return row < N && col < K;  // K holds whole packs
+  };
+  Pack<T, kVec> in[kSteps] = {};
+  GPT2_UNROLL
+  for (int i = 0; i < kSteps; ++i) {  // every load first, each behind its own check: their round trips overlap
+    int r, c;
+    int64_t row, col;
+    if (at(i, r, c, row, col)) in[i] = load<T, kVec>(t + row * K, col / kVec);
+  }
+  GPT2_UNROLL
+  for (int i = 0; i < kSteps; ++i) {
+    int r, c;
+    int64_t row, col;
+    if (!at(i, r, c, row, col)) continue;
     Pack<F, kVec> q;
     GPT2_UNROLL
     for (int k = 0; k < kVec; k += 2)
-      cast_pair(static_cast<float>(in.v[k]) / inverse_scale, static_cast<float>(in.v[k + 1]) / inverse_scale, q.v[k],
-                q.v[k + 1]);
+      cast_pair(static_cast<float>(in[i].v[k]) / inverse_scale, static_cast<float>(in[i].v[k + 1]) / inverse_scale,
+                q.v[k], q.v[k + 1]);
     GPT2_UNROLL
     for (int k = 0; k < kVec; ++k) staged.b[r][c + k] = q.v[k].x;
     store<F, kVec>(out + row * K, col / kVec, q);

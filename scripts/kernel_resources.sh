@@ -4,7 +4,8 @@
 # could not keep in registers), which a change to a kernel's body can cause without any test failing; where a
 # kernel built to move 16-byte packs (its first template arguments T, 16 / sizeof(T); adamw_kernel's and
 # quantize_both_kernel's tiles) lacks 16-byte global loads and stores in its sm_90 code; and where the loads
-# that the held residual norm, the bias-GELU backward and the classifier issue together stand apart there.
+# that the held residual norm, the bias-GELU backward, the classifier and the FP8 quantization issue together
+# stand apart there.
 #   scripts/kernel_resources.sh [BUILD_DIR] [--list]     (default build-cuda; --list prints every kernel, and each
 #   one's sm_90 SASS instructions: its static size, what a change to its body added or took away)
 set -uo pipefail
@@ -69,11 +70,12 @@ bursts=$(for o in $objs; do "$tool" --dump-sass -arch sm_90 "$o"; done | awk '
        /add_ln_backward_kernel<BFloat16, 8, 3, true>/ { check(6, 48) }
        /bias_gelu_backward_kernel<BFloat16, 8>/ { check(4, 48) }
        /softmax_xent_backward_kernel<BFloat16, 8, 512, false, true>/ { check(2, 8) }
-       END { if (seen != 4) print "  " seen + 0 " of the 4 kernels found (a name out of date?)" }')
+       /quantize_both_kernel<BFloat16, Float8_e4m3fn>/ { check(2, 16) }
+       END { if (seen != 5) print "  " seen + 0 " of the 5 kernels found (a name out of date?)" }')
 if [ -n "$bursts" ]; then
   echo "kernel_resources: loads meant to be issued together are apart in the sm_90 code:"; echo "$bursts"
   exit 1
 fi
 echo "kernel_resources: $n kernels (all architectures) in registers, no stack or local memory; $(echo "$packed" | grep -c .) packed" \
-  "kernels with 16-byte global loads and stores on sm_90, the held residual norm's, the bias-GELU backward's and" \
-  "the classifier's loads in bursts ($tool)"
+  "kernels with 16-byte global loads and stores on sm_90, the held residual norm's, the bias-GELU backward's, the" \
+  "classifier's and the FP8 quantization's loads in bursts ($tool)"
