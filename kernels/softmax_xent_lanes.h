@@ -16,12 +16,14 @@
 
 namespace gpt2::kernels::xent {
 
-// Running max and sum of e^(x − m) (kExp2: m of x·log2(e), the sum of 2^(x·log2(e) − m)). Before any element m
-// is the lowest finite float, not −inf: each update rescales without a branch (e^(lowest − m) = 0), and a row of
-// −inf (none in GPT-2's logits) makes no NaN.
+// Running max and sum of e^(x − m) (kExp2: m of x·log2(e), the sum of 2^(x·log2(e) − m)). Trivial, as the
+// kernel's __shared__ copies must be.
 struct MaxSum {
-  float m = -3.402823466e38f, s = 0.0f;
+  float m, s;
 };
+// Before any element: m the lowest finite float, not −inf, so each update rescales without a branch
+// (e^(lowest − m) = 0) and a row of −inf (none in GPT-2's logits) makes no NaN.
+GPT2_LANE_FN MaxSum nothing() { return {-3.402823466e38f, 0.0f}; }
 
 constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
@@ -81,7 +83,7 @@ GPT2_LANE_FN MaxSum fold(MaxSum v, const Pack<T, kVec>& pk) {
 // memory on the GPU), where the gradient pass reads it back.
 template <bool kExp2, bool kStaged, typename T, int kVec, int kThreads>
 GPT2_LANE_FN MaxSum thread_max_sum(const T* x, int64_t packs, int tid, T* staged) {
-  MaxSum v;
+  MaxSum v = nothing();
   int64_t p = tid;
   for (; p + kThreads < packs; p += 2 * kThreads) {
     const Pack<T, kVec> a = load<T, kVec>(x, p), b = load<T, kVec>(x, p + kThreads);

@@ -110,7 +110,7 @@ void expect_classifier_threads_match_the_reference(at::ScalarType dtype, int64_t
   std::vector<T> staged(V);
   for (int64_t i = 0; i < n; ++i) {
     T* x = got.data_ptr<T>() + i * V;
-    X::MaxSum row;
+    X::MaxSum row = X::nothing();
     for (int tid = 0; tid < kThreads; ++tid)
       row = X::combine<kExp2>(row, X::thread_max_sum<kExp2, kStaged, T, kVec, kThreads>(x, V / kVec, tid, staged.data()));
     const int64_t ti = t[i].item<int64_t>();

@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kThreads)
   if (lane == 0) warps[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = warp_reduce<kExp2>(lane < kWarps ? warps[lane] : xent::MaxSum{});
+    v = warp_reduce<kExp2>(lane < kWarps ? warps[lane] : xent::nothing());
     if (lane == 0) {
       row_total = v;
       losses[row] = xent::loss<kExp2>(v, static_cast<float>(x[t]));  // read before the row is overwritten below
