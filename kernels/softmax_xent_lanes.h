@@ -5,8 +5,8 @@
 //
 // Thread `tid` of kThreads takes packs tid, tid + kThreads, ... of the row (kVec elements: 16 bytes, or one), two
 // loads in flight before either is used, where a warp would otherwise wait out a round trip to memory per pack.
-// A pack costs one compare for its max and one rescale of the sum at most, not a compare and branch an element:
-// the kernel was issue-bound (~17 instructions an element with expf). The caller guarantees V % kVec == 0 and
+// A pack costs its max and one rescale of the sum, without a branch, where a compare and a branch an element
+// made the kernel issue-bound (~17 instructions an element with expf). The caller guarantees V % kVec == 0 and
 // a row aligned to the pack. No libtorch here: T is float, c10::Half or c10::BFloat16.
 #pragma once
 #include <cmath>
