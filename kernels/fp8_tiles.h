@@ -55,32 +55,34 @@ GPT2_LANE_FN void quantize_rows(const T* t, int64_t N, int64_t K, float inverse_
                                 int64_t tile_row, int64_t tile_col, int tid) {
   constexpr int kVec = kPack<T>, kPacksPerRow = kTile / kVec, kSteps = kTile * kPacksPerRow / kThreads;
   static_assert(kVec % 2 == 0 && kSteps * kThreads == kTile * kPacksPerRow, "quantize_rows: pairs, whole steps");
-  auto at = [&](int i, int& r, int& c, int64_t& row, int64_t& col) {  // step i's pack: whether the tile has it
-    const int p = tid + i * kThreads;
-    r = p / kPacksPerRow, c = (p % kPacksPerRow) * kVec;
-    row = tile_row * kTile + r, col = tile_col * kTile + c;
-    return row < N && col < K;  // K holds whole packs
+  struct Spot {
+    int r, c;          // in the tile
+    int64_t row, col;  // in t
+    bool inside;       // K holds whole packs
+  };
+  auto spot = [&](int i) {  // step i's pack
+    const int p = tid + i * kThreads, r = p / kPacksPerRow, c = (p % kPacksPerRow) * kVec;
+    const int64_t row = tile_row * kTile + r, col = tile_col * kTile + c;
+    return Spot{r, c, row, col, row < N && col < K};
   };
   Pack<T, kVec> in[kSteps] = {};
   GPT2_UNROLL
   for (int i = 0; i < kSteps; ++i) {  // every load first, each behind its own check: their round trips overlap
-    int r, c;
-    int64_t row, col;
-    if (at(i, r, c, row, col)) in[i] = load<T, kVec>(t + row * K, col / kVec);
+    const Spot at = spot(i);
+    if (at.inside) in[i] = load<T, kVec>(t + at.row * K, at.col / kVec);
   }
   GPT2_UNROLL
   for (int i = 0; i < kSteps; ++i) {
-    int r, c;
-    int64_t row, col;
-    if (!at(i, r, c, row, col)) continue;
+    const Spot at = spot(i);
+    if (!at.inside) continue;
     Pack<F, kVec> q;
     GPT2_UNROLL
     for (int k = 0; k < kVec; k += 2)
       cast_pair(static_cast<float>(in[i].v[k]) / inverse_scale, static_cast<float>(in[i].v[k + 1]) / inverse_scale,
                 q.v[k], q.v[k + 1]);
     GPT2_UNROLL
-    for (int k = 0; k < kVec; ++k) staged.b[r][c + k] = q.v[k].x;
-    store<F, kVec>(out + row * K, col / kVec, q);
+    for (int k = 0; k < kVec; ++k) staged.b[at.r][at.c + k] = q.v[k].x;
+    store<F, kVec>(out + at.row * K, at.col / kVec, q);
   }
 }
 

@@ -55,11 +55,9 @@ GPT2_LANE_FN float less(float x, float m) {
 #endif
 }
 
-GPT2_LANE_FN float max_of(float a, float b) { return fmaxf(a, b); }  // a NaN passed over: the sum keeps it
-
 template <bool kExp2>
 GPT2_LANE_FN MaxSum combine(MaxSum a, MaxSum b) {
-  const float m = max_of(a.m, b.m);
+  const float m = fmaxf(a.m, b.m);
   return {m, a.s * exp_of<kExp2>(a.m - m) + b.s * exp_of<kExp2>(b.m - m)};
 }
 
@@ -68,8 +66,8 @@ template <bool kExp2, typename T, int kVec>
 GPT2_LANE_FN MaxSum fold(MaxSum v, const Pack<T, kVec>& pk) {
   float x[kVec], top = static_cast<float>(pk.v[0]);
   GPT2_UNROLL
-  for (int k = 0; k < kVec; ++k) x[k] = static_cast<float>(pk.v[k]), top = max_of(top, x[k]);
-  top = max_of(v.m, kExp2 ? top * kLog2e : top);
+  for (int k = 0; k < kVec; ++k) x[k] = static_cast<float>(pk.v[k]), top = fmaxf(top, x[k]);  // NaN: in the sum
+  top = fmaxf(v.m, kExp2 ? top * kLog2e : top);
   GPT2_UNROLL
   for (int k = 0; k < kVec; ++k) x[k] = exp_of<kExp2>(less<kExp2>(x[k], top));
   GPT2_UNROLL

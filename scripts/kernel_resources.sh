@@ -23,10 +23,11 @@ table=$(for o in $objs; do "$tool" --dump-resource-usage "$o"; done | awk '
                st = $0; sub(/.*STACK:/, "", st); sub(/ .*/, "", st)
                lo = $0; sub(/.*LOCAL:/, "", lo); sub(/ .*/, "", lo)
                print arch, reg, st, lo, fn }' | c++filt | sed -E 's/\(anonymous namespace\):://g; s/\(.*//; s/ void / /')
+sass=$(for o in $objs; do "$tool" --dump-sass -arch sm_90 "$o"; done)  # CMake builds 80 and 90: the checks read 90's
 if [ "$list" = --list ]; then
   echo "arch registers stack local kernel"; echo "$table"
   echo "sm_90 instructions kernel"
-  for o in $objs; do "$tool" --dump-sass -arch sm_90 "$o"; done | awk '
+  echo "$sass" | awk '
     /Function :/ { if (fn != "") print n, fn; fn = $3; n = 0 }
     /^ +\/\*[0-9a-f]+\*\// { n++ }
     END { if (fn != "") print n, fn }' | c++filt | sed -E 's/\(anonymous namespace\):://g; s/gpt2::kernels:://g; s/\(.*//'
@@ -38,9 +39,9 @@ if [ -n "$bad" ]; then
   exit 1
 fi
 
-# sm_90 SASS (CMake builds 80 and 90): each packed kernel (the rule in awk), "wide" where it has a 16-byte global
+# sm_90 SASS: each packed kernel (the rule in awk), "wide" where it has a 16-byte global
 # load and store, else "narrow".
-packed=$(for o in $objs; do "$tool" --dump-sass -arch sm_90 "$o"; done | awk '
+packed=$(echo "$sass" | awk '
   /Function :/ { if (fn != "") print fn, ld, st; fn = $3; ld = st = 0 }
   /LDG\.E\.128/ { ld = 1 } /STG\.E\.128/ { st = 1 }
   END { if (fn != "") print fn, ld, st }' | c++filt | sed -E 's/\(anonymous namespace\):://g; s/gpt2::kernels:://g; s/c10:://g' |
@@ -59,7 +60,7 @@ fi
 # sm_90 SASS: where a kernel loads several packs of a row before using the first, the loads stand together (their
 # round trips to memory overlap). ptxas moves a load down to its first use within a branch-free block: this sees
 # it undone. Each: the kernel, how many of its first 16-byte loads, within how many instructions.
-bursts=$(for o in $objs; do "$tool" --dump-sass -arch sm_90 "$o"; done | awk '
+bursts=$(echo "$sass" | awk '
   /Function :/ { if (fn != "") print fn, at; fn = $3; n = 0; at = "" }
   /^ +\/\*[0-9a-f]+\*\// { n++; if ($0 ~ /LDG\.E\.128/) at = at (at == "" ? "" : ",") n }
   END { if (fn != "") print fn, at }' | c++filt | sed -E 's/\(anonymous namespace\):://g; s/gpt2::kernels:://g; s/c10:://g' |
