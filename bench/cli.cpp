@@ -87,6 +87,7 @@ GPT2BENCH_FAULT_STEP=S make rank R kill itself (SIGKILL) before step S.
 )";
 
 constexpr const char* kKernelsHelp = R"(usage: gpt2bench kernels --profile FILE [--out FILE.json] [--device D] [--rounds N]
+                        [--only REGEX]
 
 Times each of our fused ops (kernels/) against what the step runs in its place, forward + backward on the same
 inputs, at the profile model's shapes in the dtype of the ladder's top rung. On a GPU each side's pass is
@@ -111,6 +112,9 @@ others run, and the exit status is 1 (tests: GPT2BENCH_FAULT_KERNEL=<variant> fa
                    RUN/kernels.json the report shows them beside that run
   --device D       auto | cpu | cuda | cuda:N (default: the profile's, else auto)
   --rounds N       rounds of turns (default 15)
+  --only REGEX     only the cases with a name it finds (POSIX extended): a variant (fused_residual_norm ...), a
+                   kernel timed alone (bias_gelu_backward, softmax_xent_backward_, scaled_gradient, quantize_fp8), the
+                   matmul surveys (gemms, fp8_gemms); kernels.json says "only" (Nsight Compute: gpu_session.sh ncu)
 )";
 
 constexpr const char* kReferenceConfigHelp = R"(usage: gpt2bench reference-config --profile FILE [--name NAME] [--batch N] [--device D]
@@ -272,9 +276,9 @@ int cmd_breakdown(int argc, char** argv) {
 }
 
 int cmd_kernels(int argc, char** argv) {
-  auto f = parse_flags(argc, argv, 2, {"profile", "out", "device", "rounds"}, kKernelsHelp);
-  KernelBenchOptions o{need(f, "profile", kKernelsHelp), get(f, "device"), get(f, "out")};
-  o.rounds = positive_int(get(f, "rounds", "15"), "--rounds");
+  auto f = parse_flags(argc, argv, 2, {"profile", "out", "device", "rounds", "only"}, kKernelsHelp);
+  KernelBenchOptions o{need(f, "profile", kKernelsHelp), get(f, "device"), get(f, "out"),
+                       positive_int(get(f, "rounds", "15"), "--rounds"), get(f, "only")};
   return run_kernel_bench(o);
 }
 

@@ -25,6 +25,11 @@
 #                                   cold, untar the last call's tarball in the checkout and carry runs/<name>.
 #                                   On another GPU model than the run's (gpt2bench refuses to resume it
 #                                   there): a new run on this one, said.
+#   scripts/gpu_session.sh ncu [CASES]  Nsight Compute's counters of our kernels (the first launch of each, as
+#                                   NCU_KERNELS says) in `gpt2bench kernels --only CASES --rounds 1` (CASES:
+#                                   the memory-bound kernels' cases by default): ncu.ncu-rep and its details
+#                                   page as ncu.csv (speed of light, memory, occupancy, launch, warp stalls), at
+#                                   most NCU_S seconds; where ncu cannot read the counters (gVisor), said
 # ladder and resume pass further arguments to gpt2bench ladder (e.g. --rung '^1[2-9]'). A warm machine reuses
 # the build; a cold one builds first (1.5-4 minutes), and the ladder's budget is what is left. Carried binaries
 # (.device-prebuilt, scripts/prebuild_gpu.sh) are run instead of a build where they were built from the very files
@@ -39,8 +44,8 @@
 # GPU_SESSION_WARM_S, the most seconds each process warming torch.compile's caches may take (first stage; 150).
 set -u
 stage=${1:-}
-case "$stage" in tests | ladder | resume | first) shift ;; *)
-  echo "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume|first [gpt2bench ladder options]" >&2
+case "$stage" in tests | ladder | resume | first | ncu) shift ;; *)
+  echo "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume|first [gpt2bench ladder options] | ncu [CASES]" >&2
   exit 2
   ;;
 esac
@@ -228,6 +233,34 @@ if [ "$stage" = tests ]; then
   [ $rc -eq 124 ] && echo "gpu_session: stopped at the call's deadline; the logs under OUT end where the tests were"
   [ $rc -eq 0 ] || exit 1
   exit 0
+fi
+
+# ncu: the kernels' cases under Nsight Compute, one round, each of our kernels' first launch profiled (kernel replay:
+# its passes run it again on the same inputs), the clocks left as they are (METHOD.md); the report, then its
+# details page as CSV (ncu --import: no device). On gVisor ncu cannot read the counters (KINDS.md): said, exit 1.
+if [ "$stage" = ncu ]; then
+  $carried || "$KIT/build.sh" true || exit 1
+  cases=${1:-'fused_residual_norm|bias_gelu_backward|softmax_xent|scaled_gradient|quantize_fp8|adamw_one_launch'}
+  kernels=${NCU_KERNELS:-'gpt2::kernels::|direct_copy'}  # ours, and the copy their GB/s are set against
+  command -v ncu >/dev/null || { echo "gpu_session: no ncu on this machine's PATH" >&2; exit 1; }
+  ncu --version | tail -1 >>"$M"
+  rc=0
+  run_until $((${NCU_S:-300} < LIMIT_S - STOP_S - SECONDS ? ${NCU_S:-300} : LIMIT_S - STOP_S - SECONDS)) \
+    "${RUN[@]}" ncu --clock-control none --kernel-name-base demangled --kernel-id "::regex:$kernels:1" \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+    --section WarpStateStats --section SchedulerStats --export "$OUT/ncu" --force-overwrite \
+    build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml --rounds 1 --only "$cases" >"$OUT/ncu.log" 2>&1 || rc=$?
+  if [ ! -s "$OUT/ncu.ncu-rep" ]; then
+    said=$(grep -m1 -E '^==(ERROR|WARNING)==' "$OUT/ncu.log")
+    grep -q LibraryNotLoaded "$OUT/ncu.log" && said+=" (on gVisor ncu cannot read the counters: KINDS.md)"
+    echo "gpu_session: ncu exited $rc and wrote no report: ${said:-its output in ncu.log}" >&2
+    exit 1
+  fi
+  ncu --import "$OUT/ncu.ncu-rep" --csv --page details >"$OUT/ncu.csv" 2>>"$OUT/ncu.log" ||
+    echo "gpu_session: the report is under OUT, its CSV page not (ncu --import failed: ncu.log)"
+  echo "gpu_session: ncu profiled $(grep -c '^==PROF== Profiling' "$OUT/ncu.log") launches of $cases ($rc): ncu.csv, ncu.ncu-rep"
+  [ $rc -eq 124 ] && echo "gpu_session: stopped at ${NCU_S:-300}s or the call's deadline; the report holds what ran"
+  exit $rc
 fi
 
 # first: the build with the tests, our kernels checked and timed within FIRST_TESTS_S (a failure said, not

@@ -4,7 +4,8 @@
 # the ladder stage's profile (gpu-124m with the budget the call has left) and tarred run directory under $OUT, a
 # ladder process that lost the device or crashed followed by a new one (--resume), a
 # ladder stopped before the call's deadline with its run kept and tarred, a call the build left too little of,
-# the resume stage, the first stage (a 15-minute lease's one call: kernels' tests and timings, then the ladder), and
+# the resume stage, the first stage (a 15-minute lease's one call: kernels' tests and timings, then the ladder), the
+# ncu stage (Nsight Compute over our kernels), and
 # carried binaries (scripts/prebuild_gpu.sh) run with no build, or the build when they are another tree's or fail;
 # prebuild_gpu.sh refusing a checkout with uncommitted changes or without the kit, and building with the kit's build.sh.
 set -u
@@ -22,7 +23,7 @@ check() {  # check WHAT CONDITION...
 cd "$T" && mkdir -p checkout/.device-kit checkout/build-cuda checkout/profiles out fakebuild && cd checkout
 out=$(OUT="$T/out" "$SCRIPT" 2>&1); rc=$?
 check "no stage: exit 2 with the usage" [ $rc -eq 2 ]
-check "no stage: usage shown" grep -q "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume|first" <<<"$out"
+check "no stage: usage shown" grep -q "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume|first .* | ncu" <<<"$out"
 out=$("$SCRIPT" tests 2>&1); rc=$?
 check "no OUT: exit 2" [ $rc -eq 2 ]
 check "no OUT: said" grep -q "set OUT" <<<"$out"
@@ -67,6 +68,7 @@ cat >"$T/fakebuild/gpt2bench" <<'EOF'
 if [ "$1" = kernels ]; then  # whether any process warming compile's caches was still running (FAKE_WARM_DIR)
   calls=$(cat "$FAKE_WARM_DIR/warm-calls" 2>/dev/null | wc -l) done=$(ls "$FAKE_WARM_DIR"/warm-done-* 2>/dev/null | wc -l)
   [ "$calls" -gt 0 ] && { [ "$done" -eq "$calls" ] && echo "kernels: timed after the warm" || echo "kernels: timed DURING the warm"; }
+  case "$*" in *--only*) echo "kernels: $*"; exit 0 ;; esac  # under ncu (gpu_session.sh ncu): no file asked for
   echo '{"cases": []}' >"${@: -1}"; echo "kernels: fake timings"; exit 0
 fi
 args="$*"
@@ -300,6 +302,49 @@ check "first, hung tests: the ladder's budget is what they left (600 s less 2, l
   grep -qE "^budget_minutes: 8\.[2-3] " runs/*-gpu-124m/profile.yaml
 rm -rf runs
 
+# ncu: the kernels' cases under Nsight Compute (a fake: logs its arguments, "profiles", writes its report, runs the
+# program; --import prints a CSV page); where it cannot read the counters (gVisor) or is missing, said, exit 1
+mkdir -p "$T/ncu" && cat >"$T/ncu/ncu" <<EOF
+#!/bin/bash
+echo "\$*" >>"$T/ncu-calls"
+case "\$1" in
+--version) printf 'NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.1.0 (fake)\n'; exit 0 ;;
+--import) printf '"ID","Kernel Name","Metric Name","Metric Value"\n"0","add_ln","DRAM","48"\n'; exit 0 ;;
+esac
+[ -n "\${FAKE_NCU_GVISOR:-}" ] && { echo "==ERROR== Failed to initialize the profiler: LibraryNotLoaded"; exit 1; }
+while [ "\$1" != build-cuda/gpt2bench ]; do [ "\$1" = --export ] && rep=\$2; shift; done
+echo '==PROF== Profiling "add_ln_backward_kernel": 0%....50%....100% - 40 passes'
+echo report >"\$rep.ncu-rep"
+exec "\$@"
+EOF
+chmod +x "$T/ncu/ncu"
+rm -rf "$T/out" "$T/ncu-calls" && mkdir "$T/out"
+out=$(PATH="$T/ncu:$PATH" OUT="$T/out" "$SCRIPT" ncu 2>&1); rc=$?
+check "ncu: exit 0" [ $rc -eq 0 ]
+check "ncu: the report and its CSV page under OUT" \
+  bash -c "grep -q report '$T/out/ncu.ncu-rep' && grep -q '\"add_ln\"' '$T/out/ncu.csv'"
+check "ncu: our kernels' first launches, the clocks left alone" \
+  grep -qF -- "--clock-control none --kernel-name-base demangled --kernel-id ::regex:gpt2::kernels::|direct_copy:1 " \
+  "$T/ncu-calls"
+check "ncu: ... the kernels' cases, one round, the memory-bound ones" grep -qF -- "build-cuda/gpt2bench kernels \
+--profile profiles/gpu-124m.yaml --rounds 1 --only fused_residual_norm|bias_gelu_backward|softmax_xent|" "$T/ncu-calls"
+check "ncu: the program's output logged" grep -q "kernels: kernels --profile" "$T/out/ncu.log"
+check "ncu: said" grep -qF "ncu profiled 1 launches of fused_residual_norm|" <<<"$out"
+check "ncu: ncu's version in the machine's file" grep -q "Version 2025.3.1.0 (fake)" "$T/out/machine-ncu.txt"
+check "ncu: no more files under OUT than come back (8)" [ "$(find "$T/out" -type f | wc -l)" -le 8 ]
+out=$(PATH="$T/ncu:$PATH" OUT="$T/out" NCU_KERNELS=softmax "$SCRIPT" ncu 'softmax_xent' 2>&1); rc=$?
+check "ncu, its cases and kernels named: exit 0" [ $rc -eq 0 ]
+check "ncu, its cases and kernels named: passed on" \
+  bash -c "tail -2 '$T/ncu-calls' | grep -q -- '--kernel-id ::regex:softmax:1 .* --only softmax_xent\$'"
+rm -rf "$T/out" && mkdir "$T/out"
+out=$(PATH="$T/ncu:$PATH" OUT="$T/out" FAKE_NCU_GVISOR=1 "$SCRIPT" ncu 2>&1); rc=$?
+check "ncu, no counters (gVisor): exit 1" [ $rc -eq 1 ]
+check "ncu, no counters (gVisor): said, with ncu's words" \
+  grep -q "wrote no report: ==ERROR== Failed to initialize the profiler: LibraryNotLoaded (on gVisor" <<<"$out"
+out=$(PATH="/usr/bin:/bin" OUT="$T/out" "$SCRIPT" ncu 2>&1); rc=$?
+check "ncu, none on PATH: exit 1" [ $rc -eq 1 ]
+check "ncu, none on PATH: said" grep -q "no ncu on this machine's PATH" <<<"$out"
+
 # first with carried binaries (scripts/prebuild_gpu.sh): built from these very files and starting here, they run
 # with no build, from build-cuda/ and with their compiled-in source folder linked here; else the build, said why
 mkdir -p .device-prebuilt && cp "$T"/fakebuild/* .device-prebuilt/
@@ -394,5 +439,5 @@ check "prebuild, the build failing: exit 1" [ $rc -eq 1 ]
 check "prebuild, the build failing: the build's words shown" grep -q "error: the fake build failed" <<<"$out"
 cd "$T/checkout"
 
-[ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, a crash, the ladder's budget and tarball, the deadline, resume, first, carried binaries: ok"
+[ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, a crash, the ladder's budget and tarball, the deadline, resume, first, ncu, carried binaries: ok"
 exit $fail

@@ -196,5 +196,45 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   EXPECT_NE(r.output.find("missing --profile"), std::string::npos) << r.output;
 }
 
+// --only: the cases with a name it finds (a variant, a kernel timed alone, a survey), the file saying so; an
+// expression that finds none, or is none, refused before anything runs, naming what there is.
+TEST(Cli, KernelsOnlyTimesTheCasesItNames) {
+  test::TempDir d;
+  const auto profile = test::write_tiny_profile(d, "name: k\nmodel: tiny\ndata: synthetic\ndevice: cpu\nbatch: 2\n");
+  auto r = test::run_gpt2bench("kernels --profile " + profile + " --rounds 2 --only 'residual|softmax_xent' --out " +
+                               (d / "only.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = test::read_json(d / "only.json");
+  EXPECT_EQ(doc["only"], "residual|softmax_xent");
+  EXPECT_EQ(doc["complete"], true);
+  ASSERT_EQ(doc["cases"].size(), 2u) << doc["cases"];
+  EXPECT_EQ(doc["cases"][0]["variant"], "fused_residual_norm");
+  EXPECT_EQ(doc["cases"][0]["sides"].size(), 2u);
+  EXPECT_EQ(doc["cases"][1], (nlohmann::json{{"variant", "fused_classifier"},  // its kernel alone: a GPU's
+                                             {"skipped", "the CUDA kernel alone: needs a CUDA GPU"}}));
+  EXPECT_TRUE(doc["gemms"].is_null() && doc["fp8_gemms"].is_null()) << doc;
+  EXPECT_EQ(r.output.find("fused_gelu_backward"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("matmuls"), std::string::npos) << r.output;
+
+  r = test::run_gpt2bench("kernels --profile " + profile + " --rounds 2 --only '^gemms$' --out " + (d / "g.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto g = test::read_json(d / "g.json");
+  EXPECT_TRUE(g["cases"].empty()) << g["cases"];
+  EXPECT_EQ(g["gemms"], (nlohmann::json{{"skipped", "cuBLASLt's heuristics need a CUDA GPU"}}));
+  EXPECT_TRUE(g["fp8_gemms"].is_null());
+
+  r = test::run_gpt2bench("kernels --profile " + profile + " --only nonesuch --out " + (d / "none.json"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--only 'nonesuch' finds none of: fused_residual_norm, fused_gelu_backward, gelu_epilogues, "
+                          "fused_classifier, fp8_linears, adamw_one_launch, cudnn_attention, bias_gelu_backward, "
+                          "softmax_xent_backward_, scaled_gradient, quantize_fp8, gemms, fp8_gemms"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(files::exists(d / "none.json"));
+  r = test::run_gpt2bench("kernels --profile " + profile + " --only '('");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--only '(' is not a valid regular expression ("), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace gpt2

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 #include "bench/commands/gemm_bench.h"
@@ -24,6 +25,7 @@
 #include "common/errors.h"
 #include "common/files.h"
 #include "common/format.h"
+#include "common/posix_regex.h"
 #include "config/profile.h"
 #include "kernels/attention.h"
 #include "kernels/bias_gelu.h"
@@ -448,24 +450,48 @@ nlohmann::json run_case(const Case& k, const StepSpec& base, const DeviceInfo& d
   }
 }
 
-nlohmann::json kernels_doc(const Profile& prof, const DeviceInfo& dev, int rounds, const nlohmann::json& cases,
-                           const nlohmann::json& gemms, const nlohmann::json& fp8_gemms) {
+// Whether --only (`only`, "" = all) takes the case or survey of these names.
+bool taken(const std::string& only, std::initializer_list<const char*> names) {
+  if (only.empty()) return true;
+  const PosixRegex re(only, "--only");
+  return std::any_of(names.begin(), names.end(), [&](const char* n) { return n && re.found_in(n); });
+}
+
+nlohmann::json kernels_doc(const Profile& prof, const DeviceInfo& dev, int rounds, const std::string& only,
+                           const nlohmann::json& cases, const nlohmann::json& gemms, const nlohmann::json& fp8_gemms) {
   nlohmann::json dev_json;
   to_json(dev_json, dev);
-  return {{"profile", {{"name", prof.name}, {"path", prof.path}, {"batch", prof.batch}}},
-          {"device", dev_json},
-          {"build", {{"torch", torch_version()}, {"cuda", build_has_cuda()}, {"git_sha", git_sha()}}},
-          {"rounds", rounds},
-          {"rule", "each side one forward + backward on the same inputs (gemms, fp8_gemms: one matmul); rounds in "
-                   "turns; speedup: ratio = a side's median round time over the first side's (ours; in gemms and "
-                   "fp8_gemms ATen's); "
-                   "estimate, low, high: the Hodges-Lehmann ratio and interval over every pair of rounds"},
-          {"cases", cases},
-          {"gemms", gemms},
-          {"fp8_gemms", fp8_gemms}};
+  nlohmann::json doc = {{"profile", {{"name", prof.name}, {"path", prof.path}, {"batch", prof.batch}}},
+                       {"device", dev_json},
+                       {"build", {{"torch", torch_version()}, {"cuda", build_has_cuda()}, {"git_sha", git_sha()}}},
+                       {"rounds", rounds},
+                       {"rule", "each side one forward + backward on the same inputs (gemms, fp8_gemms: one "
+                                "matmul); rounds in turns; speedup: ratio = a side's median round time over the first "
+                                "side's (ours; in gemms and fp8_gemms ATen's); estimate, low, high: the Hodges-Lehmann "
+                                "ratio and interval over every pair of rounds"},
+                       {"cases", cases},
+                       {"gemms", gemms},
+                       {"fp8_gemms", fp8_gemms}};
+  if (!only.empty()) doc["only"] = only;  // the cases --only left out are not in the file
+  return doc;
 }
 
 }  // namespace
+
+void check_only(const std::string& only) {
+  const PosixRegex re(only, "--only");
+  std::vector<std::string> names;  // each case's variant, the kernels timed alone, the surveys: once each
+  for (const Case& k : kCases)
+    for (const char* n : {k.variant, k.alone})
+      if (n && std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  names.insert(names.end(), {"gemms", "fp8_gemms"});
+  std::string all;
+  for (const std::string& n : names) {
+    if (re.found_in(n)) return;
+    all += (all.empty() ? "" : ", ") + n;
+  }
+  throw std::invalid_argument("--only '" + only + "' finds none of: " + all);
+}
 
 nlohmann::json case_json(const KernelCase& c) {
   nlohmann::json sides = nlohmann::json::array(), speedups = nlohmann::json::array();
@@ -482,6 +508,7 @@ nlohmann::json case_json(const KernelCase& c) {
 }
 
 int run_kernel_bench(const KernelBenchOptions& o) {
+  if (!o.only.empty()) check_only(o.only);
   const Profile prof = load_profile(o.profile_path);
   const DeviceInfo dev = detect_device(o.device.empty() ? prof.device : o.device);
   StepSpec base = baseline_spec(prof.model, prof.batch, dev);
@@ -504,12 +531,13 @@ int run_kernel_bench(const KernelBenchOptions& o) {
   // GPU's call) leaves what it timed.
   const auto save = [&](bool complete) {
     if (o.out.empty()) return;
-    nlohmann::json doc = kernels_doc(prof, dev, o.rounds, cases, gemms, fp8_gemms);
+    nlohmann::json doc = kernels_doc(prof, dev, o.rounds, o.only, cases, gemms, fp8_gemms);
     doc["complete"] = complete;
     files::write_file_atomic(o.out, doc.dump(2) + "\n");
   };
   int failed = 0;
   for (const Case& k : kCases) {
+    if (!taken(o.only, {k.variant, k.alone})) continue;
     cases.push_back(run_case(k, base, dev, o.rounds, timing, failed));
     std::fflush(stdout);  // each case as it ends, in order with the progress on stderr
     save(false);
@@ -519,14 +547,16 @@ int run_kernel_bench(const KernelBenchOptions& o) {
               " Hodges-Lehmann interval of that ratio from every pair of rounds)\n");
   // the top rung's matmuls; FP8's first (issue 50's "why"), a deadline stopping the command later
   const StepSpec top = spec_with(base, dev, {"fuse_qkv", "fused_classifier"});
-  fp8_gemms = fp8_gemm_survey(top, dev, o.rounds, timing, failed, [&](const nlohmann::json& so_far) {
-    fp8_gemms = so_far;
-    save(false);
-  });
-  gemms = gemm_survey(top, dev, o.rounds, timing, failed, [&](const nlohmann::json& so_far) {
-    gemms = so_far;
-    save(false);
-  });
+  if (taken(o.only, {"fp8_gemms"}))
+    fp8_gemms = fp8_gemm_survey(top, dev, o.rounds, timing, failed, [&](const nlohmann::json& so_far) {
+      fp8_gemms = so_far;
+      save(false);
+    });
+  if (taken(o.only, {"gemms"}))
+    gemms = gemm_survey(top, dev, o.rounds, timing, failed, [&](const nlohmann::json& so_far) {
+      gemms = so_far;
+      save(false);
+    });
   save(true);
   if (!o.out.empty()) std::cout << "results: " << o.out << "\n";
   return failed ? 1 : 0;

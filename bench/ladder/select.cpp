@@ -1,11 +1,10 @@
 #include "bench/ladder/select.h"
 
-#include <regex.h>
-
 #include <algorithm>
 #include <stdexcept>
 
 #include "bench/ladder/reference.h"
+#include "common/posix_regex.h"
 
 namespace gpt2 {
 namespace {
@@ -17,24 +16,17 @@ constexpr size_t kMaxRungFilter = 1000;
 
 class RungRegex {
  public:
-  explicit RungRegex(const std::string& filter) {
+  explicit RungRegex(const std::string& filter) : re_(checked(filter), "--rung") {}
+  bool found_in(const std::string& s) const { return re_.found_in(s); }
+
+ private:
+  static std::string checked(const std::string& filter) {  // the pattern, a leading '-' (negation) dropped
     if (filter.size() > kMaxRungFilter)
       throw std::runtime_error("--rung takes a pattern of at most " + std::to_string(kMaxRungFilter) +
                                " characters (this one has " + std::to_string(filter.size()) + ")");
-    const std::string pattern = filter[0] == '-' ? filter.substr(1) : filter;
-    if (const int rc = ::regcomp(&re_, pattern.c_str(), REG_EXTENDED | REG_NOSUB)) {
-      char why[256];
-      ::regerror(rc, &re_, why, sizeof(why));
-      throw std::runtime_error("--rung '" + filter + "' is not a valid regular expression (" + why + ")");
-    }
+    return filter[0] == '-' ? filter.substr(1) : filter;
   }
-  ~RungRegex() { ::regfree(&re_); }
-  RungRegex(const RungRegex&) = delete;
-  RungRegex& operator=(const RungRegex&) = delete;
-  bool found_in(const std::string& s) const { return ::regexec(&re_, s.c_str(), 0, nullptr, 0) == 0; }
-
- private:
-  regex_t re_;
+  PosixRegex re_;
 };
 
 bool name_selected(const std::string& filter, const std::string& name, const std::string& benchmark_name) {
