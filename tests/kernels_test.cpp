@@ -584,6 +584,9 @@ TEST(Kernels, AddLayerNormLaneSweepsMatchTheReference) {
   }
   expect_lane_sweeps_match_the_reference<float, 1>(at::kFloat, 5, 100);
   expect_lane_sweeps_match_the_reference<c10::BFloat16, 1>(at::kBFloat16, 5, 100);
+  // GPT-2 XL's 1600 in bf16 (200 packs: 7 or 6 a lane), 300 elements one a lane (9 or 10 a lane), with dropout
+  expect_lane_sweeps_match_the_reference<c10::BFloat16, 8>(at::kBFloat16, 4, 1600, 0.1, true);
+  expect_lane_sweeps_match_the_reference<float, 1>(at::kFloat, 3, 300, 0.1);
   // with the residual branch's dropout: packed by 4 and 8, one element a lane, a row length not a multiple of 4
   // (a Philox block shared by two rows)
   for (int64_t C : {768, 40}) {
