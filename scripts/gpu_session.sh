@@ -26,10 +26,11 @@
 #                                   On another GPU model than the run's (gpt2bench refuses to resume it
 #                                   there): a new run on this one, said.
 #   scripts/gpu_session.sh ncu [CASES]  Nsight Compute's counters of our kernels (the first launch of each, as
-#                                   NCU_KERNELS says) in `gpt2bench kernels --only CASES --rounds 1` (CASES:
-#                                   the memory-bound kernels' cases by default): ncu.ncu-rep and its details
-#                                   page as ncu.csv (speed of light, memory, occupancy, launch, warp stalls), at
-#                                   most NCU_S seconds; where ncu cannot read the counters (gVisor), said
+#                                   NCU_KERNELS says; at most NCU_COUNT launches) in `gpt2bench kernels --only
+#                                   CASES --rounds 1` (CASES: the memory-bound kernels' cases by default):
+#                                   ncu.ncu-rep and its details page as ncu.csv (speed of light, memory,
+#                                   occupancy, launch, warp stalls), at most NCU_S seconds; where ncu cannot read
+#                                   the counters (gVisor), said
 # ladder and resume pass further arguments to gpt2bench ladder (e.g. --rung '^1[2-9]'). A warm machine reuses
 # the build; a cold one builds first (1.5-4 minutes), and the ladder's budget is what is left. Carried binaries
 # (.device-prebuilt, scripts/prebuild_gpu.sh) are run instead of a build where they were built from the very files
@@ -247,6 +248,7 @@ if [ "$stage" = ncu ]; then
   rc=0
   run_until $((${NCU_S:-300} < LIMIT_S - STOP_S - SECONDS ? ${NCU_S:-300} : LIMIT_S - STOP_S - SECONDS)) \
     "${RUN[@]}" ncu --clock-control none --kernel-name-base demangled --kernel-id "::regex:$kernels:1" \
+    --launch-count "${NCU_COUNT:-40}" \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
     --section WarpStateStats --section SchedulerStats --export "$OUT/ncu" --force-overwrite \
     build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml --rounds 1 --only "$cases" >"$OUT/ncu.log" 2>&1 || rc=$?
