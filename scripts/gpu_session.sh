@@ -243,11 +243,12 @@ if [ "$stage" = ncu ]; then
   $carried || "$KIT/build.sh" true || exit 1
   cases=${1:-'fused_residual_norm|bias_gelu_backward|softmax_xent|scaled_gradient|quantize_fp8|adamw_one_launch'}
   kernels=${NCU_KERNELS:-'gpt2::kernels::|direct_copy'}  # ours, and the copy their GB/s are set against
-  command -v ncu >/dev/null || { echo "gpu_session: no ncu on this machine's PATH" >&2; exit 1; }
-  ncu --version | tail -1 >>"$M"
+  ncu=$(command -v ncu || ls -d /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | tail -1)
+  [ -n "$ncu" ] || { echo "gpu_session: no ncu on this machine (PATH, /opt/nvidia/nsight-compute, CUDA)" >&2; exit 1; }
+  "$ncu" --version | tail -1 >>"$M"
   rc=0
   run_until $((${NCU_S:-300} < LIMIT_S - STOP_S - SECONDS ? ${NCU_S:-300} : LIMIT_S - STOP_S - SECONDS)) \
-    "${RUN[@]}" ncu --clock-control none --kernel-name-base demangled --kernel-id "::regex:$kernels:1" \
+    "${RUN[@]}" "$ncu" --clock-control none --kernel-name-base demangled --kernel-id "::regex:$kernels:1" \
     --launch-count "${NCU_COUNT:-40}" \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
     --section WarpStateStats --section SchedulerStats --export "$OUT/ncu" --force-overwrite \
@@ -258,9 +259,12 @@ if [ "$stage" = ncu ]; then
     echo "gpu_session: ncu exited $rc and wrote no report: ${said:-its output in ncu.log}" >&2
     exit 1
   fi
-  ncu --import "$OUT/ncu.ncu-rep" --csv --page details >"$OUT/ncu.csv" 2>>"$OUT/ncu.log" ||
+  "$ncu" --import "$OUT/ncu.ncu-rep" --csv --page details >"$OUT/ncu.csv" 2>>"$OUT/ncu.log" ||
     echo "gpu_session: the report is under OUT, its CSV page not (ncu --import failed: ncu.log)"
-  echo "gpu_session: ncu profiled $(grep -c '^==PROF== Profiling' "$OUT/ncu.log") launches of $cases ($rc): ncu.csv, ncu.ncu-rep"
+  echo "gpu_session: ncu profiled $(grep -c '^==PROF== Profiling' "$OUT/ncu.log") launches of $cases (exit $rc):" \
+    "ncu.csv, ncu.ncu-rep"
+  [ "$(stat -c %s "$OUT/ncu.ncu-rep")" -le "$FILE_MAX_B" ] ||
+    echo "gpu_session: ncu.ncu-rep is over $FILE_MAX_B bytes: it will not come back (ncu.csv holds its figures)"
   [ $rc -eq 124 ] && echo "gpu_session: stopped at ${NCU_S:-300}s or the call's deadline; the report holds what ran"
   exit $rc
 fi

@@ -344,7 +344,7 @@ check "ncu, no counters (gVisor): said, with ncu's words" \
   grep -q "wrote no report: ==ERROR== Failed to initialize the profiler: LibraryNotLoaded (on gVisor" <<<"$out"
 out=$(PATH="/usr/bin:/bin" OUT="$T/out" "$SCRIPT" ncu 2>&1); rc=$?
 check "ncu, none on PATH: exit 1" [ $rc -eq 1 ]
-check "ncu, none on PATH: said" grep -q "no ncu on this machine's PATH" <<<"$out"
+check "ncu, none on PATH: said" grep -q "no ncu on this machine (PATH, /opt/nvidia/nsight-compute, CUDA)" <<<"$out"
 
 # first with carried binaries (scripts/prebuild_gpu.sh): built from these very files and starting here, they run
 # with no build, from build-cuda/ and with their compiled-in source folder linked here; else the build, said why
