@@ -476,8 +476,8 @@ nlohmann::json kernels_doc(const Profile& prof, const DeviceInfo& dev, int round
   return doc;
 }
 
-}  // namespace
-
+// Refused before anything runs, naming every name: a pattern that is no POSIX extended regular expression, or
+// finds none of the names --only is matched against (each case's variant, a kernel timed alone, the surveys).
 void check_only(const std::string& only) {
   const PosixRegex re(only, "--only");
   std::vector<std::string> names;  // each case's variant, the kernels timed alone, the surveys: once each
@@ -492,6 +492,8 @@ void check_only(const std::string& only) {
   }
   throw std::invalid_argument("--only '" + only + "' finds none of: " + all);
 }
+
+}  // namespace
 
 nlohmann::json case_json(const KernelCase& c) {
   nlohmann::json sides = nlohmann::json::array(), speedups = nlohmann::json::array();
@@ -543,8 +545,9 @@ int run_kernel_bench(const KernelBenchOptions& o) {
     save(false);
     empty_cache(dev);
   }
-  std::printf("(ours Nx: the median time of what it replaces over ours, > 1: ours is faster; in brackets the\n"
-              " Hodges-Lehmann interval of that ratio from every pair of rounds)\n");
+  if (!cases.empty())
+    std::printf("(ours Nx: the median time of what it replaces over ours, > 1: ours is faster; in brackets the\n"
+                " Hodges-Lehmann interval of that ratio from every pair of rounds)\n");
   // the top rung's matmuls; FP8's first (issue 50's "why"), a deadline stopping the command later
   const StepSpec top = spec_with(base, dev, {"fuse_qkv", "fused_classifier"});
   if (taken(o.only, {"fp8_gemms"}))

@@ -58,10 +58,6 @@ struct KernelBenchOptions {
   int rounds = 15;
   std::string only;    // a regular expression: only the cases and surveys with a name it finds ("" = all)
 };
-// Throws std::invalid_argument, naming every name, where `only` is not a POSIX extended regular expression or finds
-// none of the names it is matched against: each case's variant, the kernel a case times alone, the surveys
-// ("gemms", "fp8_gemms").
-void check_only(const std::string& only);
 int run_kernel_bench(const KernelBenchOptions& o);
 
 }  // namespace gpt2
