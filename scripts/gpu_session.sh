@@ -25,12 +25,11 @@
 #                                   cold, untar the last call's tarball in the checkout and carry runs/<name>.
 #                                   On another GPU model than the run's (gpt2bench refuses to resume it
 #                                   there): a new run on this one, said.
-#   scripts/gpu_session.sh ncu [CASES]  Nsight Compute's counters of our kernels (the first launch of each, as
-#                                   NCU_KERNELS says; at most NCU_COUNT launches) in `gpt2bench kernels --only
-#                                   CASES --rounds 1` (CASES: the memory-bound kernels' cases by default):
-#                                   ncu.ncu-rep and its details page as ncu.csv (speed of light, memory,
-#                                   occupancy, launch, warp stalls), at most NCU_S seconds; where ncu cannot read
-#                                   the counters (gVisor), said
+#   scripts/gpu_session.sh ncu [CASES]  Nsight Compute's counters of our kernels (the first launch of each) in
+#                                   `gpt2bench kernels --only CASES --rounds 1` (CASES: the memory-bound kernels'
+#                                   cases by default): ncu.ncu-rep and its details page as ncu.csv (speed of
+#                                   light, memory, occupancy, launch, warp stalls); where ncu cannot read the
+#                                   counters (gVisor), said
 # ladder and resume pass further arguments to gpt2bench ladder (e.g. --rung '^1[2-9]'). A warm machine reuses
 # the build; a cold one builds first (1.5-4 minutes), and the ladder's budget is what is left. Carried binaries
 # (.device-prebuilt, scripts/prebuild_gpu.sh) are run instead of a build where they were built from the very files
@@ -43,6 +42,8 @@
 # GPU_SESSION_CHECKPOINT_S, how often the run is packed again under OUT while the ladder runs, if it changed (20);
 # GPU_SESSION_ROUNDS, the most gpt2bench ladder processes a call starts, one more after each that lost the device (6);
 # GPU_SESSION_WARM_S, the most seconds each process warming torch.compile's caches may take (first stage; 150).
+# The ncu stage: NCU_S, its most seconds (300); NCU_COUNT, the most launches profiled (40); NCU_KERNELS, which
+# kernels (a regex: ours, and the copy their GB/s are set against).
 set -u
 stage=${1:-}
 case "$stage" in tests | ladder | resume | first | ncu) shift ;; *)
@@ -56,6 +57,7 @@ KIT=.device-kit
 LIMIT_S=${GPU_SESSION_LIMIT_S:-600} STOP_S=${GPU_SESSION_STOP_S:-40} RESERVE_S=${GPU_SESSION_RESERVE_S:-100}
 FIRST_TESTS_S=${GPU_SESSION_FIRST_TESTS_S:-90} FILE_MAX_B=${GPU_SESSION_FILE_MAX_B:-$((15 * 1024 * 1024))}
 CHECKPOINT_S=${GPU_SESSION_CHECKPOINT_S:-20} ROUNDS=${GPU_SESSION_ROUNDS:-6} WARM_S=${GPU_SESSION_WARM_S:-150}
+NCU_S=${NCU_S:-300} NCU_COUNT=${NCU_COUNT:-40} NCU_KERNELS=${NCU_KERNELS:-'gpt2::kernels::|direct_copy'}
 SECONDS=0
 left_s() { echo $((LIMIT_S - SECONDS)); }
 mkdir -p "$OUT"
@@ -242,14 +244,13 @@ fi
 if [ "$stage" = ncu ]; then
   $carried || "$KIT/build.sh" true || exit 1
   cases=${1:-'fused_residual_norm|bias_gelu_backward|softmax_xent|scaled_gradient|quantize_fp8|adamw_one_launch'}
-  kernels=${NCU_KERNELS:-'gpt2::kernels::|direct_copy'}  # ours, and the copy their GB/s are set against
   ncu=$(command -v ncu || ls -d /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | tail -1)
   [ -n "$ncu" ] || { echo "gpu_session: no ncu on this machine (PATH, /opt/nvidia/nsight-compute, CUDA)" >&2; exit 1; }
   "$ncu" --version | tail -1 >>"$M"
   rc=0
-  run_until $((${NCU_S:-300} < LIMIT_S - STOP_S - SECONDS ? ${NCU_S:-300} : LIMIT_S - STOP_S - SECONDS)) \
-    "${RUN[@]}" "$ncu" --clock-control none --kernel-name-base demangled --kernel-id "::regex:$kernels:1" \
-    --launch-count "${NCU_COUNT:-40}" \
+  run_until $((NCU_S < LIMIT_S - STOP_S - SECONDS ? NCU_S : LIMIT_S - STOP_S - SECONDS)) \
+    "${RUN[@]}" "$ncu" --clock-control none --kernel-name-base demangled --kernel-id "::regex:$NCU_KERNELS:1" \
+    --launch-count "$NCU_COUNT" \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
     --section WarpStateStats --section SchedulerStats --export "$OUT/ncu" --force-overwrite \
     build-cuda/gpt2bench kernels --profile profiles/gpu-124m.yaml --rounds 1 --only "$cases" >"$OUT/ncu.log" 2>&1 || rc=$?
@@ -265,7 +266,7 @@ if [ "$stage" = ncu ]; then
     "ncu.csv, ncu.ncu-rep"
   [ "$(stat -c %s "$OUT/ncu.ncu-rep")" -le "$FILE_MAX_B" ] ||
     echo "gpu_session: ncu.ncu-rep is over $FILE_MAX_B bytes: it will not come back (ncu.csv holds its figures)"
-  [ $rc -eq 124 ] && echo "gpu_session: stopped at ${NCU_S:-300}s or the call's deadline; the report holds what ran"
+  [ $rc -eq 124 ] && echo "gpu_session: stopped at ${NCU_S}s or the call's deadline; the report holds what ran"
   exit $rc
 fi
 
