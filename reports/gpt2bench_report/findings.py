@@ -28,9 +28,10 @@ def _rate(flops_per_s: float) -> str:
     return f"{flops_per_s / 1e12:.0f} TFLOP/s" if flops_per_s >= 1e12 else f"{flops_per_s / 1e9:.0f} GFLOP/s"
 
 
-def _where_the_time_goes(r: Rung) -> str:
+def _where_the_time_goes(run: Run, r: Rung) -> str:
     """The rung's step by kind of work from its breakdown: the two largest kinds' shares, the matmuls' rate (their
-    counted FLOPs over their device time) against the GEMM rate the run measured, the rest together."""
+    counted FLOPs over their device time) against the GEMM rate the run measured, the rest together; and the MFU
+    the matmuls and attention allow at their rates (the rung's over their share: all else taking no time)."""
     b = r.profile or {}
     kinds, flops = b.get("category_ms") or {}, b.get("counted_flops_by_op") or {}
     total = sum(kinds.values())
@@ -49,7 +50,10 @@ def _where_the_time_goes(r: Rung) -> str:
             if r.measured_matmul:
                 part += f" ({rate / r.measured_matmul:.2f}x the {r.precision} GEMM the run measured)"
         parts.append(part)
-    return f"; its breakdown's device time: {', '.join(parts)}, the rest {100 - sum(shares.values())}%"
+    core = kinds.get("matmul", 0.0) + kinds.get("attention", 0.0)
+    ceiling = (f"; the matmuls and attention alone at these rates: MFU {100 * r.mfu * total / core:.1f}%"
+               if core and r.mfu is not None and not run.mfu_unreliable else "")
+    return f"; its breakdown's device time: {', '.join(parts)}, the rest {100 - sum(shares.values())}%{ceiling}"
 
 
 def _steps(run: Run) -> tuple[list[tuple[float, Rung]], list[tuple[float, Rung]]]:
@@ -162,10 +166,10 @@ def findings(run: Run) -> list[str]:
     if best and base:
         lines.append(f"**Fastest**: {best.name} (B={best.batch}), {fmt(best.tokens_per_sec)} tok/s, "
                      f"{best.tokens_per_sec / base.tokens_per_sec:.2f}x the baseline's {fmt(base.tokens_per_sec)}; "
-                     f"{_mfu(run, best)}{_where_the_time_goes(best)}.")
+                     f"{_mfu(run, best)}{_where_the_time_goes(run, best)}.")
     elif best:
         lines.append(f"**Fastest**: {best.name}, {fmt(best.tokens_per_sec)} tok/s (no baseline ran); {_mfu(run, best)}"
-                     f"{_where_the_time_goes(best)}.")
+                     f"{_where_the_time_goes(run, best)}.")
     else:
         lines.append("**Fastest**: no rung ran to the end.")
     gains, losses = _steps(run)

@@ -1357,11 +1357,17 @@ def test_the_blocks_matmuls_in_fp8_against_aten_s(tmp_path):
 def test_the_fastest_rung_s_finding_says_where_its_step_s_time_goes():
     # The committed H200 run's top: its breakdown's two largest kinds of work and the rest; the matmuls' rate is
     # the block and head GEMMs' counted FLOPs (97.2 TFLOP, the attention kernels' 7.4 apart) over their 145.3 ms.
+    # The ceiling: its MFU over the matmuls' and attention's share (199.1 of 247.5 ms), were all else to take none.
     from gpt2bench_report.findings import findings
     h200 = load_run(ROOT / "reports/reference/gpu-nvidia-h200/20261204-174111-gpu-124m")
+    top = next(r for r in h200.rungs if r.name == "28_top+kept")
+    kinds = top.profile["category_ms"]
+    ceiling = 100 * top.mfu * sum(kinds.values()) / (kinds["matmul"] + kinds["attention"])
+    assert f"{ceiling:.1f}" == "53.9"
     assert findings(h200)[0] == (
         "**Fastest**: 28_top+kept (B=128), 537,877 tok/s, 14.39x the baseline's 37,378; MFU 43.4%; its breakdown's "
-        "device time: matmul 59% at 669 TFLOP/s (0.86x the bf16 GEMM the run measured), attention 22%, the rest 19%.")
+        "device time: matmul 59% at 669 TFLOP/s (0.86x the bf16 GEMM the run measured), attention 22%, the rest 19%; "
+        "the matmuls and attention alone at these rates: MFU 53.9%.")
     # a CPU's rate in GFLOP/s; no breakdown of the fastest rung (the H100 run's top has none): nothing said
     zen4 = load_run(ROOT / "reports/reference/cpu-amd-epyc-zen4/20261206-031625-cpu-scaled")
     assert "; its breakdown's device time: matmul 56% at 293 GFLOP/s (0.67x the bf16 GEMM" in findings(zen4)[0]
