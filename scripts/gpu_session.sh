@@ -30,6 +30,9 @@
 #                                   cases by default): ncu.ncu-rep and its details page as ncu.csv (speed of
 #                                   light, memory, occupancy, launch, warp stalls); where ncu cannot read the
 #                                   counters (gVisor), said
+#   scripts/gpu_session.sh sanitize [FILTER]  our kernels' tests (a gtest filter; SAN_TESTS by default) under
+#                                   compute-sanitizer: memcheck (out-of-bounds, misaligned), then racecheck
+#                                   (shared-memory hazards); sanitize.log; where it refuses the device (gVisor), said
 # ladder and resume pass further arguments to gpt2bench ladder (e.g. --rung '^1[2-9]'). A warm machine reuses
 # the build; a cold one builds first (1.5-4 minutes), and the ladder's budget is what is left. Carried binaries
 # (.device-prebuilt, scripts/prebuild_gpu.sh) are run instead of a build where they were built from the very files
@@ -43,11 +46,13 @@
 # GPU_SESSION_ROUNDS, the most gpt2bench ladder processes a call starts, one more after each that lost the device (6);
 # GPU_SESSION_WARM_S, the most seconds each process warming torch.compile's caches may take (first stage; 150).
 # The ncu stage: NCU_S, its most seconds (300); NCU_COUNT, the most launches profiled (40); NCU_KERNELS, which
-# kernels (a regex: ours, and the copy their GB/s are set against).
+# kernels (a regex: ours, and the copy their GB/s are set against). The sanitize stage: SAN_S, each tool's most
+# seconds (150); SAN_TESTS, the tests of our kernels (kernels/cuda/) it runs by default.
 set -u
 stage=${1:-}
-case "$stage" in tests | ladder | resume | first | ncu) shift ;; *)
-  echo "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume|first [gpt2bench ladder options] | ncu [CASES]" >&2
+case "$stage" in tests | ladder | resume | first | ncu | sanitize) shift ;; *)
+  echo "usage: OUT=DIR scripts/gpu_session.sh tests|ladder|resume|first [gpt2bench ladder options] | ncu [CASES]" \
+    "| sanitize [FILTER]" >&2
   exit 2
   ;;
 esac
@@ -58,6 +63,9 @@ LIMIT_S=${GPU_SESSION_LIMIT_S:-600} STOP_S=${GPU_SESSION_STOP_S:-40} RESERVE_S=$
 FIRST_TESTS_S=${GPU_SESSION_FIRST_TESTS_S:-90} FILE_MAX_B=${GPU_SESSION_FILE_MAX_B:-$((15 * 1024 * 1024))}
 CHECKPOINT_S=${GPU_SESSION_CHECKPOINT_S:-20} ROUNDS=${GPU_SESSION_ROUNDS:-6} WARM_S=${GPU_SESSION_WARM_S:-150}
 NCU_S=${NCU_S:-300} NCU_COUNT=${NCU_COUNT:-40} NCU_KERNELS=${NCU_KERNELS:-'gpt2::kernels::|direct_copy'}
+ours='KernelsCuda.KernelMatches*:KernelsCuda.BiasGelu*:KernelsCuda.ColumnSums*:KernelsCuda.AddLayerNorm*'
+ours+=':KernelsCuda.ScaledGradient*:KernelsCuda.Fp8*:KernelsCuda.AdamWOneLaunchTrains*'
+SAN_S=${SAN_S:-150} SAN_TESTS=${SAN_TESTS:-$ours}
 SECONDS=0
 left_s() { echo $((LIMIT_S - SECONDS)); }
 mkdir -p "$OUT"
@@ -268,6 +276,32 @@ if [ "$stage" = ncu ]; then
     echo "gpu_session: ncu.ncu-rep is over $FILE_MAX_B bytes: it will not come back (ncu.csv holds its figures)"
   [ $rc -eq 124 ] && echo "gpu_session: stopped at ${NCU_S}s or the call's deadline; the report holds what ran"
   exit $rc
+fi
+
+# sanitize: our kernels' tests under compute-sanitizer, each tool bounded by SAN_S and the call's deadline; a tool
+# that finds errors, is stopped or cannot run the device: exit 1. On gVisor it refuses the device (KINDS.md).
+if [ "$stage" = sanitize ]; then
+  build_with_tests
+  san=$(command -v compute-sanitizer || ls -d /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
+  [ -n "$san" ] || { echo "gpu_session: no compute-sanitizer on this machine (PATH, CUDA)" >&2; exit 1; }
+  "$san" --version | tail -1 >>"$M"
+  : >"$OUT/sanitize.log"
+  worst=0
+  for tool in memcheck racecheck; do
+    echo "== $tool" >>"$OUT/sanitize.log"
+    rc=0
+    run_until $((SAN_S < LIMIT_S - STOP_S - SECONDS ? SAN_S : LIMIT_S - STOP_S - SECONDS)) \
+      "${RUN[@]}" "$san" --tool "$tool" --error-exitcode 1 --print-limit 20 \
+      build-cuda/gpt2bench_tests --gtest_brief=1 --gtest_filter="${1:-$SAN_TESTS}" >>"$OUT/sanitize.log" 2>&1 ||
+      rc=$?
+    said=$(sed -n "/^== $tool\$/,\$p" "$OUT/sanitize.log" | grep -E '^========= (ERROR|RACECHECK) SUMMARY' | tail -1)
+    [ $rc -eq 124 ] && said="stopped at ${SAN_S}s or the call's deadline"
+    said=${said:-its output in sanitize.log}
+    grep -q "Device not supported" "$OUT/sanitize.log" && said+=" (on gVisor it refuses the device: KINDS.md)"
+    echo "gpu_session: $tool exit $rc: $said"
+    [ $rc -eq 0 ] || worst=1
+  done
+  exit $worst
 fi
 
 # first: the build with the tests, our kernels checked and timed within FIRST_TESTS_S (a failure said, not

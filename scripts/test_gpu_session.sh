@@ -5,7 +5,7 @@
 # ladder process that lost the device or crashed followed by a new one (--resume), a
 # ladder stopped before the call's deadline with its run kept and tarred, a call the build left too little of,
 # the resume stage, the first stage (a 15-minute lease's one call: kernels' tests and timings, then the ladder), the
-# ncu stage (Nsight Compute over our kernels), and
+# ncu stage (Nsight Compute over our kernels), the sanitize stage (compute-sanitizer over their tests), and
 # carried binaries (scripts/prebuild_gpu.sh) run with no build, or the build when they are another tree's or fail;
 # prebuild_gpu.sh refusing a checkout with uncommitted changes or without the kit, and building with the kit's build.sh.
 set -u
@@ -346,6 +346,49 @@ out=$(PATH="/usr/bin:/bin" OUT="$T/out" "$SCRIPT" ncu 2>&1); rc=$?
 check "ncu, none on PATH: exit 1" [ $rc -eq 1 ]
 check "ncu, none on PATH: said" grep -q "no ncu on this machine (PATH, /opt/nvidia/nsight-compute, CUDA)" <<<"$out"
 
+# sanitize: our kernels' tests under compute-sanitizer (a fake: logs its arguments, runs the tests, then says its
+# summary; FAKE_SAN_RACE: racecheck finds hazards); where it refuses the device (gVisor) or is missing, said, exit 1
+mkdir -p "$T/san" && cat >"$T/san/compute-sanitizer" <<EOF
+#!/bin/bash
+echo "\$*" >>"$T/san-calls"
+[ "\$1" = --version ] && { printf 'NVIDIA (R) Compute Sanitizer\nVersion 2025.3.1.0 (fake)\n'; exit 0; }
+[ -n "\${FAKE_SAN_GVISOR:-}" ] && { echo "========= Error: Device not supported"; exit 1; }
+tool=\$2
+while [ "\$1" != build-cuda/gpt2bench_tests ]; do shift; done
+"\$@"
+if [ "\$tool" = racecheck ] && [ -n "\${FAKE_SAN_RACE:-}" ]; then
+  echo "========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)"; exit 1
+fi
+[ "\$tool" = racecheck ] && echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)" ||
+  echo "========= ERROR SUMMARY: 0 errors"
+EOF
+chmod +x "$T/san/compute-sanitizer"
+rm -rf "$T/out" "$T/san-calls" && mkdir "$T/out"
+out=$(PATH="$T/san:$PATH" OUT="$T/out" "$SCRIPT" sanitize 2>&1); rc=$?
+check "sanitize: exit 0" [ $rc -eq 0 ]
+check "sanitize: memcheck, then racecheck, each failing on an error" \
+  bash -c "grep -v -- --version '$T/san-calls' | cut -d' ' -f1-4 | paste -sd' ' | \
+grep -qx -- '--tool memcheck --error-exitcode 1 --tool racecheck --error-exitcode 1'"
+check "sanitize: ... over our kernels' tests by default" grep -qF -- "--gtest_brief=1 \
+--gtest_filter=KernelsCuda.KernelMatches*:KernelsCuda.BiasGelu*:KernelsCuda.ColumnSums*:KernelsCuda.AddLayerNorm*" \
+  "$T/san-calls"
+check "sanitize: both tools' output, the tests' too, in sanitize.log" \
+  bash -c "grep -q '^== racecheck' '$T/out/sanitize.log' && [ \$(grep -c PASSED '$T/out/sanitize.log') -eq 2 ]"
+check "sanitize: memcheck's summary said" grep -q "memcheck exit 0: ========= ERROR SUMMARY: 0 errors" <<<"$out"
+check "sanitize: racecheck's summary said" grep -q "racecheck exit 0: ========= RACECHECK SUMMARY: 0 hazards" <<<"$out"
+check "sanitize: its version in the machine's file" grep -q "Version 2025.3.1.0 (fake)" "$T/out/machine-sanitize.txt"
+out=$(PATH="$T/san:$PATH" OUT="$T/out" FAKE_SAN_RACE=1 "$SCRIPT" sanitize 'KernelsCuda.Fp8*' 2>&1); rc=$?
+check "sanitize, a race found: exit 1" [ $rc -eq 1 ]
+check "sanitize, a race found: said" grep -q "racecheck exit 1: ========= RACECHECK SUMMARY: 2 hazards" <<<"$out"
+check "sanitize, its tests named: passed on" grep -q -- "--gtest_filter=KernelsCuda.Fp8\*$" "$T/san-calls"
+out=$(PATH="$T/san:$PATH" OUT="$T/out" FAKE_SAN_GVISOR=1 "$SCRIPT" sanitize 2>&1); rc=$?
+check "sanitize, the device refused (gVisor): exit 1" [ $rc -eq 1 ]
+check "sanitize, the device refused (gVisor): said" \
+  grep -q "memcheck exit 1: its output in sanitize.log (on gVisor it refuses the device: KINDS.md)" <<<"$out"
+out=$(PATH="/usr/bin:/bin" OUT="$T/out" "$SCRIPT" sanitize 2>&1); rc=$?
+check "sanitize, none on PATH: exit 1" [ $rc -eq 1 ]
+check "sanitize, none on PATH: said" grep -q "no compute-sanitizer on this machine (PATH, CUDA)" <<<"$out"
+
 # first with carried binaries (scripts/prebuild_gpu.sh): built from these very files and starting here, they run
 # with no build, from build-cuda/ and with their compiled-in source folder linked here; else the build, said why
 mkdir -p .device-prebuilt && cp "$T"/fakebuild/* .device-prebuilt/
@@ -440,5 +483,5 @@ check "prebuild, the build failing: exit 1" [ $rc -eq 1 ]
 check "prebuild, the build failing: the build's words shown" grep -q "error: the fake build failed" <<<"$out"
 cd "$T/checkout"
 
-[ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, a crash, the ladder's budget and tarball, the deadline, resume, first, ncu, carried binaries: ok"
+[ $fail -eq 0 ] && echo "gpu_session: usage errors, a failing test's stage, a crash, the ladder's budget and tarball, the deadline, resume, first, ncu, sanitize, carried binaries: ok"
 exit $fail
