@@ -282,7 +282,8 @@ fi
 # that finds errors, is stopped or cannot run the device: exit 1. On gVisor it refuses the device (KINDS.md).
 if [ "$stage" = sanitize ]; then
   build_with_tests
-  san=$(command -v compute-sanitizer || ls -d /usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -1)
+  san=$(command -v compute-sanitizer || ls -d /usr/local/cuda/{bin,compute-sanitizer}/compute-sanitizer 2>/dev/null |
+    head -1)
   [ -n "$san" ] || { echo "gpu_session: no compute-sanitizer on this machine (PATH, CUDA)" >&2; exit 1; }
   "$san" --version | tail -1 >>"$M"
   : >"$OUT/sanitize.log"
