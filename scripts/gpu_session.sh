@@ -68,6 +68,7 @@ ours+=':KernelsCuda.ScaledGradient*:KernelsCuda.Fp8*:KernelsCuda.AdamWOneLaunchT
 SAN_S=${SAN_S:-150} SAN_TESTS=${SAN_TESTS:-$ours}
 SECONDS=0
 left_s() { echo $((LIMIT_S - SECONDS)); }
+capped_s() { local c=$((LIMIT_S - STOP_S - SECONDS)); echo $(($1 < c ? $1 : c)); }  # N s, within the call's stop
 mkdir -p "$OUT"
 SCRATCH=$(mktemp -d)  # this call's own files (the reference's config, the warm log, the budgeted profile)
 trap 'rm -rf "$SCRATCH"' EXIT
@@ -256,7 +257,7 @@ if [ "$stage" = ncu ]; then
   [ -n "$ncu" ] || { echo "gpu_session: no ncu on this machine (PATH, /opt/nvidia/nsight-compute, CUDA)" >&2; exit 1; }
   "$ncu" --version | tail -1 >>"$M"
   rc=0
-  run_until $((NCU_S < LIMIT_S - STOP_S - SECONDS ? NCU_S : LIMIT_S - STOP_S - SECONDS)) \
+  run_until "$(capped_s "$NCU_S")" \
     "${RUN[@]}" "$ncu" --clock-control none --kernel-name-base demangled --kernel-id "::regex:$NCU_KERNELS:1" \
     --launch-count "$NCU_COUNT" \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
@@ -291,7 +292,7 @@ if [ "$stage" = sanitize ]; then
   for tool in memcheck racecheck; do
     echo "== $tool" >>"$OUT/sanitize.log"
     rc=0
-    run_until $((SAN_S < LIMIT_S - STOP_S - SECONDS ? SAN_S : LIMIT_S - STOP_S - SECONDS)) \
+    run_until "$(capped_s "$SAN_S")" \
       "${RUN[@]}" "$san" --tool "$tool" --error-exitcode 1 --print-limit 20 \
       build-cuda/gpt2bench_tests --gtest_brief=1 --gtest_filter="${1:-$SAN_TESTS}" >>"$OUT/sanitize.log" 2>&1 ||
       rc=$?
