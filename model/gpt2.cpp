@@ -128,7 +128,10 @@ void init_weights(GPT2Impl& m, uint64_t seed, bool keep) {
   std::vector<at::Tensor> drawn;
   for (const auto& [name, view] : params) {
     auto cpu = at::empty(view.sizes(), at::kFloat);
-    if (name.ends_with("emb.weight")) {
+    // Tied, the embedding is the head, drawn as the head (as `tok_emb.weight = head.weight` leaves it; std 0.021 at
+    // C=768, GPT-2's 0.02): as an embedding, N(0, 1), the logits start at std √C and 124M's loss at ~480, not ln V.
+    const bool tied_head = m.opts.tie_weights && name == "tok_emb.weight";
+    if (name.ends_with("emb.weight") && !tied_head) {
       cpu.normal_(0.0, 1.0, gen);
     } else if (name.ends_with(".scale")) {
       cpu.fill_(1.0);

@@ -126,7 +126,8 @@ class GPT2(nn.Module):
             self.head_weight.zero_()
         for name, view in self.canonical_parameters():
             cpu = torch.empty(view.shape, dtype=torch.float32)
-            if name.endswith("emb.weight"):
+            tied_head = self.m["tie_weights"] and name == "tok_emb.weight"
+            if name.endswith("emb.weight") and not tied_head:
                 cpu.normal_(0.0, 1.0, generator=gen)
             elif name.endswith(".scale"):
                 cpu.fill_(1.0)

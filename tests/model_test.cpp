@@ -192,6 +192,26 @@ TEST(Model, DefaultInitBounds) {
   EXPECT_TRUE(at::equal(blk.ln1->scale, at::ones({o.n_embd})));
 }
 
+// Tied, the shared tensor is drawn as the head, U(±1/√C): both models start near ln V. Drawn as an embedding,
+// N(0, 1), the tied one started at 21 here (ln 97 = 4.6), and GPT-2 124M at 482 (the H100 run of 11-27).
+TEST(Model, ATiedHeadIsDrawnAsTheHeadAndStartsAtTheUntiedLoss) {
+  ModelOptions o = test::tiny_model(), tied = o;
+  tied.tie_weights = true;
+  const auto idx = at::randint(o.vocab_size, {4, o.context}, at::kLong);
+  const auto targets = at::randint(o.vocab_size, {4 * o.context}, at::kLong);
+  for (const ModelOptions& opts : {o, tied}) {
+    GPT2 m(opts);
+    init_weights(*m, 3);
+    m->eval();
+    const at::Tensor logits = m->forward(idx).flatten(0, 1);
+    const double loss = at::cross_entropy_loss(logits, targets).item<double>();
+    EXPECT_NEAR(loss, std::log(static_cast<double>(o.vocab_size)), 0.5) << "tied=" << opts.tie_weights;
+  }
+  GPT2 m(tied);
+  init_weights(*m, 3);
+  EXPECT_LE(m->tok_emb->weight.abs().max().item<double>(), 1.0 / std::sqrt(static_cast<double>(o.n_embd)));
+}
+
 TEST(Model, ScratchAndNativeLayersAgree) {
   auto x = at::randn({4, 7, 32});
   LayerNorm scratch(32, LayerImpl::kScratch), native(32, LayerImpl::kNative);
