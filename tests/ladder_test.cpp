@@ -663,22 +663,22 @@ TEST(SummaryTable, TheParityCellShowsWhatWasJudged) {
   std::vector<RungRecord> rs = {rung("00_baseline", "ok"), rung("05_bf16_cast", "ok"), rung("12_batch_scaling", "ok")};
   for (auto& r : rs) r.out.timing.rep_tokens_per_sec = {100}, r.out.timing.rep_step_ms = {10};
   rs[1].out.parity = judge_parity(ParityClass::kPrecision, Trajectory{{5.05, 4.0}, 3.0, 2.1}, Trajectory{{5.0, 4.0}, 0, 2.0});
-  rs[2].out.parity = judge_parity(ParityClass::kProblem, Trajectory{{130.5, 40.0}, 12.25, 2.1}, Trajectory{{5.0, 4.0}, 0, 2.0});
+  rs[2].out.parity = judge_parity(ParityClass::kProblem, Trajectory{{5.5, 4.5}, 4.25, 2.1}, Trajectory{{5.0, 4.0}, 0, 2.0});
   rs.push_back(rung("14_top+fused_classifier", "ok"));
   rs.back().out.timing.rep_tokens_per_sec = {100}, rs.back().out.timing.rep_step_ms = {10};
-  rs.back().out.parity = judge_parity(ParityClass::kPrecision, Trajectory{{130.5, 40.1}, 12.0, 2.1},
+  rs.back().out.parity = judge_parity(ParityClass::kPrecision, Trajectory{{5.5, 4.6}, 4.0, 2.1},
                                       trajectory_of(rs[2].out.parity), "12_batch_scaling");
   const std::string table = summary_table(rs, false);
   EXPECT_NE(table.find("pass (max dev 5.00e-02, |grad| 1.050x)\n"), std::string::npos) << table;
   EXPECT_NE(table.find("pass* (max dev 1.00e-01, |grad| 1.000x)\n"), std::string::npos) << table;
   EXPECT_NE(table.find("(parity*: judged against 12_batch_scaling, the rung they are built on at their batch; docs/measurement.md: Parity)"),
             std::string::npos) << table;
-  EXPECT_NE(table.find("pass (first batch's loss 130.500 -> 12.250)"), std::string::npos) << table;
+  EXPECT_NE(table.find("pass (first batch's loss 5.500 -> 4.250)"), std::string::npos) << table;
   // and it comes back on --resume
   RungRecord back = rung("12_batch_scaling", "ok");
   restore(back, to_json(rs[2]));
   EXPECT_EQ(back.out.parity.judged_as, ParityClass::kProblem);
-  EXPECT_EQ(back.out.parity.first_batch_after, 12.25);
+  EXPECT_EQ(back.out.parity.first_batch_after, 4.25);
 }
 
 // Under the table, each rung that failed parity on a line of its own: what it was held to and how far off it was.

@@ -351,6 +351,10 @@ TEST(Parity, Verdicts) {
   EXPECT_EQ(judge(ParityClass::kPrecision, {5.0, 4.5}).verdict, "fail");
   EXPECT_EQ(judge(ParityClass::kProblem, {5.0, 6.5}, 4.9).verdict, "pass");  // the first batch's loss fell
   EXPECT_EQ(judge(ParityClass::kProblem, {5.0, 4.5}, 5.1).verdict, "fail");
+  EXPECT_EQ(judge(ParityClass::kProblem, {5.9, 5.0}, 4.9).verdict, "pass");  // another batch, the same weights
+  const ParityResult far = judge(ParityClass::kProblem, {130.5, 40.0}, 12.25);  // a model drawn wrong
+  EXPECT_EQ(far.verdict, "fail");
+  EXPECT_NE(far.rule.find("step 1's loss within 1 of the baseline's (5.000000): OUTSIDE"), std::string::npos) << far.rule;
   EXPECT_EQ(judge(ParityClass::kPrecision, {5.0, NAN}).verdict, "fail");
   EXPECT_EQ(judge(ParityClass::kProblem, {5.0, 4.0}, NAN).verdict, "fail");
   EXPECT_EQ(judge_parity(ParityClass::kExact, Trajectory{}, {}).verdict, "n/a");

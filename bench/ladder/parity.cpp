@@ -79,7 +79,11 @@ ParityResult judge_parity(ParityClass cls, const Trajectory& t, const Trajectory
   if (cls == ParityClass::kProblem) {
     r.rule = "a different problem: loss finite, first batch's loss lower after the steps (" +
              std::to_string(losses.front()) + " -> " + std::to_string(t.first_batch_after) + ")";
-    r.verdict = t.first_batch_after < losses.front() ? "pass" : "fail";
+    const bool starts = base.empty() || std::abs(losses.front() - base.front()) <= kProblemStartTol;
+    if (!base.empty())
+      r.rule += strf("; step 1's loss within %g of %s's (%f)%s", kProblemStartTol, them.c_str(), base.front(),
+                     starts ? "" : ": OUTSIDE");
+    r.verdict = starts && t.first_batch_after < losses.front() ? "pass" : "fail";
     return r;
   }
   const Band b = band(cls);

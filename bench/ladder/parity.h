@@ -46,6 +46,9 @@ inline bool has_trajectory(const ParityResult& p) {
 // Tolerances on |loss - baseline loss| at every one of the K parity steps.
 constexpr double kExactTol = 1e-3;      // fp32, the same math in another order or layout
 constexpr double kPrecisionTol = 0.25;  // TF32/bf16/fp16 arithmetic, or a padded vocabulary (~2% of ln 50257)
+// Another problem from the same weights starts where the baseline does (about ln V): step 1's loss further off is a
+// model drawn wrong (weight_tying's head drawn N(0, 1) started 124M at 482, the baseline at 10.98), not a problem.
+constexpr double kProblemStartTol = 1.0;
 // Tolerances on |first-step gradient norm / the baseline's - 1| (same weights, same batch). AdamW is
 // blind to a gradient scaled as a whole, so the losses pass with one summed over ranks, or a loss
 // scale left in; this sees a factor of 2 in any class.
