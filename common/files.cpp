@@ -1,9 +1,11 @@
 #include "common/files.h"
 
 #include <ftw.h>
+#include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -64,6 +66,16 @@ void remove_all(const std::string& path) {
     return (flag == FTW_DP ? ::rmdir(p) : ::unlink(p)) == 0 || errno == ENOENT ? 0 : -1;
   };
   if (::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0) throw os_error("cannot remove", path, errno);
+}
+
+std::vector<std::string> glob(const std::string& pattern) {
+  glob_t g{};
+  std::vector<std::string> paths;
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) paths.emplace_back(g.gl_pathv[i]);
+  globfree(&g);
+  std::sort(paths.begin(), paths.end());
+  return paths;
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gpt2::files {
 
@@ -25,6 +26,8 @@ void rename(const std::string& from, const std::string& to);
 void write_file_atomic(const std::string& path, const std::string& content);
 // rm -rf; a missing path is not an error. Does not follow symbolic links.
 void remove_all(const std::string& path);
+// The paths matching a shell pattern (glob(3)), sorted; none is not an error.
+std::vector<std::string> glob(const std::string& pattern);
 
 // Path strings (POSIX '/' separators only).
 std::string join(const std::string& a, const std::string& b);  // b when absolute or a empty

@@ -1,5 +1,7 @@
 #include "config/presets.h"
 
+#include <set>
+
 #include "common/files.h"
 #include "config/yaml_reader.h"
 
@@ -7,7 +9,8 @@ namespace gpt2 {
 
 ModelOptions load_model_preset(const std::string& name_or_path, const std::string& profile_dir) {
   std::vector<std::string> candidates;
-  if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml")) {
+  const bool by_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".yaml");
+  if (by_path) {
     candidates.push_back(files::join(profile_dir, name_or_path));
   } else {
     candidates.push_back(files::join(profile_dir, "models/" + name_or_path + ".yaml"));
@@ -18,8 +21,15 @@ ModelOptions load_model_preset(const std::string& name_or_path, const std::strin
     if (files::is_file(c)) { file = c; break; }
   if (file.empty()) {
     std::string tried;
-    for (const auto& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
-    throw ConfigError("model preset '" + name_or_path + "' not found (looked for " + tried + ")");
+    std::set<std::string> known;  // the names a preset could have had
+    for (const auto& c : candidates) {
+      tried += (tried.empty() ? "" : ", ") + c;
+      if (!by_path)
+        for (const auto& p : files::glob(files::join(files::parent(c), "*.yaml"))) known.insert(files::stem(p));
+    }
+    std::string names;
+    for (const auto& k : known) names += (names.empty() ? "; presets there: " : ", ") + k;
+    throw ConfigError("model preset '" + name_or_path + "' not found (looked for " + tried + names + ")");
   }
   MapReader r(load_yaml_file(file), file, "model preset");
   ModelOptions m;

@@ -1,7 +1,5 @@
 #include "model/data.h"
 
-#include <glob.h>
-
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -52,21 +50,11 @@ std::vector<uint16_t> synthetic_corpus(int64_t vocab, int64_t n_tokens, uint64_t
 }
 
 namespace {
-std::vector<std::string> expand_glob(const std::string& pattern) {
-  glob_t g{};
-  std::vector<std::string> files;
-  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
-    for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
-  globfree(&g);
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 at::Tensor load_split(const std::string& pattern, int64_t vocab, const char* split) {
-  auto files = expand_glob(pattern);
-  if (files.empty()) throw DataError(std::string(split) + " data: no shard matches '" + pattern + "'");
+  const auto shards = files::glob(pattern);
+  if (shards.empty()) throw DataError(std::string(split) + " data: no shard matches '" + pattern + "'");
   std::vector<int32_t> all;
-  for (const auto& f : files) {
+  for (const auto& f : shards) {
     auto t = read_shard(f);
     for (size_t i = 0; i < t.size(); ++i)
       if (t[i] >= vocab)
@@ -110,7 +98,7 @@ std::pair<at::Tensor, at::Tensor> Loader::next() {
 
 std::vector<std::string> prepare_text(const PrepareOptions& o) {
   if (files::is_dir(o.input)) throw DataError(o.input + ": a directory; --input takes one text file");
-  const auto old = expand_glob(files::join(o.out_dir, "train_*.bin")), old_val = expand_glob(files::join(o.out_dir, "val_*.bin"));
+  const auto old = files::glob(files::join(o.out_dir, "train_*.bin")), old_val = files::glob(files::join(o.out_dir, "val_*.bin"));
   if (!old.empty() || !old_val.empty())  // train_*.bin would read both corpora as one
     throw DataError(o.out_dir + " already holds shards (" + files::filename((old.empty() ? old_val : old)[0]) +
                     ", " + std::to_string(old.size() + old_val.size()) + " in all): choose another --out, or remove them");

@@ -42,6 +42,9 @@ TEST(Files, CreateRenameSizeRemove) {
   EXPECT_FALSE(files::exists(deep + "/f.txt"));
   EXPECT_TRUE(files::exists(deep + "/g.txt"));
   ASSERT_EQ(symlink("/nonexistent-target", (deep + "/link").c_str()), 0);  // a dangling link is removed, not followed
+  test::write_text(deep + "/a.txt", ""), test::write_text(deep + "/b.bin", "");
+  EXPECT_EQ(files::glob(deep + "/*.txt"), (std::vector<std::string>{deep + "/a.txt", deep + "/g.txt"}));  // sorted
+  EXPECT_TRUE(files::glob(deep + "/*.yaml").empty());  // none is not an error
   files::remove_all(d / "x");
   EXPECT_FALSE(files::exists(d / "x"));
   files::remove_all(d / "never-was");  // not an error

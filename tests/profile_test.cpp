@@ -87,7 +87,11 @@ TEST(Profile, WrongTypeAndRange) {
 
 TEST(Profile, MissingOrBrokenFiles) {
   EXPECT_NE(load_error("batch: 4\n").find("key 'model' in profile: missing"), std::string::npos);
-  EXPECT_NE(load_error("model: nonesuch\n").find("model preset 'nonesuch' not found"), std::string::npos);
+  // a name not found says the names there are: the profile's models/ and the source's
+  const std::string none = load_error("model: nonesuch\n");
+  EXPECT_NE(none.find("model preset 'nonesuch' not found"), std::string::npos) << none;
+  EXPECT_NE(none.find("; presets there: gpt2-124m, gpt2-mini, gpt2-scaled, tiny)"), std::string::npos) << none;
+  EXPECT_EQ(load_error("model: models/nonesuch.yaml\n").find("presets there"), std::string::npos);
   EXPECT_NE(load_error("model: [unclosed\n").find("YAML syntax error"), std::string::npos);
   EXPECT_NE(load_error("- a\n- b\n").find("must be a YAML mapping"), std::string::npos);
   EXPECT_THROW(load_profile("/nonexistent/profile.yaml"), ConfigError);
