@@ -1150,7 +1150,7 @@ def test_committed_runs_of_two_cpus_side_by_side(tmp_path):
     # each rung is set against the matmul rates the two runs measured in its precision; the AMD run is older than
     # the copy bandwidth's measurement, so no bandwidth ratio and no reading, and the notes say so.
     amd = ROOT / "reports" / "reference" / "cpu-amd-epyc" / "20261124-214036-cpu-scaled"
-    intel = ROOT / "reports" / "reference" / "cpu-intel-xeon" / "20261125-054000-cpu-scaled"
+    intel = ROOT / "reports" / "reference" / "cpu-intel-xeon" / "20261204-140959-cpu-scaled"
     out = tmp_path / "report"
     assert main([str(amd), str(intel), "--out", str(out)]) == 0
     gen = (out / "report.md").read_text().split("## Generations")[1].split("\n## ")[0]
