@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from . import charts
 from .checks import check_notes
 from .load import Run, Rung
@@ -131,17 +133,40 @@ def _choice_notes(run: Run) -> list[str]:
                      "20x the fp32 step time); on a GPU or an AMX CPU the same rungs are faster.")
     settings = {c["setting"]: c.get("rule", "") for r in run.rungs for c in r.choices}
     for setting, rule in settings.items():
-        def said(r, c) -> str:
-            if c.get("timed_for"):  # an earlier rung's timing of the same key
-                return f"{r.name} {c['chosen']} (as {c['timed_for']}: the same {c.get('key', 'inputs')})"
-            tries = ", ".join(f"{t['candidate']} {t['ms']:.3g}" if "ms" in t else f"{t['candidate']}: {t.get('why', '')}"
-                              for t in c.get("tries", []))
-            own = (f"; without the choice: {c['incumbent']}, kept unless another is faster by more than "
-                   f"{100 * c.get('margin', 0):.0f}%" if c.get("incumbent") else "")
-            return f"{r.name} {c['chosen']} ({tries}{own})"
-        chosen = "; ".join(said(r, c) for r in run.rungs for c in r.choices if c["setting"] == setting)
+        made = [(r, c) for r in run.rungs for c in r.choices if c["setting"] == setting]
+        timed = {r.name for r, c in made if not c.get("timed_for")}
+        # a rung that took an earlier rung's timing of the same key is named beside that timing, not said again
+        reused = {}
+        for r, c in made:
+            if c.get("timed_for") in timed:
+                reused.setdefault(c["timed_for"], []).append(r.name)
+        chosen = "; ".join(_timing(r, c, reused.get(r.name, [])) for r, c in made
+                           if c.get("timed_for") not in timed)
         notes.append(f"settings.{setting}: fastest, timed once a run for each key ({rule}), in ms: {chosen}.")
     return notes
+
+
+def _first_sentence(text: str) -> str:
+    """An error's gist for a one-line note (ATen's add a hint after it); rungs.json keeps the whole."""
+    return re.split(r"(?<=\.)\s+(?=[A-Z])", text.strip(), maxsplit=1)[0]
+
+
+def _timing(r: Rung, c: dict, also: list[str]) -> str:
+    """'07_sdpa flash (flash 3.01, math 4.07; efficient, cudnn: <why>; without the choice: ...), and so 08, 09
+    (the same <key>)': one timing of a setting, the candidates that could not run grouped by why."""
+    if c.get("timed_for"):  # its timing's rung is not in this run (another rung filter)
+        return f"{r.name} {c['chosen']} (as {c['timed_for']}: the same {c.get('key', 'inputs')})"
+    tries = c.get("tries", [])
+    whys: dict[str, list[str]] = {}
+    for t in tries:
+        if "ms" not in t:
+            whys.setdefault(_first_sentence(t.get("why", "")), []).append(t["candidate"])
+    said = [", ".join(f"{t['candidate']} {t['ms']:.3g}" for t in tries if "ms" in t)]
+    said += [f"{', '.join(names)}: {why}" for why, names in whys.items()]
+    own = (f"; without the choice: {c['incumbent']}, kept unless another is faster by more than "
+           f"{100 * c.get('margin', 0):.0f}%" if c.get("incumbent") else "")
+    after = f", and so {', '.join(also)} (the same {c.get('key', 'inputs')})" if also else ""
+    return f"{r.name} {c['chosen']} ({'; '.join(x for x in said if x)}{own}){after}"
 
 
 def _rung_notes(run: Run) -> list[str]:

@@ -557,9 +557,9 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
     assert f"{ok[1]['name']} was THROTTLED while timed: median SM clock 1410 MHz" in md
     assert "At the power limit" not in md  # no rung was
     # the two choices as rungs.json held them before its generic `choices` (2026-11-27), read as that list
-    assert (f"{ok[2]['name']} cudnn (flash 1.25, cudnn 1.1, math: No available kernel. Aborting execution.; without "
-            "the choice: flash, kept unless another is faster by more than 1%)") in md
-    assert f"{ok[3]['name']} cudnn (as {ok[2]['name']}: the same attention)" in md
+    # a timing said once, with the rungs that took it; a candidate that could not run by its error's gist
+    assert (f"{ok[2]['name']} cudnn (flash 1.25, cudnn 1.1; math: No available kernel.; without the choice: flash, "
+            f"kept unless another is faster by more than 1%), and so {ok[3]['name']} (the same attention).") in md
     assert (f"{ok[3]['name']}: the top with every extra that beat it in this run, settled as it started: "
             "fused_classifier kept (fused_classifier: faster than 11_top (1.040x); fused_residual_norm: not faster "
             "than 11_top (0.990x)).") in md
@@ -572,8 +572,8 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
             f"{gain:.2f}x {ok[3]['name']}.") in md
     assert (f"{ok[4]['name']}: the top with every extra that beat it in this run or tied it (not measurably slower "
             "than either timing of it), settled as it started: fused_classifier, adamw_one_launch (a tie) kept") in md
-    assert (f"{ok[2]['name']} 4096 (1024 9.5, 4096 8.25, 8192: CUDA out of memory.); "
-            f"{ok[3]['name']} 4096 (as {ok[2]['name']}: the same head).") in md
+    assert (f"{ok[2]['name']} 4096 (1024 9.5, 4096 8.25; 8192: CUDA out of memory.), and so {ok[3]['name']} "
+            "(the same head).") in md
 
 
 def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path):
