@@ -100,12 +100,16 @@ TEST(Cli, KernelsTimesEachOfOurOpsAgainstWhatItReplaces) {
   EXPECT_EQ(doc["cases"][5]["skipped"], find_variant("adamw_one_launch")->supports(detect_device("cpu")).why_not);
   EXPECT_EQ(doc["cases"][6]["skipped"], find_variant("cudnn_attention")->supports(detect_device("cpu")).why_not);
   // the bias-GELU backward's, the softmax cross-entropy's and the classifier backward's CUDA kernels alone:
-  // nothing to time on a CPU
-  const char* alone[] = {"fused_gelu_backward", "fused_classifier", "fused_classifier"};
+  // nothing to time on a CPU; each names its kernel, so the report's rows are told apart
+  const std::pair<const char*, const char*> alone[] = {{"fused_gelu_backward", "bias_gelu_backward"},
+                                                       {"fused_classifier", "softmax_xent_backward_"},
+                                                       {"fused_classifier", "scaled_gradient"}};
   for (size_t i = 0; i < 3; ++i)
-    EXPECT_EQ(doc["cases"][7 + i], (nlohmann::json{{"variant", alone[i]},
+    EXPECT_EQ(doc["cases"][7 + i], (nlohmann::json{{"variant", alone[i].first}, {"alone", alone[i].second},
                                                    {"skipped", "the CUDA kernel alone: needs a CUDA GPU"}}));
-  EXPECT_EQ(doc["cases"][10], doc["cases"][4]);  // FP8's quantization alone: skipped first as FP8 is
+  nlohmann::json quantize = doc["cases"][4];  // FP8's quantization alone: skipped first as FP8 is
+  quantize["alone"] = "quantize_fp8";
+  EXPECT_EQ(doc["cases"][10], quantize);
   // each said once on the console, by the kernel
   for (const char* line : {"fused_gelu_backward (bias_gelu_backward alone)  skipped here: the CUDA kernel alone",
                            "fused_classifier (softmax_xent_backward_ alone)  skipped here",
@@ -211,6 +215,7 @@ TEST(Cli, KernelsOnlyTimesTheCasesItNames) {
   EXPECT_EQ(doc["cases"][0]["variant"], "fused_residual_norm");
   EXPECT_EQ(doc["cases"][0]["sides"].size(), 2u);
   EXPECT_EQ(doc["cases"][1], (nlohmann::json{{"variant", "fused_classifier"},  // its kernel alone: a GPU's
+                                             {"alone", "softmax_xent_backward_"},
                                              {"skipped", "the CUDA kernel alone: needs a CUDA GPU"}}));
   EXPECT_TRUE(doc["gemms"].is_null() && doc["fp8_gemms"].is_null()) << doc;
   EXPECT_EQ(r.output.find("fused_gelu_backward"), std::string::npos) << r.output;

@@ -430,7 +430,9 @@ nlohmann::json run_case(const Case& k, const StepSpec& base, const DeviceInfo& d
   if (!s.ok) {  // FP8 below sm89: nothing of ours to time
     const std::string which = k.alone ? strf(" (%s alone)", k.alone) : "";
     std::printf("%s%s  skipped here: %s\n", k.variant, which.c_str(), s.why_not.c_str());
-    return {{"variant", k.variant}, {"skipped", s.why_not}};
+    nlohmann::json out = {{"variant", k.variant}, {"skipped", s.why_not}};
+    if (k.alone) out["alone"] = k.alone;  // which of the variant's cases: its kernel alone
+    return out;
   }
   // tests: GPT2BENCH_FAULT_KERNEL=<variant> fails that case as a kernel would; <variant>:term stops the command
   // there with SIGTERM, as a deadline does
@@ -446,7 +448,9 @@ nlohmann::json run_case(const Case& k, const StepSpec& base, const DeviceInfo& d
     const std::string what = first_line(error_text(e));
     std::printf("%s  error: %s\n", k.variant, what.c_str());
     ++failed;
-    return {{"variant", k.variant}, {"error", what}};
+    nlohmann::json out = {{"variant", k.variant}, {"error", what}};
+    if (k.alone) out["alone"] = k.alone;
+    return out;
   }
 }
 

@@ -267,7 +267,8 @@ def kernel_section(run: Run) -> tuple[str, list[list[str]], list[str]] | None:
         step_cell = "-" if step is None else _kept_cell(step)
         if "error" in c or "skipped" in c:
             said = f"error: {_first_line(c['error'])}" if "error" in c else f"skipped: {c['skipped']}"
-            rows.append([v, "-", "-", "-", "-", "-", "-", said, step_cell])
+            which = f"{c['alone']} alone" if c.get("alone") else "-"  # one of the variant's cases
+            rows.append([v, which, "-", "-", "-", "-", "-", said, step_cell])
             continue
         ours = c["sides"][0]
         for side, x in zip(c["sides"][1:], c["speedup"]):

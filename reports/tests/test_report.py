@@ -728,6 +728,7 @@ def test_our_kernels_op_by_op_beside_what_the_step_kept(tmp_path):
     gelu["speedup"][0].update(low=0.9, high=1.1)
     k["cases"][k["cases"].index(by["gelu_epilogues"])] = {"variant": "gelu_epilogues", "error": "CUDA error: out of memory\nmore"}
     k["cases"].append({"variant": "fp8_linears", "skipped": "FP8 matmuls need a CUDA GPU of sm89+ (FP8 tensor cores)"})
+    k["cases"].append({"variant": "fp8_linears", "alone": "quantize_fp8", "skipped": "FP8 matmuls need a CUDA GPU"})
     (run_dir / "kernels.json").write_text(json.dumps(k))
     rungs = json.loads((run_dir / "rungs.json").read_text())
     # fused_classifier's verdict as top+kept recorded it on the Zen 4 (cpu-amd-epyc-zen4/20261125-202720-cpu-scaled,
@@ -752,8 +753,9 @@ def test_our_kernels_op_by_op_beside_what_the_step_kept(tmp_path):
     first = {r[0]: r for r in reversed(rows[1:])}
     assert first["fused_gelu_backward"][7:] == ["within noise", "-"]
     assert first["gelu_epilogues"][2:] == ["-", "-", "-", "-", "-", "error: CUDA error: out of memory", "-"]
-    assert first["fp8_linears"][2:] == ["-", "-", "-", "-", "-",
+    assert first["fp8_linears"][1:] == ["-", "-", "-", "-", "-", "-",
                                         "skipped: FP8 matmuls need a CUDA GPU of sm89+ (FP8 tensor cores)", "-"]
+    assert rows[-1][:2] == ["fp8_linears", "quantize_fp8 alone"]  # one of the variant's cases: which, named
     assert "fused_classifier: fastest chunk: 64 tokens" in notes
     md = (write_report([load_run(run_dir)], tmp_path / "report") / "report.md").read_text()
     assert "**Our kernels op by op (kernels.json: gpt2bench kernels" in md
