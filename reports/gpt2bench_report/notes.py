@@ -181,13 +181,16 @@ def _rung_notes(run: Run) -> list[str]:
                          "drift over those minutes, which no interval over one rung's repetitions sees; ratios between "
                          "rungs timed apart in this run are uncertain by about that much. An extra joins the kept "
                          "rungs only if faster than both timings.")
+    said: dict[str, str] = {}  # each extra's reasons, as a kept rung gave them: the first rung that said them
     for r in run.rungs:
         if r.kept is not None:
             joined = [e["variant"] + (" (a tie)" if e.get("tie") else "") for e in r.kept if e.get("kept")]
+            why = "; ".join(f"{e['variant']}: {e.get('why', '')}" for e in r.kept)
             notes.append(f"{r.name}: the top with every extra that beat it in this run"
                          f"{' or tied it (not measurably slower than either timing of it)' if r.ties else ''}, settled as it started: "
                          + (", ".join(joined) if joined else "none") + " kept ("
-                         + "; ".join(f"{e['variant']}: {e.get('why', '')}" for e in r.kept) + ").")
+                         + (f"each extra's reason as for {said[why]}" if why in said else why) + ").")
+            said.setdefault(why, r.name)
     for r in run.rungs:
         if r.device_fault:
             notes.append(f"{r.name} lost the device ({_first_line(r.error)}): a kernel's fault loses the process's CUDA "

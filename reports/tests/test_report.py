@@ -576,6 +576,22 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
             "(the same head).") in md
 
 
+def test_kept_rungs_with_the_same_reasons_say_them_once(tmp_path):
+    # top+kept and planned_batch+kept settle the extras once, as the run started: the second names the first
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    kept = [{"variant": "fused_classifier", "kept": False, "ratio": 0.98, "why": "not faster than 03_fused_adamw"}]
+    for r in doc["rungs"][4:]:
+        r.update(kind="kept", kept=kept)
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    notes = run_notes(load_run(run_dir))
+    first, second = (n for n in notes if "settled as it started" in n)
+    assert first.endswith("none kept (fused_classifier: not faster than 03_fused_adamw).")
+    assert second == (f"{doc['rungs'][5]['name']}: the top with every extra that beat it in this run, settled as it "
+                      f"started: none kept (each extra's reason as for {doc['rungs'][4]['name']}).")
+
+
 def test_reference_rungs_and_flop_shares_are_reported_beside_the_ladder(tmp_path):
     # rungs.json's references as gpt2bench writes them (one ok, one failed), and the FLOP shares.
     run_dir = tmp_path / "run"
