@@ -148,7 +148,7 @@ def _choice_notes(run: Run) -> list[str]:
 
 def _first_sentence(text: str) -> str:
     """An error's gist for a one-line note (ATen's add a hint after it); rungs.json keeps the whole."""
-    return re.split(r"(?<=\.)\s+(?=[A-Z])", text.strip(), maxsplit=1)[0]
+    return re.split(r"(?<=\.)\s+(?=[A-Z])", _first_line(text.strip()), maxsplit=1)[0]
 
 
 def _timing(r: Rung, c: dict, also: list[str]) -> str:

@@ -536,7 +536,7 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
                      {"variant": "fused_residual_norm", "kept": False, "ratio": 0.99,
                       "why": "not faster than 11_top (0.990x)"}]
     ok[2]["classifier_chunk_choice"] = {"chosen": 4096, "tries": [{"chunk": 1024, "ms": 9.5}, {"chunk": 4096, "ms": 8.25},
-                                                                  {"chunk": 8192, "why": "CUDA out of memory."}]}
+                                                                  {"chunk": 8192, "why": "CUDA error: out of memory\nmore"}]}
     ok[3]["classifier_chunk_choice"] = dict(ok[2]["classifier_chunk_choice"], timed_for=ok[2]["name"])
     ok[1]["kind"] = "control"  # 00_baseline timed again (its compare_to): 32,741 over 32,292 tok/s
     ok[4].update(kind="kept", ties=True, compare_to=ok[3]["name"],  # the kept rung again with what tied the top
@@ -572,7 +572,7 @@ def test_mfu_basis_spread_throttling_and_emulated_bf16_are_explained(tmp_path):
             f"{gain:.2f}x {ok[3]['name']}.") in md
     assert (f"{ok[4]['name']}: the top with every extra that beat it in this run or tied it (not measurably slower "
             "than either timing of it), settled as it started: fused_classifier, adamw_one_launch (a tie) kept") in md
-    assert (f"{ok[2]['name']} 4096 (1024 9.5, 4096 8.25; 8192: CUDA out of memory.), and so {ok[3]['name']} "
+    assert (f"{ok[2]['name']} 4096 (1024 9.5, 4096 8.25; 8192: CUDA error: out of memory), and so {ok[3]['name']} "
             "(the same head).") in md
 
 
