@@ -425,14 +425,17 @@ void print_case(const KernelCase& c) {
 // One case: its JSON entry (its sides, or why it was skipped, or its error: the other cases go on).
 nlohmann::json run_case(const Case& k, const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing,
                         int& failed) {
+  auto untimed = [&k](const char* key, const std::string& text) {  // skipped or failed: which case, and why
+    nlohmann::json out = {{"variant", k.variant}, {key, text}};
+    if (k.alone) out["alone"] = k.alone;  // one of the variant's cases: its kernel alone
+    return out;
+  };
   Support s = find_variant(k.variant)->supports(dev);  // every case is a registered variant's
   if (s.ok && k.alone && !dev.cuda()) s = {false, "the CUDA kernel alone: needs a CUDA GPU"};
   if (!s.ok) {  // FP8 below sm89: nothing of ours to time
     const std::string which = k.alone ? strf(" (%s alone)", k.alone) : "";
     std::printf("%s%s  skipped here: %s\n", k.variant, which.c_str(), s.why_not.c_str());
-    nlohmann::json out = {{"variant", k.variant}, {"skipped", s.why_not}};
-    if (k.alone) out["alone"] = k.alone;  // which of the variant's cases: its kernel alone
-    return out;
+    return untimed("skipped", s.why_not);
   }
   // tests: GPT2BENCH_FAULT_KERNEL=<variant> fails that case as a kernel would; <variant>:term stops the command
   // there with SIGTERM, as a deadline does
@@ -448,9 +451,7 @@ nlohmann::json run_case(const Case& k, const StepSpec& base, const DeviceInfo& d
     const std::string what = first_line(error_text(e));
     std::printf("%s  error: %s\n", k.variant, what.c_str());
     ++failed;
-    nlohmann::json out = {{"variant", k.variant}, {"error", what}};
-    if (k.alone) out["alone"] = k.alone;
-    return out;
+    return untimed("error", what);
   }
 }
 
