@@ -432,8 +432,8 @@ nlohmann::json run_case(const Case& k, const StepSpec& base, const DeviceInfo& d
   };
   Support s = find_variant(k.variant)->supports(dev);  // every case is a registered variant's
   if (s.ok && k.alone && !dev.cuda()) s = {false, "the CUDA kernel alone: needs a CUDA GPU"};
+  const std::string which = k.alone ? strf(" (%s alone)", k.alone) : "";  // the console line names the case
   if (!s.ok) {  // FP8 below sm89: nothing of ours to time
-    const std::string which = k.alone ? strf(" (%s alone)", k.alone) : "";
     std::printf("%s%s  skipped here: %s\n", k.variant, which.c_str(), s.why_not.c_str());
     return untimed("skipped", s.why_not);
   }
@@ -449,7 +449,7 @@ nlohmann::json run_case(const Case& k, const StepSpec& base, const DeviceInfo& d
     return case_json(c);
   } catch (const std::exception& e) {  // out of memory, a kernel's error
     const std::string what = first_line(error_text(e));
-    std::printf("%s  error: %s\n", k.variant, what.c_str());
+    std::printf("%s%s  error: %s\n", k.variant, which.c_str(), what.c_str());
     ++failed;
     return untimed("error", what);
   }
