@@ -88,5 +88,27 @@ TEST(Stats, CoefficientOfVariation) {
   EXPECT_EQ(coefficient_of_variation({3}), 0);
 }
 
+// A machine at half speed for half the pairs: both sides of a pair slow together, so the pairs' ratio stands, the
+// movement says how far the machine moved, and only a movement past the difference is disturbed.
+TEST(Stats, PairedRatioStandsWhenTheMachineSlowsBothSides) {
+  const std::vector<double> a = {300, 310, 150, 152, 305, 149}, b = {200, 205, 101, 100, 202, 99};
+  const PairedRatio p = paired_ratio(a, b);
+  ASSERT_EQ(p.ratios.size(), 6u);
+  EXPECT_NEAR(p.ratio.median, 1.5, 0.02);
+  EXPECT_NEAR(p.movement, 2.0, 0.1);
+  EXPECT_TRUE(disturbed(p));  // moved 2x, a 1.5x difference
+  const PairedRatio big = paired_ratio({900, 930, 450, 456, 915, 447}, b);
+  EXPECT_NEAR(big.ratio.median, 4.5, 0.1);
+  EXPECT_FALSE(disturbed(big));  // 4.5x is beyond what a 2x movement could make
+}
+
+TEST(Stats, OneOddPairIsNotTheMachineMoving) {
+  const PairedRatio p = paired_ratio({100, 102, 99, 50, 101}, {100, 101, 100, 100, 99});
+  EXPECT_LT(p.movement, 1.05);  // the one slow repetition trimmed
+  EXPECT_FALSE(disturbed(p));
+  EXPECT_EQ(paired_ratio({100, 50}, {100}).ratios.size(), 1u);  // pairs as far as both sides ran
+  EXPECT_TRUE(paired_ratio({}, {1}).ratios.empty());
+}
+
 }  // namespace
 }  // namespace gpt2

@@ -13,7 +13,7 @@ RungFit fit_rung(double seconds, double step_s, const RungCost& c) {
   const double budget_steps = seconds / step_s;  // the rung's share in its own step times
   auto steps_that_fit = [&](double fixed) {
     const double room = budget_steps - fixed - static_cast<double>(c.parity_steps);
-    return static_cast<int64_t>(std::floor(room / static_cast<double>(std::max<int64_t>(1, c.repetitions))));
+    return static_cast<int64_t>(std::floor(room / (static_cast<double>(std::max<int64_t>(1, c.repetitions)) * c.pair_weight)));
   };
   const int64_t with_breakdown = steps_that_fit(c.breakdown_cost_steps());
   if (with_breakdown >= 1) {
@@ -24,7 +24,8 @@ RungFit fit_rung(double seconds, double step_s, const RungCost& c) {
   const double fixed = fit.breakdown ? c.breakdown_cost_steps() : 0.0;
   fit.steps = std::clamp<int64_t>(steps_that_fit(fixed), 1, c.max_steps);
   if (steps_that_fit(fixed) < 1) {  // one step a repetition is still over: a shorter parity run
-    const int64_t room = static_cast<int64_t>(std::floor(budget_steps - fixed)) - c.repetitions;
+    const int64_t room =
+        static_cast<int64_t>(std::floor(budget_steps - fixed - static_cast<double>(c.repetitions) * c.pair_weight));
     fit.parity_steps = std::clamp<int64_t>(room, std::min(c.parity_steps, kParityFloorSteps), c.parity_steps);
   }
   return fit;

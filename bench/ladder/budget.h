@@ -21,6 +21,7 @@ struct RungCost {
   int64_t breakdown_steps = 2;  // its breakdown pass: warm-up + this many unprofiled + profiled + 1 with shapes
   int64_t warmup_steps = 1;     // the breakdown pass's own warm-up
   bool keep_breakdown = false;  // a kept rung: its pass stays however short its share (what a reference is set beside)
+  double pair_weight = 1;       // a timed step's cost with the rung timed beside it: (its step + that one's) / its step
   double breakdown_cost_steps() const { return breakdown_steps > 0 ? warmup_steps + 2.0 * breakdown_steps + 1 : 0; }
   // What a rung takes however short its share: its repetitions of one step and its shortest parity run.
   int64_t floor_steps() const { return repetitions + std::min(parity_steps, kParityFloorSteps); }

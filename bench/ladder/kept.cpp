@@ -13,8 +13,18 @@ std::string ratio_text(double r, const RatioInterval& ri) {
   return strf("%.3fx; %.3f-%.3fx at %.0f%%", r, ri.low, ri.high, 100 * ri.level);
 }
 
-// An extra's rung against one timing of the top: its ratio and interval into `e`; whether it is beyond noise.
+// An extra's rung against one timing of the top: its ratio and interval into `e`; whether it is beyond noise. Timed
+// beside it: the pairs' ratio and interval, and never beyond noise where the machine moved more than that.
 bool beats(const RungRecord& r, const RungRecord& top, nlohmann::json& e, double& ratio) {
+  if (const auto p = r.paired(); p && r.out.pairing.with == top.name()) {
+    ratio = p->ratio.median;
+    const bool moved = disturbed(*p);
+    e = {{"rung", top.name()}, {"ratio", ratio}, {"paired", true},
+         {"interval", {{"low", p->ratio.low}, {"high", p->ratio.high}, {"level", p->ratio.level}}},
+         {"text", strf("%.3fx; %.3f-%.3fx at %.0f%%, paired%s", ratio, p->ratio.low, p->ratio.high,
+                       100 * p->ratio.level, moved ? strf(", disturbed: moved %.2fx", p->movement).c_str() : "")}};
+    return !moved && p->ratio.low > 1.0;
+  }
   ratio = r.median_tokens_per_sec() / top.median_tokens_per_sec();
   const RatioInterval ri = ratio_interval(r.out.timing.rep_tokens_per_sec, top.out.timing.rep_tokens_per_sec);
   e = {{"rung", top.name()}, {"ratio", ratio}, {"interval", {{"low", ri.low}, {"high", ri.high}, {"level", ri.level}}},

@@ -17,6 +17,7 @@
 #include "bench/ladder/run_dir.h"
 #include "bench/ladder/rung.h"
 #include "bench/ladder/select.h"
+#include "bench/ladder/slow_window.h"
 #include "bench/runtime/nvtx.h"
 #include "common/errors.h"
 #include "common/files.h"
@@ -80,6 +81,7 @@ void start_rung(RungRecord& rec, size_t i, size_t n_rungs, RungRunner& ladder, s
             << " warm-up steps\n";
   ladder.take_top_batch(rec, records);
   ladder.build(rec, share);
+  ladder.pair(rec, records);
   ladder.fit(rec, share, started);
   lost_device_exit().inject(rec, ladder.dev);
 }
@@ -124,8 +126,13 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
       st.SkipWithError(first_line(rec.out.error).c_str());
       return;
     }
+    if (rep == 0) slow_window().open(rec.name());
+    // Beside the rung it is measured against, first and second by turns: a steady drift cancels by twos.
     bool stopped = false;
-    const double total_s = ladder.repetition(rec, stopped);
+    const bool beside_first = ladder.partner && rep % 2 == 1;
+    if (beside_first) ladder.partner_repetition(rec, stopped);
+    const double total_s = stopped ? 0 : ladder.repetition(rec, stopped);
+    if (ladder.partner && !beside_first && !stopped) ladder.partner_repetition(rec, stopped);
     if (stopped) {
       ladder.release();
       rec.out.status = RungStatus::kInterrupted;
@@ -219,6 +226,11 @@ int conclude(const std::vector<RungRecord>& ran, const RungRunner& ladder, const
   bool errored = references_failed(writer.references());
   for (const auto& r : ran) errored = errored || r.out.status == RungStatus::kError;
   if (const std::string failed = parity_failures(ran); !failed.empty()) std::cout << "\n" << failed;
+  if (const auto moved = disturbed_rungs(ran); !moved.empty()) {
+    std::cout << "\nDISTURBED: the machine's speed moved more than these rungs' differences while they were timed; "
+                 "their ratios are not claimed:\n";
+    for (const auto& m : moved) std::cout << "    " << m << "\n";
+  }
   if (g_signal) {
     std::cout << "\ninterrupted: the finished rungs are saved; gpt2bench ladder --resume " << dir << " runs the rest\n";
     return 130;
@@ -313,7 +325,7 @@ int run_ladder(const LadderOptions& o) {
   std::vector<RungRecord> records = plan_rungs(prof, dev);
   check_rung_filter(o.rung_filter, records, prof);
   const TimeBudget budget(run_budget_s(prof, dev));
-  (void)hang_limit_s(dev);  // GPT2BENCH_HANG_S read (and refused) before DIR is touched
+  (void)hang_limit_s(dev), (void)slow_window();  // GPT2BENCH_HANG_S, _FAULT_SLOW refused before DIR is touched
   const TokenData data = load_token_data(prof.data, prof.model.vocab_size, prof.seed);
   check_inputs(o, prof, records, data);
   std::unique_ptr<Dist> dist;
@@ -322,7 +334,7 @@ int run_ladder(const LadderOptions& o) {
   if (dist && dist->rank() != 0) {  // the other ranks write nothing: they follow rank 0's data-parallel rungs
     meter->set_limit(prof.settings.cpu_memory_budget);
     // rank 0's budget: a data-parallel rung's warm-up steps are every rank's (ranks step together)
-    RungRunner follower{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, nullptr, budget};
+    RungRunner follower{.prof = prof, .dev = dev, .data = data, .meter = *meter, .dist = dist.get(), .budget = budget};
     if (prof.parity_steps > 0) follower.baseline.losses.assign(prof.parity_steps, 0.0);  // only its length is used
     return follower.follow(records);
   }
@@ -343,7 +355,8 @@ int run_ladder(const LadderOptions& o) {
   // From here on the CPU runs out of memory as a GPU does: at the allocation that goes over the
   // budget, wherever it is (batch search, build, warm-up, timed steps, breakdown, parity).
   meter->set_limit(prof.settings.cpu_memory_budget);
-  RungRunner ladder{prof, dev, data, *meter, dist.get(), {}, nullptr, {}, {}, make_clock_sampler(dev), budget};
+  RungRunner ladder{.prof = prof, .dev = dev, .data = data, .meter = *meter, .dist = dist.get(),
+                    .clocks = make_clock_sampler(dev), .budget = budget};
   ladder.rungs_to_run = runs_to_make(o.rung_filter, prof, records, writer.references());
   ladder.choices.keep(records);
   ladder.save_running = [&writer, &records] { writer.flush(records, "running"); };

@@ -47,6 +47,47 @@ int64_t RungRecord::budget_shares() const {
 }
 double RungRecord::median_step_ms() const { return median(out.timing.rep_step_ms); }
 
+std::optional<PairedRatio> RungRecord::paired() const {
+  if (out.pairing.with.empty() || out.pairing.with_tokens_per_sec.empty() || out.timing.rep_tokens_per_sec.empty())
+    return std::nullopt;
+  return paired_ratio(out.timing.rep_tokens_per_sec, out.pairing.with_tokens_per_sec);
+}
+
+double ratio_to(const RungRecord& r, const RungRecord& against) {
+  if (const auto p = r.paired(); p && r.out.pairing.with == against.name()) return p->ratio.median;
+  return r.median_tokens_per_sec() / against.median_tokens_per_sec();
+}
+
+std::vector<std::string> disturbed_rungs(const std::vector<RungRecord>& rungs) {
+  std::vector<std::string> out;
+  for (const auto& r : rungs)
+    if (const auto p = r.ok() ? r.paired() : std::nullopt; p && disturbed(*p))
+      out.push_back(strf("%s (moved %.2fx)", r.name().c_str(), p->movement));
+  return out;
+}
+
+void RungPairing::write(nlohmann::json& rung, const std::vector<double>& own) const {
+  if (!alone.empty()) rung["paired"] = {{"alone", alone}};
+  if (with.empty()) return;
+  nlohmann::json& j = rung["paired"] = {{"with", with}, {"with_tokens_per_sec", with_tokens_per_sec}};
+  const PairedRatio p = paired_ratio(own, with_tokens_per_sec);
+  if (p.ratios.empty()) return;
+  j["ratios"] = p.ratios;
+  j["ratio"] = p.ratio.median;
+  j["interval"] = {p.ratio.low, p.ratio.high};
+  j["level"] = p.ratio.level;
+  j["movement"] = p.movement;
+  j["disturbed"] = disturbed(p);
+}
+
+void RungPairing::read(const nlohmann::json& rung) {
+  if (!rung.contains("paired")) return;
+  const auto& j = rung["paired"];
+  with = j.value("with", "");
+  alone = j.value("alone", "");
+  if (j.contains("with_tokens_per_sec")) with_tokens_per_sec = j["with_tokens_per_sec"].get<std::vector<double>>();
+}
+
 std::optional<double> RungRecord::mfu(double tps) const {
   if (!plan.mfu_peak || *plan.mfu_peak <= 0) return std::nullopt;
   return flops_per_token() * tps / *plan.mfu_peak;
@@ -154,6 +195,7 @@ nlohmann::json to_json(const RungRecord& r) {
   if (!r.out.kept.is_null()) j["kept"] = r.out.kept;
   r.out.memory.write(j);
   r.out.timing.write(j);
+  r.out.pairing.write(j, r.out.timing.rep_tokens_per_sec);
   if (r.out.status == RungStatus::kOk) add_figures(j, r);
   return j;
 }
@@ -173,6 +215,7 @@ void restore(RungRecord& r, const nlohmann::json& j) {
   r.out.timing.read(j);
   r.out.memory.read(j);
   r.out.per_rank.read(j);
+  r.out.pairing.read(j);
 }
 
 void RungBreakdown::write(nlohmann::json& rung) const {
@@ -290,8 +333,12 @@ std::string rung_line(const RungRecord& r, const RungRecord* against) {
                 clip(first_line(r.out.error), 110).c_str());
   }
   const double t = r.median_tokens_per_sec();
+  const auto p = r.paired();
+  const std::string how = !against ? "" : p && disturbed(*p) ? strf(" paired, DISTURBED: moved %.2fx", p->movement)
+                                      : p                    ? std::string(" paired")
+                                                             : std::string(" alone");
   const std::string vs =
-      against ? strf("%.2fx vs %s", t / against->median_tokens_per_sec(), against->plan.rung.name.c_str()) : "-";
+      against ? strf("%.2fx vs %s%s", ratio_to(r, *against), against->plan.rung.name.c_str(), how.c_str()) : "-";
   const std::string line = strf("    %s ok: %.0f tok/s, %s, parity %s, cv %.1f%%%s", r.plan.rung.name.c_str(), t,
                                 vs.c_str(), r.out.parity.verdict.c_str(),
                                 100 * coefficient_of_variation(r.out.timing.rep_tokens_per_sec),
@@ -303,7 +350,7 @@ std::string seconds_line(const RungRecord& r) {
   const auto& took = r.out.timing.seconds;
   double total = 0;
   std::string parts;
-  for (const char* what : {"choices", "search", "build", "timed", "breakdown", "parity"}) {
+  for (const char* what : {"choices", "search", "build", "beside", "timed", "breakdown", "parity"}) {
     const auto it = took.find(what);
     if (it == took.end() || it->second < 0.05) continue;
     total += it->second;
@@ -340,7 +387,8 @@ std::string table_footer(const std::vector<std::string>& anchors, bool cuda, con
     s << "(parity*: judged against " << a
       << (against_baseline(a) ? ", its fp32 step in micro-batches" : ", the rung they are built on at their batch")
       << "; docs/measurement.md: Parity)\n";
-  s << "(memory in GB; " << (cuda ? "reserved = CUDA caching allocator" : "peak RSS = process high-water mark")
+  s << "(ratios paired, vs base their product down to it; ?: the machine's speed moved more than the difference, "
+       "not claimed)\n(memory in GB; " << (cuda ? "reserved = CUDA caching allocator" : "peak RSS = process high-water mark")
     << ")\nMFU: model FLOPs/s (matmuls only, rungs.json's flops.formula) over " << mfu_basis << "\n";
   return s.str();
 }
@@ -377,10 +425,21 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     }
     const double t = r.median_tokens_per_sec();
     const RungRecord* prev = compared_with(rungs, r);
-    auto ratio = [&](const RungRecord* o) { return o ? strf("%.2fx", t / o->median_tokens_per_sec()) : "-"; };
+    auto mark = [](const RungRecord& x) { const auto p = x.paired(); return p && disturbed(*p) ? "?" : ""; };
+    const std::string vs_prev = prev ? strf("%.2fx%s", ratio_to(r, *prev), mark(r)) : "-";
+    // Over the baseline: the product of the paired links down to it (each link's drift cancels), else the medians'.
+    double chained = 1;
+    std::string shaky;
+    for (const RungRecord* at = &r; base && at && at != base; at = compared_with(rungs, *at)) {
+      const RungRecord* on = compared_with(rungs, *at);
+      chained = on ? chained * ratio_to(*at, *on) : t / base->median_tokens_per_sec();
+      if (!on) break;
+      shaky = shaky.empty() ? mark(*at) : shaky;
+    }
+    const std::string vs_base = base ? strf("%.2fx%s", chained, shaky.c_str()) : "-";
     const auto m = r.mfu();
     const std::string mfu = m ? strf("%.2f%%", 100.0 * *m) : "-";
-    s << std::setw(12) << strf("%.0f", t) << std::setw(9) << ratio(prev) << std::setw(9) << ratio(base) << std::setw(11)
+    s << std::setw(12) << strf("%.0f", t) << std::setw(9) << vs_prev << std::setw(9) << vs_base << std::setw(11)
       << strf("%.2f", r.median_step_ms()) << std::setw(12) << gb(r.out.memory.peak_alloc_bytes) << std::setw(12)
       << gb(r.out.memory.peak_reserved_bytes) << std::setw(9) << mfu
       << "  " << (r.out.parity.verdict == "fail" ? "FAIL" : r.out.parity.verdict);

@@ -14,6 +14,7 @@
 #include "bench/ladder/parity.h"
 #include "bench/measure/choice.h"
 #include "bench/measure/clocks.h"
+#include "bench/measure/stats.h"
 #include "config/profile.h"
 #include "variants/registry.h"
 
@@ -60,7 +61,8 @@ struct RungTiming {
   int64_t diverged_at = 0;  // the first step with a non-finite loss (1-based, warm-up included), 0 if none
   // Where the rung's wall time went, in seconds: what a lease's plan needs (most of a rung at the budget's floor is
   // not its timed steps). "choices": its settings timed; "search": the batch search; "build": its step built and
-  // warmed up; "timed": the repetitions; "breakdown", "parity": those passes.
+  // warmed up; "beside": the rung it is paired with, built and timed beside it; "timed": its repetitions;
+  // "breakdown", "parity": those passes.
   std::map<std::string, double> seconds;
   void write(nlohmann::json& rung) const;  // "ran", "repetitions", "diverged_at_step"
   void read(const nlohmann::json& rung);
@@ -100,6 +102,16 @@ struct ProcessEnds {
   void read(const nlohmann::json& rung);
 };
 
+// Paired timing (docs/measurement.md: Pairs): the rung it was measured against, timed beside it repetition by
+// repetition (that rung's tok/s in each pair), or why it was timed alone.
+struct RungPairing {
+  std::string with;
+  std::vector<double> with_tokens_per_sec;
+  std::string alone;  // why it was timed alone ("" where paired, or before it ran)
+  void write(nlohmann::json& rung, const std::vector<double>& own_tokens_per_sec) const;  // "paired"
+  void read(const nlohmann::json& rung);
+};
+
 // What happened when it ran.
 struct RungOutcome {
   RungStatus status = RungStatus::kPending;  // skipped: an earlier rung's step here
@@ -115,6 +127,7 @@ struct RungOutcome {
   RungBreakdown breakdown;
   nlohmann::json batch_search = nlohmann::json::array();  // batch_scaling's tries
   std::optional<ClockSummary> clocks;  // NVML's clocks, power, temperature over the timed repetitions
+  RungPairing pairing;
   nlohmann::json kept;     // a kept rung: which extras joined and why (bench/ladder/kept.h); null otherwise
   ProcessEnds ends;
 };
@@ -144,6 +157,8 @@ struct RungRecord {
   std::optional<double> mfu_vs_precision_peak(double tokens_per_sec) const;
   double mfu_vs_measured_peak(double tokens_per_sec) const;
   std::optional<double> mfu() const { return mfu(median_tokens_per_sec()); }
+  // Its ratio to the rung it was timed beside; nullopt where it was timed alone.
+  std::optional<PairedRatio> paired() const;
 };
 nlohmann::json to_json(const RungRecord& r);
 // The outcome of a rung back from rungs.json (for --resume); the plan is the one resolved now.
@@ -183,6 +198,12 @@ std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, boo
 // default the ok one (where the planned one did not run).
 const RungRecord* compared_with(const std::vector<RungRecord>& rungs, const RungRecord& r,
                                 const std::function<bool(const RungRecord&)>& usable = {});
+
+// `r` over the rung it is measured against: the paired ratio where it was timed beside it, else the medians'.
+double ratio_to(const RungRecord& r, const RungRecord& against);
+// Its rungs that were timed while the machine's speed moved more than their difference (stats.h: disturbed), with
+// how far it moved: "01_mask_on_the_fly (moved 1.98x)"; empty where none was.
+std::vector<std::string> disturbed_rungs(const std::vector<RungRecord>& rungs);
 
 // The closing table: rung, tok/s, speedup over the previous rung and over the baseline, memory, MFU, parity.
 std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda);

@@ -14,6 +14,7 @@
 #include "bench/ladder/kept.h"
 #include "bench/ladder/lost_device.h"
 #include "bench/ladder/plan.h"
+#include "bench/ladder/slow_window.h"
 #include "bench/measure/breakdown.h"
 #include "bench/measure/stats.h"
 #include "common/errors.h"
@@ -111,7 +112,7 @@ void RungRunner::build(RungRecord& r, double seconds) {
     r.out.timing.warmup_steps = 0;
     for (int64_t w = 0; w < warmup_steps(); ++w) {
       const double t0 = budget.elapsed_s();
-      live->step();
+      slow_window().step(*live);
       synchronize(dev);
       r.out.timing.warmup_step_s = budget.elapsed_s() - t0;
       r.out.timing.warmup_steps = w + 1;
@@ -123,6 +124,8 @@ void RungRunner::build(RungRecord& r, double seconds) {
         break;
     }
     synchronize(dev);
+    const MemoryStats mem = meter.read();  // alone: the timed steps repeat these shapes, a partner adds its own
+    r.out.memory.peak_alloc_bytes = mem.peak_allocated, r.out.memory.peak_reserved_bytes = mem.peak_reserved;
   };
   if (r.plan.rung.spec.search_batch && ranks(r.spec()) == 1) {
     const int64_t chosen = r.out.batch;
@@ -144,6 +147,7 @@ void RungRunner::fit(RungRecord& r, double share_s, double started_s) {
   RungCost c = cost(r.out.timing.warmup_steps);
   // A breakdown the report sets beside another's stays: the kept rung's (beside the references'), FP8's and the
   // batch-scaling top's it is built on (Findings: where FP8's time went).
+  if (partner && r.out.timing.warmup_step_s > 0) c.pair_weight = 1 + partner_step_s / r.out.timing.warmup_step_s;
   c.keep_breakdown = r.plan.kind == RungKind::kKept || class_at_equal_batch(r.plan.rung.applied) == ParityClass::kFp8 ||
                      r.plan.searches_own_batch();
   const RungFit f = fit_rung(left, r.out.timing.warmup_step_s, c);
@@ -171,6 +175,7 @@ nlohmann::json RungRunner::held() {
 }
 
 void RungRunner::release() noexcept {
+  partner.reset();
   live.reset();
   try {
     synchronize(dev);
@@ -186,7 +191,8 @@ double RungRunner::repetition(RungRecord& r, bool& stopped) {
   const Lap lap(budget, r.out.timing.seconds["timed"]);
   auto timer = make_step_timer(dev);
   if (clocks) clocks->start();
-  const TimedSteps t = time_steps(r.out.timing.steps, [&] { return live->step(); }, *timer, [] { return g_signal != 0; });
+  const TimedSteps t =
+      time_steps(r.out.timing.steps, [&] { return slow_window().step(*live); }, *timer, [] { return g_signal != 0; });
   if (clocks) clocks->stop();
   stopped = t.stopped;
   if (t.seconds.empty()) return 0;
@@ -203,14 +209,55 @@ double RungRunner::repetition(RungRecord& r, bool& stopped) {
   r.out.timing.final_loss = all[-1].item<double>();
   r.out.timing.rep_step_ms.push_back(1e3 * step_s);
   r.out.timing.rep_tokens_per_sec.push_back(static_cast<double>(r.tokens_per_step()) / step_s);
-  r.out.memory.peak_alloc_bytes = mem.peak_allocated;
-  r.out.memory.peak_reserved_bytes = mem.peak_reserved;
+  if (!partner) r.out.memory.peak_alloc_bytes = mem.peak_allocated, r.out.memory.peak_reserved_bytes = mem.peak_reserved;
   if (dist && ranks(r.spec()) > 1) {
     const auto g = dist->allgather({1e3 * step_s, static_cast<double>(mem.peak_allocated)});
     r.out.per_rank.step_ms.clear(), r.out.per_rank.peak_alloc_bytes.clear();
     for (size_t k = 0; k + 1 < g.size(); k += 2) r.out.per_rank.step_ms.push_back(g[k]), r.out.per_rank.peak_alloc_bytes.push_back(g[k + 1]);
   }
   return total;
+}
+
+void RungRunner::pair(RungRecord& r, const std::vector<RungRecord>& records) {
+  r.out.pairing = {};
+  const RungRecord* with = compared_with(records, r);
+  if (!with) return;  // the baseline: measured against nothing
+  if (ranks(r.spec()) > 1 || ranks(with->spec()) > 1) {
+    r.out.pairing.alone = "a data-parallel rung: its ranks take the same steps, none beside them";
+    return;
+  }
+  const Lap lap(budget, r.out.timing.seconds["beside"]);
+  try {
+    partner = std::make_unique<TrainStep>(with->spec(), dev, data.train, prof.seed);
+    for (int64_t w = 0; w < std::max<int64_t>(1, warmup_steps()); ++w) {
+      const double t0 = budget.elapsed_s();
+      slow_window().step(*partner);
+      synchronize(dev);
+      partner_step_s = budget.elapsed_s() - t0;
+    }
+    r.out.pairing.with = with->name();
+  } catch (const c10::OutOfMemoryError& e) {
+    partner.reset();
+    try {
+      empty_cache(dev);
+    } catch (...) {
+    }
+    r.out.pairing.alone = "timed alone: out of memory with " + with->name() + " beside it (" +
+                          first_line(e.what_without_backtrace()) + ")";
+    std::cerr << "    " << r.out.pairing.alone << "\n";
+  }
+}
+
+void RungRunner::partner_repetition(RungRecord& r, bool& stopped) {
+  const Lap lap(budget, r.out.timing.seconds["beside"]);
+  auto timer = make_step_timer(dev);
+  const TimedSteps t =
+      time_steps(r.out.timing.steps, [&] { return slow_window().step(*partner); }, *timer, [] { return g_signal != 0; });
+  stopped = t.stopped;
+  if (stopped || t.seconds.empty()) return;
+  double total = 0;
+  for (double s : t.seconds) total += s;
+  r.out.pairing.with_tokens_per_sec.push_back(static_cast<double>(partner->tokens_per_step() * static_cast<int64_t>(t.seconds.size())) / total);
 }
 
 void RungRunner::breakdown_pass(RungRecord& r, const std::string& out_dir) {

@@ -37,11 +37,13 @@ struct RungRunner {
   const TokenData& data;
   MemoryMeter& meter;
   Dist* dist;  // nullptr: one process
-  Trajectory baseline;  // the parity reference: the baseline's K losses and first gradient
-  std::unique_ptr<TrainStep> live;  // the rung being timed, kept across its repetitions
-  std::string abort_reason;         // set once the run cannot go on (a lost rank)
-  std::string reference_error;      // why there is no parity reference (it ran out of memory)
-  std::unique_ptr<ClockSampler> clocks;  // NVML over the timed steps (unavailable on the CPU)
+  Trajectory baseline{};  // the parity reference: the baseline's K losses and first gradient
+  std::unique_ptr<TrainStep> live{};  // the rung being timed, kept across its repetitions
+  std::unique_ptr<TrainStep> partner{};  // the rung it is measured against, timed beside it (pair)
+  double partner_step_s = 0;           // that step's last warm-up step
+  std::string abort_reason{};       // set once the run cannot go on (a lost rank)
+  std::string reference_error{};    // why there is no parity reference (it ran out of memory)
+  std::unique_ptr<ClockSampler> clocks{};  // NVML over the timed steps (unavailable on the CPU)
   TimeBudget budget{0};      // the run's time budget (bench/ladder/budget.h)
   int64_t rungs_to_run = 0;  // selected by --rung and not done already
   int64_t rungs_started = 0;
@@ -69,6 +71,13 @@ struct RungRunner {
   // is checked by the rung itself: out of memory in its build or warm-up halves it (one process).
   // `seconds`: this rung's share of the time budget (infinite without one).
   void build(RungRecord& r, double seconds = INFINITY);
+
+  // The rung `r` is measured against, built and warmed up beside it (after build: its batch is settled), so that
+  // their repetitions alternate and a change in the machine's speed hits both (docs/measurement.md: Pairs).
+  // Timed alone, saying why, where there is none, it is data-parallel, or the two do not fit side by side.
+  void pair(RungRecord& r, const std::vector<RungRecord>& records);
+  // One repetition of the partner's, beside repetition k of `r`'s: its tok/s into r's pairing.
+  void partner_repetition(RungRecord& r, bool& stopped);
 
   // The timed steps per repetition and whether the breakdown pass runs: the profile's, or under a
   // time budget what fits this rung's share (what is left of it after build and warm-up). Data-

@@ -59,6 +59,28 @@ MedianInterval median_interval(std::vector<double> v, double level) {
   return m;
 }
 
+PairedRatio paired_ratio(const std::vector<double>& a, const std::vector<double>& b) {
+  PairedRatio p;
+  const size_t n = std::min(a.size(), b.size());
+  if (n == 0) return p;
+  const std::vector<double> a_n(a.begin(), a.begin() + n), b_n(b.begin(), b.begin() + n);
+  const double ma = median(a_n), mb = median(b_n);
+  std::vector<double> speeds;
+  for (size_t k = 0; k < n; ++k) {
+    p.ratios.push_back(a_n[k] / b_n[k]);
+    speeds.push_back(std::sqrt(a_n[k] / ma * (b_n[k] / mb)));  // tok/s: higher is faster
+  }
+  std::sort(speeds.begin(), speeds.end());
+  const size_t trim = n >= 4 ? 1 : 0;  // one odd pair at either end is noise, not the machine
+  p.ratio = median_interval(p.ratios);
+  p.movement = speeds[n - 1 - trim] / speeds[trim];
+  return p;
+}
+
+bool disturbed(const PairedRatio& p) {
+  return p.movement > kQuietMovement && std::log(p.movement) > std::abs(std::log(p.ratio.median));
+}
+
 RatioInterval ratio_interval(const std::vector<double>& a, const std::vector<double>& b, double level) {
   RatioInterval r;
   r.n = static_cast<int>(a.size());

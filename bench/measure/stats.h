@@ -23,7 +23,23 @@ struct RatioInterval {
   int n = 0, m = 0;
 };
 RatioInterval ratio_interval(const std::vector<double>& a, const std::vector<double>& b, double level = 0.95);
-double median(std::vector<double> values);  // 0 for none; the mean of the middle two for an even count
+double median(std::vector<double> values);
+
+// A ratio timed in pairs: repetition k of `a` run right beside repetition k of `b` (tok/s each), so that a change
+// in the machine's speed slows both. The ratio is the median of the pairs' a_k / b_k, with median_interval's
+// interval. `movement`: how far the machine itself moved while the two were timed, the second-fastest pair's speed
+// over the second-slowest's (with 4 pairs or more; else the extremes), a pair's speed being the geometric mean of
+// its two sides' tok/s over their medians.
+struct PairedRatio {
+  MedianInterval ratio;
+  std::vector<double> ratios;
+  double movement = 1;
+};
+PairedRatio paired_ratio(const std::vector<double>& a, const std::vector<double>& b);
+// What a quiet machine's pairs move by (docs/measurement.md: Pairs): past it, and past the ratio's own distance
+// from 1, the machine moved more than the difference measured, and the ratio is not claimed.
+constexpr double kQuietMovement = 1.25;
+bool disturbed(const PairedRatio& p);  // 0 for none; the mean of the middle two for an even count
 // Sample standard deviation over the mean (0 with fewer than 2 values).
 double coefficient_of_variation(const std::vector<double>& values);
 

@@ -49,10 +49,10 @@ def ladder_chart(run: Run) -> plt.Figure:
     base = tps[0] if tps else 1.0
     for bar, r in zip(bars, rungs):
         prev = run.previous(r)
-        label = f"{r.tokens_per_sec / base:.2f}x base"
+        label = f"{run.vs_base(r):.2f}x base"
         if prev:
             state = against_previous(run, r)[0]
-            label = f"{r.tokens_per_sec / prev.tokens_per_sec:.2f}x prev" + ("" if state == "real" else f" ({state})") + ", " + label
+            label = f"{run.ratio(r, prev):.2f}x prev" + ("" if state == "real" else f" ({state})") + ", " + label
         mark = {"pass": " ✓", "fail": " ✗ parity"}.get(r.parity_verdict, "")
         ax.annotate(label + mark, (bar.get_width(), bar.get_y() + bar.get_height() / 2), xytext=(3, 0),
                     textcoords="offset points", ha="left", va="center", fontsize=7)
@@ -204,20 +204,20 @@ def waterfall_charts(run: Run) -> dict[str, plt.Figure]:
     out = {}
     chain = [r for r in ok[1:] if r.kind in (None, "ladder") and run.previous(r) is not None]
     if chain:
-        steps = [(r.name, r.tokens_per_sec / run.previous(r).tokens_per_sec) for r in chain]
+        steps = [(r.name, run.ratio(r)) for r in chain]
         out["waterfall"] = waterfall(f"Ladder waterfall: {run.profile} on {run.device_name}", steps,
-                                     (chain[-1].name + " (total)", chain[-1].tokens_per_sec / base.tokens_per_sec),
+                                     (chain[-1].name + " (total)", run.vs_base(chain[-1])),
                                      base.name)
     adds = [r for r in ok if r.kind == "add_one"]
     if adds:
-        steps = [(r.variant, r.tokens_per_sec / run.previous(r).tokens_per_sec) for r in adds]
+        steps = [(r.variant, run.ratio(r)) for r in adds]
         out["waterfall_add_one"] = waterfall("Add one: each variant's gain alone, composed as if independent",
                                              steps, ("product of the gains", math.prod(f for _, f in steps)),
                                              base.name)
     alls = [r for r in ok if r.kind == "all"]
     drops = [r for r in ok if r.kind == "drop_one" and run.previous(r) is not None]
     if alls and drops:
-        steps = [(r.variant, run.previous(r).tokens_per_sec / r.tokens_per_sec) for r in drops]
+        steps = [(r.variant, 1 / run.ratio(r)) for r in drops]
         out["waterfall_leave_one_out"] = waterfall(
             "Leave one out: what removing each variant from all costs", steps,
             (alls[0].name + " (total)", alls[0].tokens_per_sec / base.tokens_per_sec), base.name)
@@ -234,9 +234,9 @@ def ablation_chart(runs: list[Run]) -> plt.Figure | None:
             if against is None:
                 continue
             if r.kind == "add_one":
-                series.setdefault("alone (add one)", {})[r.variant] = r.tokens_per_sec / against.tokens_per_sec
+                series.setdefault("alone (add one)", {})[r.variant] = run.ratio(r, against)
             elif r.kind == "drop_one":
-                series.setdefault("removed (leave one out)", {})[r.variant] = against.tokens_per_sec / r.tokens_per_sec
+                series.setdefault("removed (leave one out)", {})[r.variant] = 1 / run.ratio(r, against)
     if not series:
         return None
     names = sorted({n for s in series.values() for n in s})

@@ -53,7 +53,11 @@ def checks(run: Run) -> list[Check]:
                 clocks.append(f"{ref['name']}{' ' + scope if scope else ''} at batch "
                               f"{ref.get('config', {}).get('batch', '?')} ({why})")
     trend, order, paired = _paired(run)
+    moved = [f"{r.name} (moved {r.paired['movement']:.2f}x)" for r in ok if r.disturbed]
     return [
+        Check("disturbed", moved, "the machine's speed moved more than the rung's difference while it and the rung "
+              "it is measured against were timed in pairs: its ratio is not claimed (docs/measurement.md: Pairs)",
+              any(r.paired and "ratio" in r.paired for r in ok)),
         Check("memory held at start", held, "a rung before it left tensors allocated: its peak memory includes "
               "them", any(r.held_at_start is not None for r in ok)),
         Check("breakdown coverage", coverage, f"under {100 * COVERAGE:.0f}% of its breakdown's device time falls in "

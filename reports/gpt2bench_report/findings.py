@@ -62,7 +62,7 @@ def _steps(run: Run) -> tuple[list[tuple[float, Rung]], list[tuple[float, Rung]]
     for r in run.rungs:
         prev, verdict = run.previous(r), None
         if r.ok and prev and r.kind != "control" and (verdict := against_previous(run, r)) and verdict[0] == "real":
-            x = r.tokens_per_sec / prev.tokens_per_sec
+            x = run.ratio(r, prev)
             (gains if x > 1 else losses).append((x, r))
     return sorted(gains, key=lambda g: -g[0]), sorted(losses, key=lambda g: g[0])
 
@@ -118,7 +118,7 @@ def _fp8(run: Run) -> str:
     if top is None:
         return f"**FP8**: {r.name} {fmt(r.tokens_per_sec)} tok/s; the rung it is built on did not run."
     verdict = against_previous(run, r)
-    line = (f"**FP8**: {r.name} {r.tokens_per_sec / top.tokens_per_sec:.2f}x {top.name} at B={r.batch} "
+    line = (f"**FP8**: {r.name} {run.ratio(r, top):.2f}x {top.name} at B={r.batch} "
             f"({verdict[0] if verdict else '?'}), parity {r.parity_verdict}")
     if r.peak_alloc_bytes and top.peak_alloc_bytes:
         line += f", peak memory {r.peak_alloc_bytes / top.peak_alloc_bytes:.2f}x"
@@ -163,9 +163,14 @@ def findings(run: Run) -> list[str]:
     """Five to nine lines: each a finding with its figure."""
     base, best = (run.rungs[0] if run.rungs and run.rungs[0].ok else None), fastest(run)
     lines = []
+    if moved := [r for r in run.rungs if r.disturbed]:
+        lines.append(f"**Disturbed**: the machine's speed moved up to {max(r.paired['movement'] for r in moved):.2f}x "
+                     f"while {', '.join(r.name for r in moved[:4])}{' …' if len(moved) > 4 else ''} "
+                     f"{'were' if len(moved) > 1 else 'was'} timed, more than the difference measured: "
+                     f"{'their ratios are' if len(moved) > 1 else 'its ratio is'} not claimed.")
     if best and base:
         lines.append(f"**Fastest**: {best.name} (B={best.batch}), {fmt(best.tokens_per_sec)} tok/s, "
-                     f"{best.tokens_per_sec / base.tokens_per_sec:.2f}x the baseline's {fmt(base.tokens_per_sec)}; "
+                     f"{run.vs_base(best):.2f}x the baseline's {fmt(base.tokens_per_sec)}; "
                      f"{_mfu(run, best)}{_where_the_time_goes(run, best)}.")
     elif best:
         lines.append(f"**Fastest**: {best.name}, {fmt(best.tokens_per_sec)} tok/s (no baseline ran); {_mfu(run, best)}"
@@ -219,7 +224,7 @@ def _ties(run: Run) -> str:
     for r in run.rungs:
         tied = [e.get("variant", "?") for e in (r.kept or []) if e.get("kept") and e.get("tie")]
         if r.ties and r.ok and tied and (before := run.previous(r)) and before.tokens_per_sec:
-            return (f"; with the ties ({', '.join(tied)}) at batch {r.batch}: {r.tokens_per_sec / before.tokens_per_sec:.2f}x "
+            return (f"; with the ties ({', '.join(tied)}) at batch {r.batch}: {run.ratio(r, before):.2f}x "
                     f"{before.name}")
     return ""
 

@@ -54,6 +54,7 @@ class Rung:
     mfu_vs_measured_peak: float | None = None  # model FLOPs/s over the matmul rate its run measured in `precision`
     held_at_start: dict | None = None  # the device memory allocated and reserved as it started (0: nothing left behind)
     counted_vs_formula: float | None = None  # the matmul FLOPs its breakdown pass counted over the formula's
+    paired: dict | None = None  # timed beside the rung it is measured against (rungs.json "paired"; older runs: none)
 
     @property
     def throttled(self) -> bool:
@@ -62,6 +63,11 @@ class Rung:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def disturbed(self) -> bool:
+        """Timed while the machine's speed moved more than its difference (docs/measurement.md: Pairs)."""
+        return bool(self.ok and self.paired and self.paired.get("disturbed"))
 
 
 @dataclass
@@ -147,6 +153,25 @@ class Run:
             return json.loads(path.read_text()) if path.is_file() else None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ReportError(f"{path}: not valid JSON ({e})") from e
+
+    def ratio(self, rung: Rung, against: Rung | None = None) -> float:
+        """`rung` over `against` (by default the rung it is measured against): the paired ratio where the two were
+        timed beside each other, else the medians'."""
+        against = against or self.previous(rung)
+        if rung.paired and rung.paired.get("with") == against.name and "ratio" in rung.paired:
+            return rung.paired["ratio"]
+        return rung.tokens_per_sec / against.tokens_per_sec
+
+    def vs_base(self, rung: Rung) -> float:
+        """`rung` over the baseline: the product of the ratios down the rungs each is measured against (each link
+        paired), else where that chain does not reach the baseline the medians'."""
+        base, x, at = self.rungs[0], 1.0, rung
+        while at is not base:
+            prev = self.previous(at)
+            if prev is None:
+                return rung.tokens_per_sec / base.tokens_per_sec
+            x, at = x * self.ratio(at, prev), prev
+        return x
 
     def previous(self, rung: Rung) -> Rung | None:
         """The ok rung a rung is measured against: rungs.json's compare_to (an extra's is the ladder's
@@ -351,6 +376,7 @@ def _load_rung(r: dict, where: Path) -> Rung:
         held_at_start=_held(r, where),
         counted_vs_formula=_number(r.get("flops", {}).get("counted_vs_formula"), where,
                                    f"rung {r['name']}'s flops.counted_vs_formula"),
+        paired=r.get("paired"),
     )
 
 

@@ -18,7 +18,7 @@ def _first_line(text: str) -> str:
     return text.splitlines()[0] if text else ""
 
 
-_STATE = {"real": "real", "noise": "noise", "drift": "drift", "under drift": "under-drift"}
+_STATE = {"real": "real", "noise": "noise", "drift": "drift", "under drift": "under-drift", "disturbed": "disturbed"}
 
 
 CELL = 60  # the widest cell of the rung table: what does not fit is said in full in the notes
@@ -58,7 +58,10 @@ def _method_notes(run: Run) -> list[str]:
         "tok/s is the median of the repetitions; its interval is the distribution-free confidence interval of the "
         "median from order statistics, at the coverage shown (5 repetitions reach 93.75%, 9 reach 96.1%); cv is "
         "the repetitions' standard deviation over their mean.",
-        f"noise: a difference from the previous rung is real when an exact two-sided Mann-Whitney U test gives "
+        "noise, for a rung timed beside the rung it is measured against (paired, docs/measurement.md: Pairs): real "
+        "where the interval of the pairs' ratios leaves out 1, else noise; \"disturbed\" where the machine's speed "
+        "moved more than the difference while the pairs ran (the ratio is then not claimed). For a rung timed alone "
+        f"(older runs): a difference from the previous rung is real when an exact two-sided Mann-Whitney U test gives "
         f"p < {ALPHA} (both rungs with {MIN_REPS_FOR_U}+ repetitions, as Google Benchmark's compare.py), else when "
         "the repetitions' ranges do not overlap. Where the rung measured against was timed again later in the "
         "run (the control rung, the top timed again after the extras), a rung between the two timings is real only "
@@ -69,7 +72,7 @@ def _method_notes(run: Run) -> list[str]:
     for r in run.rungs:
         if not r.ok and len(why := rung_why(r)) > CELL:
             notes.append(f"{r.name} ({r.status}): {why}")
-        elif r.ok and (verdict := against_previous(run, r)) and verdict[0] in ("drift", "under drift"):
+        elif r.ok and (verdict := against_previous(run, r)) and verdict[0] in ("drift", "under drift", "disturbed"):
             notes.append(f"{r.name}: {_STATE[verdict[0]]}: {verdict[1]}")
     if run.mfu_unreliable:
         notes.insert(0, f"MFU not shown (\"?\"): {run.mfu_unreliable}. No MFU of this run is a fact; tok/s are.")

@@ -52,8 +52,8 @@ def ladder_table(run: Run) -> list[list[str]]:
         interval = "-" if not r.ci else f"{r.ci[0]:,.0f}-{r.ci[1]:,.0f} ({100 * (r.ci_level or 0):.1f}%)"
         rows.append([
             r.name, "ok (throttled)" if r.throttled else "ok", _fmt(r.tokens_per_sec),
-            f"{r.tokens_per_sec / prev.tokens_per_sec:.2f}x" if prev else "-",
-            f"{r.tokens_per_sec / base.tokens_per_sec:.2f}x" if base else "-",
+            f"{run.ratio(r, prev):.2f}x" if prev else "-",
+            f"{run.vs_base(r):.2f}x" if base else "-",
             _fmt(r.step_ms, ".2f"), _fmt((r.peak_alloc_bytes or 0) / charts.GIB, ".3f"),
             "-" if r.mfu is None else "?" if run.mfu_unreliable else f"{100 * r.mfu:.1f}%",
             _short(_parity(r)), noise, p,

@@ -91,6 +91,8 @@ def against_previous(run, rung) -> tuple[str, str] | None:
     prev = run.previous(rung)
     if prev is None:
         return None
+    if (paired := _paired_verdict(rung, prev)) is not None:
+        return paired
     real, how = differs(prev.rep_tokens_per_sec, rung.rep_tokens_per_sec)
     if rung.kind == "control":
         return ("drift" if real else "noise"), how
@@ -117,6 +119,24 @@ def against_previous(run, rung) -> tuple[str, str] | None:
     return "real", how
 
 
+def _paired_verdict(rung, prev) -> tuple[str, str] | None:
+    """A rung timed beside the rung it is measured against (docs/measurement.md: Pairs): "disturbed" where the
+    machine's speed moved more than the difference, else "real" where the pairs' interval leaves out 1, else
+    "noise"; an anti-variant found faster is drift. None for a rung timed alone."""
+    p = rung.paired or {}
+    if p.get("with") != prev.name or "ratio" not in p:
+        return None
+    lo, hi = p["interval"]
+    how = f"paired: {len(p['ratios'])} pairs, {lo:.2f}-{hi:.2f}x at {100 * p['level']:.0f}%"
+    if p.get("disturbed"):
+        return "disturbed", f"{how}; the machine's speed moved {p['movement']:.2f}x while they were timed"
+    if not (lo > 1 or hi < 1):
+        return "noise", how
+    if rung.anti_variant and p["ratio"] > 1:
+        return "drift", how + "; slowed on purpose, so faster is the machine's drift"
+    return "real", how
+
+
 def _timed_again(run, rung):
     """The control rung that times `rung` again later in the run, if one ran."""
     return next((c for c in run.rungs if c.kind == "control" and c.ok and run.previous(c) is rung), None)
@@ -131,8 +151,8 @@ def drifts(run) -> list[tuple[str, float, str]]:
     found = []
     for r in run.rungs:
         prev = run.previous(r) if r.ok else None
-        if prev is None or not differs(prev.rep_tokens_per_sec, r.rep_tokens_per_sec)[0]:
-            continue
+        if prev is None or _paired_verdict(r, prev) or not differs(prev.rep_tokens_per_sec, r.rep_tokens_per_sec)[0]:
+            continue  # a paired rung's ratio has its drift taken out
         ratio = r.tokens_per_sec / prev.tokens_per_sec
         if r.kind == "control":
             if r.batch != prev.batch:  # backed off to another batch (out of memory): another step, not drift

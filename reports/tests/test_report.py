@@ -1499,3 +1499,42 @@ def test_paired_ratios_that_trend_or_differ_by_the_side_first_are_named(tmp_path
     zen3 = ROOT / "reports/reference/cpu-amd-epyc-zen3/20261202-065802-cpu-scaled"  # its references paired, 5 pairs
     assert findings(load_run(zen3))[-1].endswith(
         "its own checks pass (memory held at start, breakdown coverage, FLOP count, paired trend).")
+
+
+def _paired(ratios, movement, disturbed, with_):
+    return {"with": with_, "with_tokens_per_sec": [1.0] * len(ratios), "ratios": ratios,
+            "ratio": sorted(ratios)[len(ratios) // 2], "interval": [min(ratios), max(ratios)], "level": 0.94,
+            "movement": movement, "disturbed": disturbed}
+
+
+def test_paired_ratios_are_the_ratios_and_a_disturbed_one_is_never_claimed(tmp_path):
+    # 01 timed while the machine moved 2.3x: its 3.19x (the medians' ratio, were it unpaired) is not a gain; 04's
+    # pairs say 1.29x however its medians compare, and the product of the links is the rung's x over the baseline.
+    run_dir = tmp_path / "run"
+    shutil.copytree(FIXTURES / "cpu_2threads", run_dir)
+    doc = json.loads((run_dir / "rungs.json").read_text())
+    by = {r["name"]: r for r in doc["rungs"]}
+    by["01_mask_on_the_fly"]["repetitions"]["tokens_per_sec"] = [103000.0] * 5
+    by["01_mask_on_the_fly"]["median"]["tokens_per_sec"] = 103000.0
+    by["01_mask_on_the_fly"]["paired"] = _paired([0.99, 1.0, 1.01, 0.98, 1.02], 2.3, True, "00_baseline")
+    by["03_fused_adamw"]["paired"] = _paired([1.09, 1.1, 1.11, 1.1, 1.12], 1.05, False, "01_mask_on_the_fly")
+    by["04_native_layers"]["paired"] = _paired([1.27, 1.28, 1.29, 1.3, 1.31], 1.04, False, "03_fused_adamw")
+    by["05_sdpa"]["paired"] = {"alone": "a data-parallel rung: its ranks take the same steps, none beside them"}
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    r = {x.name: x for x in run.rungs}
+    assert against_previous(run, r["01_mask_on_the_fly"])[0] == "disturbed"
+    assert against_previous(run, r["04_native_layers"]) == ("real", "paired: 5 pairs, 1.27-1.31x at 94%")
+    assert against_previous(run, r["05_sdpa"])[1] == "U test p=0.008"  # timed alone: its repetitions against 04's
+    assert run.ratio(r["04_native_layers"]) == 1.29
+    assert run.vs_base(r["04_native_layers"]) == pytest.approx(1.0 * 1.1 * 1.29)
+    lines = findings(run)
+    assert lines[0] == ("**Disturbed**: the machine's speed moved up to 2.30x while 01_mask_on_the_fly was timed, "
+                        "more than the difference measured: its ratio is not claimed.")
+    gains = next(x for x in lines if x.startswith("**Largest gains**"))
+    assert "01_mask_on_the_fly" not in gains and "04_native_layers 1.29x" in gains
+    assert "its own checks fail: disturbed at 01_mask_on_the_fly (moved 2.30x)" in lines[-1]
+    rows = {row[0]: row for row in ladder_table(run)[1:]}
+    assert rows["01_mask_on_the_fly"][3:5] == ["1.00x", "1.00x"] and rows["01_mask_on_the_fly"][9] == "disturbed"
+    assert rows["04_native_layers"][3] == "1.29x"
+    assert any("01_mask_on_the_fly: disturbed" in n for n in run_notes(run))
