@@ -74,6 +74,8 @@ Ctrl-C or SIGTERM stops cleanly, keeping the finished rungs. Exit status: 0 no r
 error or a lost rank; 3 a rung left the device unusable or hung (GPT2BENCH_HANG_S, 120 s on CUDA; 0 no watch):
 --resume DIR runs the rest in a new process; 130 stopped by a signal (docs/reliability.md).
 GPT2BENCH_FAULT_DEVICE=<rung>[:free|:device|:hang] (tests) makes that rung fail so.
+Each rung is timed beside the rung it is measured against, repetitions alternating (docs/measurement.md: Pairs).
+GPT2BENCH_FAULT_SLOW=<rung>:<seconds>[:<factor>] (tests) slows every step for a window from that rung's timing.
 )";
 
 constexpr const char* kDdpCheckHelp = R"(usage: gpt2bench ddp-check --profile FILE --out DIR [--steps K] [--batch B] [--nproc N]

@@ -350,6 +350,8 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
                        : x["variant"] == "fused_gelu_backward" ? gelu
                                                               : 0.5;
       for (auto& v : x["repetitions"]["tokens_per_sec"]) v = 1000.0 * f;
+      if (x.contains("paired") && x["paired"].contains("with_tokens_per_sec"))  // the top beside it, as faked
+        for (auto& v : x["paired"]["with_tokens_per_sec"]) v = 1000.0;
       x["parity"]["verdict"] = "pass";
     }
   };

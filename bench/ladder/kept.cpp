@@ -101,7 +101,8 @@ bool judged_faster(const RungRecord& r, const RungRecord& top, const RungRecord*
 // entry) reaches 1.
 bool tied(const nlohmann::json& e) {
   auto reaches_one = [](const nlohmann::json& x) { return x["interval"]["high"].get<double>() >= 1.0; };
-  return reaches_one(e) && (!e.contains("again") || reaches_one(e["again"]));
+  const bool moved = e.value("why", "").find("disturbed") != std::string::npos;  // its pairs say nothing, no tie
+  return !moved && reaches_one(e) && (!e.contains("again") || reaches_one(e["again"]));
 }
 
 }  // namespace
