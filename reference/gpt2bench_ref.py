@@ -275,8 +275,8 @@ def run(cfg):
         tokens = tokens.pin_memory()
     out = {"torch_version": torch.__version__, "python": sys.version.split()[0], "device": cfg["device"],
            "device_name": torch.cuda.get_device_name(device) if cuda else "cpu",
-           # glibc malloc as gpt2bench set it for both sides, keeping what is freed (bench/runtime/memory.h)
-           "malloc": {k: os.environ.get(k) for k in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_")}}
+           # the host allocator gpt2bench set for both sides (bench/runtime/memory.h)
+           "malloc": {k: os.environ.get(k) for k in ("LD_PRELOAD", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")}}
     started = time.perf_counter()
 
     # 1. Parity: the first parity_steps losses from the seed, dropout off, on the data from its start (the first

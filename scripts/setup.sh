@@ -25,8 +25,9 @@ esac
 say() { echo "[setup] $*"; }
 
 # --- Debian packages --------------------------------------------------------------------------
-# chromium: the report tests open the HTML report headless and check it renders.
-pkgs=(g++ make libbenchmark-dev libyaml-cpp-dev libgtest-dev nlohmann-json3-dev libgloo-dev chromium)
+# chromium: the report tests open the HTML report headless and check it renders. libtcmalloc-minimal4: the CPU
+# build's host allocator (docs/development.md: Host allocator).
+pkgs=(g++ make libbenchmark-dev libyaml-cpp-dev libgtest-dev nlohmann-json3-dev libgloo-dev libtcmalloc-minimal4 chromium)
 command -v cmake >/dev/null || pkgs+=(cmake)
 command -v ninja >/dev/null || pkgs+=(ninja-build)
 [ "$flavor" = fuzz ] && pkgs+=(clang libclang-rt-14-dev)

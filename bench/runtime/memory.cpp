@@ -2,6 +2,7 @@
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/alignment.h>
+#include <dlfcn.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -103,24 +104,43 @@ bool reset_process_peak_rss() {
   return static_cast<bool>(f.flush());
 }
 
+namespace {
+
+// The library that gives this process its malloc, when it is gperftools' tcmalloc (linked in the CPU build, where
+// found: CMakeLists.txt); "" for glibc's.
+std::string tcmalloc_library() {
+  void* tc = ::dlsym(RTLD_DEFAULT, "tc_malloc");
+  Dl_info info{};
+  if (!tc || ::dladdr(tc, &info) == 0 || !info.dli_fname) return "";
+  return info.dli_fname;
+}
+
+}  // namespace
+
 std::string settle_host_allocator() {
+  static const std::string said = [] {
+    if (const std::string tc = tcmalloc_library(); !tc.empty()) {
+      const char* theirs = std::getenv("LD_PRELOAD");
+      setenv("LD_PRELOAD", (theirs && *theirs ? tc + ":" + theirs : tc).c_str(), 1);
+      return "tcmalloc (" + tc + ": freed memory taken again without faulting its pages in, RSS flat), here and in "
+             "the Python reference rungs (LD_PRELOAD), handed back between rungs";
+    }
 #if defined(__GLIBC__)
-  constexpr int kTrim = std::numeric_limits<int>::max();
-  static const bool set = [] {
-    const bool ok = mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, kTrim) == 1;
-    setenv("MALLOC_MMAP_MAX_", "0", 1);
+    constexpr int kMapApart = 32 << 20, kTrim = std::numeric_limits<int>::max();
+    const bool ok = mallopt(M_MMAP_THRESHOLD, kMapApart) == 1 && mallopt(M_TRIM_THRESHOLD, kTrim) == 1;
+    setenv("MALLOC_MMAP_THRESHOLD_", std::to_string(kMapApart).c_str(), 1);
     setenv("MALLOC_TRIM_THRESHOLD_", std::to_string(kTrim).c_str(), 1);
-    return ok;
-  }();
-  const std::string what = "glibc malloc keeps what is freed for reuse (no block mapped apart from the heap, the heap "
-                           "not trimmed: M_MMAP_MAX 0, M_TRIM_THRESHOLD 2 GiB), handed back between rungs";
-  if (!set)  // mallopt refused: another malloc in front of glibc's (a sanitizer's)
-    return what + " in the Python reference rungs (MALLOC_MMAP_MAX_, MALLOC_TRIM_THRESHOLD_); here mallopt "
-                  "refused them (another allocator in front of glibc's)";
-  return what + ", here and in the Python reference rungs (MALLOC_MMAP_MAX_, MALLOC_TRIM_THRESHOLD_)";
+    const std::string what = "glibc malloc, blocks under 32 MiB kept for reuse and larger ones mapped apart "
+                             "(M_MMAP_THRESHOLD 32 MiB, M_TRIM_THRESHOLD 2 GiB), handed back between rungs";
+    if (!ok)  // mallopt refused: another malloc in front of glibc's (a sanitizer's)
+      return what + " in the Python reference rungs (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_); here "
+                    "mallopt refused them (another allocator in front of glibc's)";
+    return what + ", here and in the Python reference rungs (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_)";
 #else
-  return "";
+    return std::string();
 #endif
+  }();
+  return said;
 }
 
 std::string settle_device_allocator() {
@@ -136,6 +156,11 @@ std::string settle_device_allocator() {
 }
 
 void release_host_memory() {
+  using Release = void (*)();
+  if (auto* release = reinterpret_cast<Release>(::dlsym(RTLD_DEFAULT, "MallocExtension_ReleaseFreeMemory"))) {
+    release();  // tcmalloc's
+    return;
+  }
 #if defined(__GLIBC__)
   malloc_trim(0);
 #endif

@@ -39,16 +39,16 @@ int64_t cpu_bytes_allocated();
 int64_t process_peak_rss();
 bool reset_process_peak_rss();
 
-// glibc malloc kept from handing freed blocks back (M_MMAP_MAX 0, no trimming), here and in the Python references:
-// otherwise the next step faults their pages in again, some 40% of a cpu-mini step (docs/development.md). Returns
-// what it set, for rungs.json; "" where the C library is not glibc. Idempotent (cli_main calls it first).
+// The host allocator keeps freed memory for the next step without hoarding, here and in the Python references:
+// tcmalloc where linked, else glibc with set thresholds (docs/development.md: Host allocator). Returns what is in
+// effect, for rungs.json. Idempotent (cli_main calls it first).
 std::string settle_host_allocator();
 // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True here and in the Python references, unless the user set theirs:
 // with fixed segments an H100 run's extras ran out of memory beside 27-49 GB reserved but unallocated
 // (docs/development.md). Returns what is in effect, for rungs.json. Idempotent.
 std::string settle_device_allocator();
-// Hands the heap's free memory back to the kernel (malloc_trim): the CPU's empty_cache, between rungs, so that
-// each rung's peak RSS is its own.
+// Hands the heap's free memory back to the kernel (tcmalloc's ReleaseFreeMemory, or malloc_trim): the CPU's
+// empty_cache, between rungs, so that each rung's peak RSS is its own.
 void release_host_memory();
 
 }  // namespace gpt2
