@@ -414,8 +414,8 @@ int cli_main(int argc, char** argv) {
     }
     std::cerr << "gpt2bench: unknown command '" << cmd << "'\n\n" << kMainHelp;
     return 2;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "gpt2bench " << cmd << ": " << e.what() << "\n";
+  } catch (const std::invalid_argument& e) {  // bad input: exit 2, as for an unknown command
+    std::cerr << "gpt2bench " << cmd << ": error: " << e.what() << "\n";
     return 2;
   } catch (const c10::Error& e) {
     std::cerr << "gpt2bench " << cmd << ": error: " << e.what_without_backtrace() << "\n";

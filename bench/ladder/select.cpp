@@ -22,7 +22,7 @@ class RungRegex {
  private:
   static std::string checked(const std::string& filter) {  // the pattern, a leading '-' (negation) dropped
     if (filter.size() > kMaxRungFilter)
-      throw std::runtime_error("--rung takes a pattern of at most " + std::to_string(kMaxRungFilter) +
+      throw std::invalid_argument("--rung takes a pattern of at most " + std::to_string(kMaxRungFilter) +
                                " characters (this one has " + std::to_string(filter.size()) + ")");
     return filter[0] == '-' ? filter.substr(1) : filter;
   }
