@@ -23,6 +23,9 @@ const std::string kBody =
     "name: rel\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cpu\nbatch: 4\nwarmup_steps: 1\n"
     "steps: 40\nrepetitions: 2\nparity_steps: 3\nbreakdown_steps: 0\nseed: 5\n"
     "variants: [mask_on_the_fly, native_layers, fused_adamw, sdpa]\n";
+const std::string kTinyBody =
+    "name: rel\nmodel: tiny\ndata: {synthetic_tokens: 20000}\ndevice: cpu\nbatch: 4\nwarmup_steps: 1\n"
+    "steps: 2\nrepetitions: 2\nparity_steps: 3\nbreakdown_steps: 0\nseed: 5\nvariants: [mask_on_the_fly]\n";
 
 
 // Starts gpt2bench; sends `sig` once a line containing `marker` appears (plus `delay`); returns the
@@ -98,6 +101,24 @@ TEST(Reliability, SigintDuringRung2ThenResumeEqualsAnUninterruptedRun) {
     EXPECT_EQ(a["parity"]["losses"], b["parity"]["losses"]) << a["name"];  // the same math, bit for bit
     // No rung ran twice: exactly `repetitions` timed entries each.
     EXPECT_EQ(iterations_of(results, a["name"].get<std::string>()), 2) << a["name"];
+  }
+}
+
+// A stop before the first rung began (while the peaks are measured, or the parity reference runs) is a clean stop:
+// exit 130, a run directory --resume takes, and the resumed run complete.
+TEST(Reliability, AStopBeforeTheFirstRungIsCleanAndResumable) {
+  for (const std::string marker : {"measuring the fp32 matmul peak", "parity reference, "}) {
+    test::TempDir d;
+    const auto profile = test::write_tiny_profile(d, kTinyBody);
+    auto r = run_and_signal("ladder --profile " + profile + " --out " + (d / "run"), marker, SIGINT, 0.01);
+    ASSERT_EQ(r.exit_code, 130) << marker << ":\n" << r.output;
+    EXPECT_EQ(r.output.find("error"), std::string::npos) << r.output;
+    EXPECT_EQ(test::read_json(d / "run/rungs.json")["status"], "interrupted");
+    r = test::run_gpt2bench("ladder --resume " + (d / "run"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto resumed = test::read_json(d / "run/rungs.json");
+    EXPECT_EQ(resumed["status"], "complete");
+    for (const auto& rung : resumed["rungs"]) EXPECT_EQ(rung["status"], "ok") << rung.dump();
   }
 }
 

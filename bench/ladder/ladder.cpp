@@ -7,7 +7,6 @@
 #include <functional>
 #include <iostream>
 #include <memory>
-#include <set>
 
 #include "bench/ladder/kept.h"
 #include "bench/ladder/lost_device.h"
@@ -64,9 +63,9 @@ void set_counters(benchmark::State& st, RungRecord& rec, double step_s, std::vec
   }
 }
 
-// A rung's first repetition begins: said ahead in rungs.json (a process that ends in it recording nothing leaves it
-// said, for --resume), a kept rung settled, its share of the time budget, then built, warmed up and fitted to that
-// share. A kept rung with nothing to keep ends skipped.
+// A rung begins: said ahead in rungs.json (a process that ends in it recording nothing leaves it said, for
+// --resume), a kept rung settled, its share of the time budget; then built, warmed up, paired with the rung it is
+// measured against and fitted to that share. A kept rung with nothing to keep ends skipped.
 void start_rung(RungRecord& rec, size_t i, size_t n_rungs, RungRunner& ladder, std::vector<RungRecord>& records) {
   rec.out.ends.in_flight = true;
   if (ladder.save_running) ladder.save_running();
@@ -86,48 +85,17 @@ void start_rung(RungRecord& rec, size_t i, size_t n_rungs, RungRunner& ladder, s
   lost_device_exit().inject(rec, ladder.dev);
 }
 
-// After a rung's last repetition: its clocks, the breakdown pass (one process), then parity (RungRunner::finish).
-void end_rung(benchmark::State& st, RungRecord& rec, bool is_baseline, RungRunner& ladder,
-              std::vector<RungRecord>& records, const std::string& out_dir) {
-  if (ladder.clocks) {
-    rec.out.clocks = ladder.clocks->take();
-    if (rec.throttled()) std::cerr << "    THROTTLED: " << rec.out.clocks->throttled_why << "\n";
-  }
-  const nlohmann::json& summary = rec.out.breakdown.summary;
-  if (ladder.prof.breakdown_steps > 0 && ranks(rec.spec()) == 1 && !summary.contains("skipped")) {
-    ladder.breakdown_pass(rec, out_dir);
-    if (!summary.contains("error")) {
-      st.counters["events_per_step"] = summary.at("events_per_step").get<double>();
-      st.counters["busy_fraction"] = summary.at("busy_fraction").get<double>();
-      st.counters["profile_overhead"] = summary.at("overhead").get<double>();
-    }
-  }
-  ladder.finish(rec, is_baseline, &records);
-}
-
-// One repetition of rung `i` as one Google Benchmark iteration: started on the first, then the timed steps; ended
-// after the last. Any failure ends the rung with its status (oom, error, interrupted, diverged) and the next rung
-// starts on a clean device.
-void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_rungs, RungRunner& ladder,
-                    std::vector<RungRecord>& records, const std::string& out_dir) {
+// One timed repetition, one Google Benchmark iteration timed by hand: the rung and its partner by turns, the partner
+// first in odd repetitions, so that a steady drift cancels by twos. A stop (a signal), a divergence or a failure
+// ends the rung; Google Benchmark records the rest as skipped, with why.
+void timed_repetition(benchmark::State& st, RungRecord& rec, bool is_baseline, RungRunner& ladder,
+                      std::vector<RungRecord>& records) {
   const int64_t rep = static_cast<int64_t>(rec.out.timing.rep_step_ms.size());
-  NvtxRange rung_range(rec.plan.benchmark_name.c_str());  // nsys shows the ladder's structure
-  struct InFlight {  // what a lost device records (bench/ladder/lost_device.h)
-    explicit InFlight(RungRecord& r) { lost_device_exit().set_in_flight(&r); }
-    ~InFlight() { lost_device_exit().set_in_flight(nullptr); }
-  } in_flight(rec);
-  if (rec.out.status == RungStatus::kPending && (!ladder.abort_reason.empty() || g_signal)) {
-    rec.out.status = g_signal ? RungStatus::kInterrupted : RungStatus::kError;
-    rec.out.error = g_signal ? "not run: interrupted" : "not run: " + ladder.abort_reason;
+  if (rec.out.status != RungStatus::kPending) {  // ended in an earlier repetition, or before (not run, oom, error)
+    st.SkipWithError(first_line(rec.out.error).c_str());
+    return;
   }
   try {
-    if (rec.out.status == RungStatus::kPending && rep == 0) start_rung(rec, i, n_rungs, ladder, records);
-    if (rec.out.status != RungStatus::kPending) {  // ended in an earlier repetition (diverged, oom, error) or not run
-      st.SkipWithError(first_line(rec.out.error).c_str());
-      return;
-    }
-    if (rep == 0) slow_window().open(rec.name());
-    // Beside the rung it is measured against, first and second by turns: a steady drift cancels by twos.
     bool stopped = false;
     const bool beside_first = ladder.partner && rep % 2 == 1;
     if (beside_first) ladder.partner_repetition(rec, stopped);
@@ -142,76 +110,75 @@ void run_repetition(benchmark::State& st, RungRecord& rec, size_t i, size_t n_ru
     }
     st.SetIterationTime(total_s);
     if (rec.out.timing.diverged_at) {  // no counters: a non-finite one would not be JSON
-      ladder.finish(rec, i == 0, &records);
+      ladder.finish(rec, is_baseline, &records);
       st.SkipWithError(rec.out.error.c_str());
       return;
     }
     set_counters(st, rec, total_s / static_cast<double>(rec.out.timing.steps), records, ladder.peaks);
-    if (rep + 1 == ladder.prof.repetitions) end_rung(st, rec, i == 0, ladder, records, out_dir);
+    ladder.replan(rec);
   } catch (const std::exception& e) {
     ladder.fail(rec, e);
     st.SkipWithError(first_line(rec.out.error).c_str());
   }
 }
 
-// The parity reference: the baseline's losses over K steps from the seed's weights and data. Out of
-// memory (the fp32 baseline at batch 32 on an 80 GB GPU) leaves the rungs to run without parity.
-void parity_reference(RungRunner& ladder, const StepSpec& baseline) {
-  const Profile& prof = ladder.prof;
-  if (prof.parity_steps <= 0) return;
-  std::cerr << "gpt2bench: parity reference, " << prof.parity_steps << " baseline steps...\n";
-  ladder.baseline_spec = baseline;
-  try {
-    ladder.baseline =
-        loss_trajectory(baseline, ladder.dev, ladder.data.train, prof.seed, static_cast<int>(prof.parity_steps));
-  } catch (const c10::OutOfMemoryError& e) {
-    ladder.release();
-    ladder.reference_error = "the baseline ran out of memory at batch " + std::to_string(baseline.batch) + " (" +
-                             first_line(e.what_without_backtrace()) + ")";
-    std::cerr << "gpt2bench: no parity reference: " << ladder.reference_error << "; the rungs run without parity\n";
-  }
-}
-
-// One Google Benchmark per pending rung: one iteration = one repetition's steps, timed on the
-// device at step boundaries and reported with one SetIterationTime (one host wait a repetition).
-void register_rungs(std::vector<RungRecord>& records, RungRunner& ladder, const std::string& filter, const std::string& out_dir) {
-  const DeviceInfo& dev = ladder.dev;
-  // Once a process: Google Benchmark keeps its context until exit (its Shutdown() leaves a dangling pointer that
-  // a second ladder in the same process, as tests/choice_test.cpp runs, would write through).
-  static const bool context_added = [&] {
-    benchmark::AddCustomContext("device", dev.name);
-    benchmark::AddCustomContext("device_type", dev.cuda() ? "cuda" : "cpu");
-    benchmark::AddCustomContext("torch_version", torch_version());
-    benchmark::AddCustomContext("git_sha", git_sha());
-    benchmark::AddCustomContext("profile", ladder.prof.name);
-    benchmark::AddCustomContext("world_size", std::to_string(dev.world_size));
-    return true;
-  }();
-  (void)context_added;
-  const size_t n = records.size();
-  for (size_t i = 0; i < n; ++i) {
-    RungRecord* rec = &records[i];
-    if (!rung_selected(filter, *rec)) continue;
-    auto fn = [rec, i, n, &ladder, &records, out_dir](benchmark::State& st) {
-      for (auto _ : st) run_repetition(st, *rec, i, n, ladder, records, out_dir);
-    };
-    benchmark::RegisterBenchmark(rec->plan.benchmark_name.c_str(), fn)
-        ->UseManualTime()
-        ->Iterations(1)
-        ->Repetitions(static_cast<int>(ladder.prof.repetitions))
-        ->Unit(benchmark::kMillisecond);
-  }
-}
-
-void run_benchmarks(TeeReporter& reporter) {
-  // (colour: TeeReporter's own console reporter decides; Google Benchmark's flag is for its default one)
-  std::vector<std::string> args = {"gpt2bench", "--benchmark_counters_tabular=true"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  int argc = static_cast<int>(argv.size());
-  benchmark::Initialize(&argc, argv.data());
-  if (!g_signal) benchmark::RunSpecifiedBenchmarks(&reporter);
+// The rung's repetitions as one Google Benchmark (its manual-time idiom: Iterations(1), Repetitions(N)), reported
+// to `reporter`, which keeps Google Benchmark's JSON and console table.
+void time_repetitions(RungRecord& rec, bool is_baseline, RungRunner& ladder, std::vector<RungRecord>& records,
+                      TeeReporter& reporter) {
+  if (rec.out.status == RungStatus::kPending) slow_window().open(rec.name());
+  auto fn = [&](benchmark::State& st) {
+    for (auto _ : st) timed_repetition(st, rec, is_baseline, ladder, records);
+  };
+  benchmark::RegisterBenchmark(rec.plan.benchmark_name.c_str(), fn)
+      ->UseManualTime()
+      ->Iterations(1)
+      ->Repetitions(static_cast<int>(ladder.prof.repetitions))
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::ClearRegisteredBenchmarks();
+}
+
+// After its last repetition: its clocks, the breakdown pass (one process), then parity (RungRunner::finish).
+void end_rung(RungRecord& rec, bool is_baseline, RungRunner& ladder, std::vector<RungRecord>& records,
+              const std::string& out_dir) {
+  if (ladder.clocks) {
+    rec.out.clocks = ladder.clocks->take();
+    if (rec.throttled()) std::cerr << "    THROTTLED: " << rec.out.clocks->throttled_why << "\n";
+  }
+  if (ladder.prof.breakdown_steps > 0 && ranks(rec.spec()) == 1 && !rec.out.breakdown.summary.contains("skipped"))
+    ladder.breakdown_pass(rec, out_dir);
+  ladder.finish(rec, is_baseline, &records);
+}
+
+// One rung's life, top to bottom: begun (build, warm-up, partner, fit), its timed repetitions, its breakdown pass
+// and parity; then rungs.json and results.json rewritten, and its line said. Any failure ends the rung with its
+// status (oom, error, interrupted, diverged), and the next rung starts on a clean device.
+void run_rung(size_t i, RungRunner& ladder, std::vector<RungRecord>& records, const std::string& out_dir,
+              TeeReporter& reporter, RunWriter& writer) {
+  RungRecord& rec = records[i];
+  NvtxRange rung_range(rec.plan.benchmark_name.c_str());  // nsys shows the ladder's structure
+  struct InFlight {  // what a lost device records (bench/ladder/lost_device.h)
+    explicit InFlight(RungRecord& r) { lost_device_exit().set_in_flight(&r); }
+    ~InFlight() { lost_device_exit().set_in_flight(nullptr); }
+  } in_flight(rec);
+  if (!ladder.abort_reason.empty() || g_signal) {
+    rec.out.status = g_signal ? RungStatus::kInterrupted : RungStatus::kError;
+    rec.out.error = g_signal ? "not run: interrupted" : "not run: " + ladder.abort_reason;
+  }
+  auto guarded = [&](const std::function<void()>& stage) {
+    try {
+      if (rec.out.status == RungStatus::kPending) stage();
+    } catch (const std::exception& e) {
+      ladder.fail(rec, e);
+    }
+  };
+  guarded([&] { start_rung(rec, i, records.size(), ladder, records); });
+  time_repetitions(rec, i == 0, ladder, records, reporter);
+  guarded([&] { end_rung(rec, i == 0, ladder, records, out_dir); });
+  writer.flush(records, "running");
+  std::cerr << rung_line(rec, compared_with(records, rec)) << "\n";
+  if (const std::string took = seconds_line(rec); !took.empty()) std::cerr << took << "\n";
 }
 
 // The summary table and the exit code: 130 interrupted, 1 on an error or a lost rank, else 0.
@@ -282,32 +249,57 @@ std::unique_ptr<RunLock> claim_run_dir(const LadderOptions& o) {
   return std::make_unique<RunLock>(o.out_dir);
 }
 
-// After each rung Google Benchmark reports: rungs.json and results.json rewritten, the rung's line, the progress.
-std::function<void(const std::string&)> on_rung_reported(RungRunner& ladder, const std::vector<RungRecord>& records,
-                                                         RunWriter& writer) {
-  auto told = std::make_shared<std::set<std::string>>();  // Google Benchmark reports a rung twice: runs, aggregates
-  return [&ladder, &records, &writer, told](const std::string& name) {
-    writer.flush(records, "running");
-    for (const auto& r : records)
-      if (name.rfind(r.plan.benchmark_name + "/", 0) == 0 && told->insert(r.name()).second) {
-        std::cerr << rung_line(r, compared_with(records, r)) << "\n";
-        if (const std::string took = seconds_line(r); !took.empty()) std::cerr << took << "\n";
-        std::cerr << "gpt2bench: " << ladder.budget.progress(static_cast<int64_t>(told->size()), ladder.rungs_to_run)
-                  << "\n";
-      }
-  };
+// The parity reference: the baseline's losses over K steps from the seed's weights and data. Out of
+// memory (the fp32 baseline at batch 32 on an 80 GB GPU) leaves the rungs to run without parity.
+void parity_reference(RungRunner& ladder, const StepSpec& baseline) {
+  const Profile& prof = ladder.prof;
+  if (prof.parity_steps <= 0 || g_signal) return;
+  std::cerr << "gpt2bench: parity reference, " << prof.parity_steps << " baseline steps...\n";
+  ladder.baseline_spec = baseline;
+  try {
+    ladder.baseline =
+        loss_trajectory(baseline, ladder.dev, ladder.data.train, prof.seed, static_cast<int>(prof.parity_steps));
+  } catch (const c10::OutOfMemoryError& e) {
+    ladder.release();
+    ladder.reference_error = "the baseline ran out of memory at batch " + std::to_string(baseline.batch) + " (" +
+                             first_line(e.what_without_backtrace()) + ")";
+    std::cerr << "gpt2bench: no parity reference: " << ladder.reference_error << "; the rungs run without parity\n";
+  }
 }
 
-// The rungs --rung selects under Google Benchmark (`reporter` keeps its results for the writer); then the other
-// ranks told that the data-parallel rungs are done.
+// Google Benchmark set up once a process: its context (kept until exit: its Shutdown() leaves a dangling pointer
+// that a second ladder in the same process, as tests/choice_test.cpp runs, would write through) and its flags.
+void start_benchmark(const Profile& prof, const DeviceInfo& dev) {
+  static const bool started = [&] {
+    benchmark::AddCustomContext("device", dev.name);
+    benchmark::AddCustomContext("device_type", dev.cuda() ? "cuda" : "cpu");
+    benchmark::AddCustomContext("torch_version", torch_version());
+    benchmark::AddCustomContext("git_sha", git_sha());
+    benchmark::AddCustomContext("profile", prof.name);
+    benchmark::AddCustomContext("world_size", std::to_string(dev.world_size));
+    // (colour: TeeReporter's own console reporter decides; Google Benchmark's flag is for its default one)
+    static std::vector<std::string> args = {"gpt2bench", "--benchmark_counters_tabular=true"};
+    static std::vector<char*> argv;  // Google Benchmark keeps argv[0] (its context's executable)
+    for (auto& a : args) argv.push_back(a.data());
+    int argc = static_cast<int>(argv.size());
+    benchmark::Initialize(&argc, argv.data());
+    return true;
+  }();
+  (void)started;
+}
+
+// The ladder: each rung --rung selects, one after the other (run_rung), with the run's progress after each; then
+// the other ranks told that the data-parallel rungs are done.
 void run_rungs(const LadderOptions& o, RungRunner& ladder, std::vector<RungRecord>& records, RunWriter& writer,
                TeeReporter& reporter) {
-  register_rungs(records, ladder, o.rung_filter, o.out_dir);
-  const bool any_rung = std::any_of(records.begin(), records.end(),
-                                    [&](const RungRecord& r) { return rung_selected(o.rung_filter, r); });
-  if (any_rung) {  // --rung may select reference rungs alone
-    writer.attach(&reporter);
-    run_benchmarks(reporter);
+  if (std::any_of(records.begin(), records.end(), [&](const RungRecord& r) { return rung_selected(o.rung_filter, r); }))
+    writer.attach(&reporter);  // --rung may select reference rungs alone
+  start_benchmark(ladder.prof, ladder.dev);
+  int64_t done = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (!rung_selected(o.rung_filter, records[i])) continue;
+    run_rung(i, ladder, records, o.out_dir, reporter, writer);
+    std::cerr << "gpt2bench: " << ladder.budget.progress(++done, ladder.rungs_to_run) << "\n";
   }
   if (ladder.dist) {
     ladder.dist->post("done");
@@ -368,7 +360,7 @@ int run_ladder(const LadderOptions& o) {
   parity_reference(ladder, records[0].plan.rung.spec);
 
   // 3. The rungs under Google Benchmark, the results rewritten after each.
-  TeeReporter reporter(on_rung_reported(ladder, records, writer), o.verbose);
+  TeeReporter reporter(o.verbose);
   run_rungs(o, ladder, records, writer, reporter);
   // 4. The Python reference rungs, on the same device, data and batch; beside the rungs, not in them.
   if (!g_signal && ladder.abort_reason.empty()) run_reference_rungs(o, ladder, records, writer);

@@ -291,15 +291,16 @@ void RankFigures::read(const nlohmann::json& rung) {
 }
 
 // Colour only on a terminal: a ConsoleReporter of our own does not read --benchmark_color.
-TeeReporter::TeeReporter(std::function<void(const std::string&)> on_rung, bool console)
+TeeReporter::TeeReporter(bool console)
     : console_(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular : benchmark::ConsoleReporter::OO_Tabular),
-      on_rung_(std::move(on_rung)),
       console_on_(console) {
   json_.SetOutputStream(&json_out_);
   json_.SetErrorStream(&json_err_);
 }
 
 bool TeeReporter::ReportContext(const Context& c) {
+  if (context_reported_) return true;
+  context_reported_ = true;
   console_.SetOutputStream(&GetOutputStream());
   console_.SetErrorStream(&GetErrorStream());
   json_.ReportContext(c);
@@ -309,7 +310,6 @@ bool TeeReporter::ReportContext(const Context& c) {
 void TeeReporter::ReportRuns(const std::vector<Run>& runs) {
   if (console_on_) console_.ReportRuns(runs);
   json_.ReportRuns(runs);
-  if (!runs.empty()) on_rung_(runs.front().run_name.str());
 }
 
 void TeeReporter::Finalize() {
@@ -359,7 +359,10 @@ std::string seconds_line(const RungRecord& r) {
   return parts.empty() ? "" : "    took " + format_duration(total) + ": " + parts;
 }
 
-std::string TeeReporter::json_so_far() const { return json_out_.str() + "\n  ]\n}\n"; }
+std::string TeeReporter::json_so_far() const {
+  if (json_out_.str().empty()) return R"({"benchmarks": []})";  // stopped before the first rung began
+  return json_out_.str() + "\n  ]\n}\n";
+}
 
 std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, bool aborted, bool reference_failed) {
   if (interrupted) return "interrupted";

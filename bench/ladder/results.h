@@ -168,8 +168,9 @@ void restore(RungRecord& r, const nlohmann::json& j);
 // Benchmark's own JSON document in memory; after each benchmark's runs it calls `on_rung(name)`.
 class TeeReporter : public benchmark::BenchmarkReporter {
  public:
-  // `console`: also show Google Benchmark's own console table (gpt2bench ladder --verbose).
-  TeeReporter(std::function<void(const std::string&)> on_rung, bool console);
+  // `console`: also show Google Benchmark's own console table (gpt2bench ladder --verbose). A run of
+  // Google Benchmark for each rung: the context is kept from the first.
+  explicit TeeReporter(bool console);
   bool ReportContext(const Context& c) override;
   void ReportRuns(const std::vector<Run>& runs) override;
   void Finalize() override;
@@ -180,8 +181,7 @@ class TeeReporter : public benchmark::BenchmarkReporter {
   benchmark::ConsoleReporter console_;
   benchmark::JSONReporter json_;
   std::ostringstream json_out_, json_err_;
-  std::function<void(const std::string&)> on_rung_;
-  bool console_on_;
+  bool console_on_, context_reported_ = false;
 };
 
 // One line for a rung that has ended (what the console shows as it goes): status, tok/s, the ratio

@@ -151,6 +151,7 @@ void RungRunner::fit(RungRecord& r, double share_s, double started_s) {
   c.keep_breakdown = r.plan.kind == RungKind::kKept || class_at_equal_batch(r.plan.rung.applied) == ParityClass::kFp8 ||
                      r.plan.searches_own_batch();
   const RungFit f = fit_rung(left, r.out.timing.warmup_step_s, c);
+  fitted = {share_s, started_s, r.out.timing.warmup_step_s, c};
   r.out.timing.steps = f.steps;
   r.out.timing.parity_steps = f.parity_steps;
   std::string note;
@@ -163,6 +164,33 @@ void RungRunner::fit(RungRecord& r, double share_s, double started_s) {
                       format_duration(r.out.timing.warmup_step_s) + " a step)";
   if (!f.breakdown) r.out.breakdown.summary = {{"skipped", "over the time budget"}};
   std::cerr << "    " << r.out.timing.budget_note << "\n";
+}
+
+void RungRunner::replan(RungRecord& r) {
+  const int64_t left_reps = prof.repetitions - static_cast<int64_t>(r.out.timing.rep_step_ms.size());
+  if (!budget.limited() || ranks(r.spec()) > 1 || fitted.step_s <= 0 || left_reps <= 0 ||
+      r.out.timing.rep_step_ms.empty())
+    return;
+  const double step_s = r.out.timing.rep_step_ms.back() / 1e3;
+  if (step_s <= kReplanSlower * fitted.step_s || r.out.timing.steps == 1) return;
+  RungCost c = fitted.cost;
+  c.repetitions = left_reps, c.max_steps = r.out.timing.steps;
+  const double left = fitted.share_s - (budget.elapsed_s() - fitted.started_s);
+  const RungFit f = fit_rung(left, step_s, c);
+  if (f.steps >= r.out.timing.steps) return;
+  std::ostringstream note;
+  note << "re-planned after repetition " << r.out.timing.rep_step_ms.size() << ": " << f.steps << " timed step(s) "
+       << "per repetition, not " << r.out.timing.steps << " (" << format_duration(step_s) << " a step, "
+       << format_duration(fitted.step_s) << " planned)";
+  if (static_cast<double>(left_reps) * c.pair_weight * step_s > left)
+    note << "; at the floor of one step a repetition, over its share";
+  r.out.timing.steps = f.steps;
+  r.out.timing.parity_steps = std::min(r.out.timing.parity_steps, f.parity_steps);
+  if (!f.breakdown && !r.out.breakdown.summary.contains("skipped"))
+    r.out.breakdown.summary = {{"skipped", "over the time budget"}};
+  fitted.step_s = step_s;
+  r.out.timing.budget_note += (r.out.timing.budget_note.empty() ? "" : "; ") + note.str();
+  std::cerr << "    " << note.str() << "\n";
 }
 
 nlohmann::json RungRunner::held() {

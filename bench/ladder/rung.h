@@ -83,6 +83,15 @@ struct RungRunner {
   // time budget what fits this rung's share (what is left of it after build and warm-up). Data-
   // parallel rungs keep the profile's (every rank must take the same steps).
   void fit(RungRecord& r, double share_s, double started_s);
+  // After a timed repetition: where its steps ran over kReplanSlower times slower than the fit assumed (the machine
+  // slowed), the repetitions left take the steps that fit what is left of the share at the speed measured. At the
+  // floor of one step a repetition it runs over its share, and says so.
+  static constexpr double kReplanSlower = 1.2;
+  struct Fitted {
+    double share_s = 0, started_s = 0, step_s = 0;  // the rung's share of the budget, its start, the step time assumed
+    RungCost cost{};
+  } fitted{};
+  void replan(RungRecord& r);
 
   // What the device holds now (after release(): what nothing of ours should still hold), said on the console where it
   // is over kHeldWarnBytes: memory left behind by what ran before, which a later rung or reference cannot have.

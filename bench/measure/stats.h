@@ -38,7 +38,7 @@ struct PairedRatio {
 PairedRatio paired_ratio(const std::vector<double>& a, const std::vector<double>& b);
 // What a quiet machine's pairs move by (docs/measurement.md: Pairs): past it, and past the ratio's own distance
 // from 1, the machine moved more than the difference measured, and the ratio is not claimed.
-constexpr double kQuietMovement = 1.25;
+constexpr double kQuietMovement = 1.5;
 bool disturbed(const PairedRatio& p);  // 0 for none; the mean of the middle two for an even count
 // Sample standard deviation over the mean (0 with fewer than 2 values).
 double coefficient_of_variation(const std::vector<double>& values);
