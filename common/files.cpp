@@ -1,5 +1,6 @@
 #include "common/files.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <glob.h>
 #include <sys/stat.h>
@@ -80,12 +81,18 @@ std::vector<std::string> glob(const std::string& pattern) {
 
 void write_file_atomic(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error(path + ": cannot write");
-    f << content;
-    f.flush();
-    if (!f) throw std::runtime_error(path + ": write failed");
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw os_error("cannot write", path, errno);
+  int err = 0;  // the OS's reason (ENOSPC: a full disk), the partial file removed
+  for (size_t done = 0; done < content.size() && !err;) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n > 0) done += static_cast<size_t>(n);
+    else if (n == 0 || errno != EINTR) err = n == 0 ? EIO : errno;
+  }
+  if (::close(fd) != 0 && !err) err = errno;
+  if (err) {
+    ::unlink(tmp.c_str());
+    throw os_error("write failed", path, err);
   }
   rename(tmp, path);
 }

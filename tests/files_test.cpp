@@ -1,8 +1,10 @@
 // common/files: the POSIX file operations that replace std::filesystem in code linked with libtorch.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <csignal>
 #include <stdexcept>
 
 #include "common/files.h"
@@ -63,6 +65,30 @@ TEST(Files, ErrorsNameThePathAndTheReason) {
   EXPECT_THROW(files::create_dirs(d / "plain/sub"), std::runtime_error);  // a file stands in the way
   EXPECT_THROW(files::rename(d / "missing", d / "other"), std::runtime_error);
   EXPECT_FALSE(files::is_file(std::string(5000, 'a')));  // a name too long for the OS: false, no throw
+}
+
+// A disk that fills mid-write (faked by a file-size limit: the write fails as on a full disk, EFBIG for ENOSPC): the
+// error says the OS's reason, the partial file is gone, and what was there before stands.
+TEST(Files, AFailedWriteSaysWhyAndLeavesNothingBehind) {
+  test::TempDir d;
+  files::write_file_atomic(d / "rungs.json", "before");
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // the write then fails instead of ending the process
+  rlimit small = old;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string error;
+  try {
+    files::write_file_atomic(d / "rungs.json", std::string(1 << 20, 'x'));
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(error.find("rungs.json: write failed (File too large)"), std::string::npos) << error;
+  EXPECT_EQ(test::read_text(d / "rungs.json"), "before");
+  EXPECT_EQ(files::glob(d / "rungs.json.tmp.*").size(), 0u);
 }
 
 }  // namespace

@@ -655,6 +655,11 @@ TEST(RunStatus, PartialWhenAnyRungFailed) {
   EXPECT_EQ(run_status({rung("00_baseline", "oom", "x")}, false, false), "partial");
   EXPECT_EQ(run_status({rung("00_baseline", "ok")}, true, false), "interrupted");
   EXPECT_EQ(run_status({rung("00_baseline", "ok")}, false, true), "aborted");
+  // nothing measured is never complete
+  EXPECT_EQ(run_status({rung("00_baseline", "diverged"), rung("01_x", "skipped")}, false, false), "partial");
+  EXPECT_TRUE(nothing_measured({rung("00_baseline", "diverged"), rung("01_x", "oom", "x")}));
+  EXPECT_FALSE(nothing_measured({rung("00_baseline", "skipped")}));
+  EXPECT_FALSE(nothing_measured({rung("00_baseline", "ok"), rung("01_x", "diverged")}));
 }
 
 // The parity cell says what was judged: the deviation and the gradient norm's ratio for the same problem, the

@@ -100,6 +100,12 @@ TEST(Ownership, APeakMeasuredBelowARateAchievedIsRaisedAndFlaggedAndNoMfuPassesO
     EXPECT_LE(rung["median"]["mfu"].get<double>(), 1.0) << rung["name"];
     EXPECT_LE(rung["median"]["mfu_vs_measured_peak"].get<double>(), 1.0) << rung["name"];
   }
+  // the closing table shows no MFU it cannot stand by: "?", as the report does
+  const size_t row = r.output.find("\n00_baseline", r.output.find("vs prev"));
+  ASSERT_NE(row, std::string::npos) << r.output;
+  const std::string baseline_row = r.output.substr(row + 1, r.output.find('\n', row + 1) - row - 1);
+  EXPECT_EQ(baseline_row.find('%'), std::string::npos) << baseline_row;
+  EXPECT_NE(baseline_row.find("  ?  "), std::string::npos) << baseline_row;
   const auto results = test::read_json(d / "run/results.json");
   for (const auto& b : results["benchmarks"]) {  // not the cv aggregate: a spread over the mean, not an MFU
     if (b.contains("mfu") && b.value("aggregate_name", "") != "cv") {
@@ -167,8 +173,10 @@ TEST(Ownership, OnlyARaisedPeakThatIsTheCpusBestMakesItsMfuUnreliable) {
   EXPECT_TRUE(peaks.to_json()["unreliable"].contains("bf16"));
   EXPECT_DOUBLE_EQ(*records[0].plan.mfu_peak, 100e9);
   EXPECT_EQ(records[0].plan.mfu_basis.find("UNRELIABLE"), std::string::npos) << records[0].plan.mfu_basis;
+  EXPECT_FALSE(records[0].plan.mfu_unreliable);
   EXPECT_TRUE(peaks.hold(records[0], 120e9, records));
   EXPECT_NE(records[1].plan.mfu_basis.find("UNRELIABLE"), std::string::npos) << records[1].plan.mfu_basis;
+  EXPECT_TRUE(records[1].plan.mfu_unreliable);
 }
 
 // --rung: 100,000 characters crashed std::regex (its recursion); 20,000 nested groups too. Now: a pattern over

@@ -450,9 +450,10 @@ TEST(Reliability, DivergenceIsRecordedWithItsStepAndTheLadderGoesOn) {
   body.replace(body.find("steps: 40"), 9, "steps: 5");
   const auto profile = test::write_tiny_profile(d, body + "lr: 1.0e+8\n");
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
-  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // every rung diverged: no rung was measured, so no success
+  EXPECT_NE(r.output.find("no rung was measured"), std::string::npos) << r.output;
   const auto rungs = test::read_json(d / "run/rungs.json");
-  EXPECT_EQ(rungs["status"], "complete");
+  EXPECT_EQ(rungs["status"], "partial");
   for (const auto& rung : rungs["rungs"]) {
     EXPECT_EQ(rung["status"], "diverged") << rung["name"];
     EXPECT_GE(rung["diverged_at_step"].get<int>(), 1);
@@ -466,7 +467,8 @@ TEST(Reliability, OutOfTheCpuMemoryBudgetIsOomAndTheLadderGoesOn) {
   body.replace(body.find("steps: 40"), 9, "steps: 2");
   const auto profile = test::write_tiny_profile(d, body + "settings: {cpu_memory_budget_gb: 0.000001}\n");
   auto r = test::run_gpt2bench("ladder --profile " + profile + " --out " + (d / "run"));
-  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // no rung was measured
+  EXPECT_NE(r.output.find("no rung was measured"), std::string::npos) << r.output;
   const auto rungs = test::read_json(d / "run/rungs.json");
   EXPECT_EQ(rungs["status"], "partial");  // not "complete": rungs ran out of memory
   ASSERT_EQ(rungs["rungs"].size(), 5u);

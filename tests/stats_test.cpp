@@ -102,6 +102,18 @@ TEST(Stats, PairedRatioStandsWhenTheMachineSlowsBothSides) {
   EXPECT_FALSE(disturbed(big));  // 4.5x is beyond what a 2x movement could make
 }
 
+// Steady work beside a CPU run changes a ratio without moving its pairs (a busy 2-core machine: bf16's gain 2.33x,
+// 1.95x quiet, its pairs moved 1.07x): a run that got under kBusyCoreShare of its cores is disturbed at any ratio.
+TEST(Stats, ARatioTimedWhileOtherWorkTookTheCoresIsDisturbedHoweverLarge) {
+  PairedRatio p = paired_ratio({2934, 3056, 2414, 3019, 3217}, {1161, 1363, 1497, 1296, 1301});
+  EXPECT_LT(p.movement, kQuietMovement);
+  EXPECT_FALSE(disturbed(p));  // the pairs alone cannot tell
+  p.core_share = 0.6;
+  EXPECT_TRUE(disturbed(p));
+  p.core_share = 0.97;  // a quiet machine's share (ATen's threads spin while they wait)
+  EXPECT_FALSE(disturbed(p));
+}
+
 TEST(Stats, OneOddPairIsNotTheMachineMoving) {
   const PairedRatio p = paired_ratio({100, 102, 99, 50, 101}, {100, 101, 100, 100, 99});
   EXPECT_LT(p.movement, 1.05);  // the one slow repetition trimmed

@@ -192,6 +192,10 @@ int conclude(const std::vector<RungRecord>& ran, const RungRunner& ladder, const
             << "\n         " << writer.rungs_path() << "\n";
   bool errored = references_failed(writer.references());
   for (const auto& r : ran) errored = errored || r.out.status == RungStatus::kError;
+  if (nothing_measured(ran)) {
+    std::cout << "\nno rung was measured: each ended diverged, out of memory or in error (above)\n";
+    errored = true;
+  }
   if (const std::string failed = parity_failures(ran); !failed.empty()) std::cout << "\n" << failed;
   if (const auto moved = disturbed_rungs(ran); !moved.empty()) {
     std::cout << "\nDISTURBED: the machine's speed moved more than these rungs' differences while they were timed; "

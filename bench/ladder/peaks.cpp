@@ -95,12 +95,13 @@ bool Peaks::hold(const RungRecord& r, double flops_per_s, std::vector<RungRecord
 void Peaks::set_into(std::vector<RungRecord>& records) const {
   auto [mfu_peak, mfu_basis] = mfu_peak_for(dev_, measured_);
   // A CPU's MFU is over its best rate: unreliable where that precision's peak was raised, not another's below it.
-  if (!dev_.cuda() && unreliable_.contains(to_string(best_measured(measured_))))
-    mfu_basis += "; UNRELIABLE: raised to a rate a rung achieved";
+  const bool unreliable = !dev_.cuda() && unreliable_.contains(to_string(best_measured(measured_)));
+  if (unreliable) mfu_basis += "; UNRELIABLE: raised to a rate a rung achieved";
   for (auto& r : records) {
     if (auto m = measured_.find(math_mode(r.plan.rung.spec)); m != measured_.end()) r.plan.measured_peak = m->second;
     r.plan.mfu_peak = mfu_peak;
     r.plan.mfu_basis = mfu_basis;
+    r.plan.mfu_unreliable = unreliable;
   }
 }
 

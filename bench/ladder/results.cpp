@@ -50,7 +50,9 @@ double RungRecord::median_step_ms() const { return median(out.timing.rep_step_ms
 std::optional<PairedRatio> RungRecord::paired() const {
   if (out.pairing.with.empty() || out.pairing.with_tokens_per_sec.empty() || out.timing.rep_tokens_per_sec.empty())
     return std::nullopt;
-  return paired_ratio(out.timing.rep_tokens_per_sec, out.pairing.with_tokens_per_sec);
+  PairedRatio p = paired_ratio(out.timing.rep_tokens_per_sec, out.pairing.with_tokens_per_sec);
+  if (!out.pairing.core_shares.empty()) p.core_share = median(out.pairing.core_shares);
+  return p;
 }
 
 double ratio_to(const RungRecord& r, const RungRecord& against) {
@@ -58,11 +60,16 @@ double ratio_to(const RungRecord& r, const RungRecord& against) {
   return r.median_tokens_per_sec() / against.median_tokens_per_sec();
 }
 
+std::string disturbance(const PairedRatio& p) {
+  return strf("moved %.2fx", p.movement) +
+         (p.core_share < kBusyCoreShare ? strf(", %.0f%% of its cores", 100 * p.core_share) : std::string());
+}
+
 std::vector<std::string> disturbed_rungs(const std::vector<RungRecord>& rungs) {
   std::vector<std::string> out;
   for (const auto& r : rungs)
     if (const auto p = r.ok() ? r.paired() : std::nullopt; p && disturbed(*p))
-      out.push_back(strf("%s (moved %.2fx)", r.name().c_str(), p->movement));
+      out.push_back(r.name() + " (" + disturbance(*p) + ")");
   return out;
 }
 
@@ -70,7 +77,12 @@ void RungPairing::write(nlohmann::json& rung, const std::vector<double>& own) co
   if (!alone.empty()) rung["paired"] = {{"alone", alone}};
   if (with.empty()) return;
   nlohmann::json& j = rung["paired"] = {{"with", with}, {"with_tokens_per_sec", with_tokens_per_sec}};
-  const PairedRatio p = paired_ratio(own, with_tokens_per_sec);
+  PairedRatio p = paired_ratio(own, with_tokens_per_sec);
+  if (!core_shares.empty()) {
+    j["core_shares"] = core_shares;
+    j["core_share"] = p.core_share = median(core_shares);
+    j["busy"] = p.core_share < kBusyCoreShare;  // other work took its cores
+  }
   if (p.ratios.empty()) return;
   j["ratios"] = p.ratios;
   j["ratio"] = p.ratio.median;
@@ -86,6 +98,7 @@ void RungPairing::read(const nlohmann::json& rung) {
   with = j.value("with", "");
   alone = j.value("alone", "");
   if (j.contains("with_tokens_per_sec")) with_tokens_per_sec = j["with_tokens_per_sec"].get<std::vector<double>>();
+  if (j.contains("core_shares")) core_shares = j["core_shares"].get<std::vector<double>>();
 }
 
 std::optional<double> RungRecord::mfu(double tps) const {
@@ -334,7 +347,7 @@ std::string rung_line(const RungRecord& r, const RungRecord* against) {
   }
   const double t = r.median_tokens_per_sec();
   const auto p = r.paired();
-  const std::string how = !against ? "" : p && disturbed(*p) ? strf(" paired, DISTURBED: moved %.2fx", p->movement)
+  const std::string how = !against ? "" : p && disturbed(*p) ? " paired, DISTURBED: " + disturbance(*p)
                                       : p                    ? std::string(" paired")
                                                              : std::string(" alone");
   const std::string vs =
@@ -364,13 +377,20 @@ std::string TeeReporter::json_so_far() const {
   return json_out_.str() + "\n  ]\n}\n";
 }
 
+bool nothing_measured(const std::vector<RungRecord>& ran) {
+  const auto is = [&](RungStatus st) {
+    return std::any_of(ran.begin(), ran.end(), [&](const RungRecord& r) { return r.out.status == st; });
+  };
+  return !is(RungStatus::kOk) && (is(RungStatus::kDiverged) || is(RungStatus::kOom) || is(RungStatus::kError));
+}
+
 std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, bool aborted, bool reference_failed) {
   if (interrupted) return "interrupted";
   if (aborted) return "aborted";
   if (reference_failed) return "partial";
   for (const auto& r : ran)
     if (r.out.status == RungStatus::kError || r.out.status == RungStatus::kOom || r.out.status == RungStatus::kInterrupted) return "partial";
-  return "complete";
+  return nothing_measured(ran) ? "partial" : "complete";
 }
 
 // The parity verdict's figures in the closing table: the largest loss deviation (and the first gradient's norm
@@ -441,7 +461,7 @@ std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda) {
     }
     const std::string vs_base = base ? strf("%.2fx%s", chained, shaky.c_str()) : "-";
     const auto m = r.mfu();
-    const std::string mfu = m ? strf("%.2f%%", 100.0 * *m) : "-";
+    const std::string mfu = !m ? "-" : r.plan.mfu_unreliable ? "?" : strf("%.2f%%", 100.0 * *m);
     s << std::setw(12) << strf("%.0f", t) << std::setw(9) << vs_prev << std::setw(9) << vs_base << std::setw(11)
       << strf("%.2f", r.median_step_ms()) << std::setw(12) << gb(r.out.memory.peak_alloc_bytes) << std::setw(12)
       << gb(r.out.memory.peak_reserved_bytes) << std::setw(9) << mfu

@@ -42,6 +42,7 @@ struct RungPlanned {
   // matmul rate measured in any precision), the same for every rung; none for an unknown GPU.
   std::optional<double> mfu_peak;
   std::string mfu_basis;
+  bool mfu_unreliable = false;  // the MFU peak was raised to a rate a rung achieved: MFU shown as "?"
   std::optional<double> datasheet_peak;  // the datasheet peak of the precision the rung computes in
   double measured_peak = 0;              // the matmul rate measured here in that precision
   // batch_scaling's own rung: it searches the batch the rungs on the top then take.
@@ -107,6 +108,7 @@ struct ProcessEnds {
 struct RungPairing {
   std::string with;
   std::vector<double> with_tokens_per_sec;
+  std::vector<double> core_shares;  // each side's repetitions on a CPU: the share of its cores the process got
   std::string alone;  // why it was timed alone ("" where paired, or before it ran)
   void write(nlohmann::json& rung, const std::vector<double>& own_tokens_per_sec) const;  // "paired"
   void read(const nlohmann::json& rung);
@@ -190,8 +192,10 @@ std::string rung_line(const RungRecord& r, const RungRecord* against);
 // Where its wall time went ("    took 25s: choices 14s, build 2.9s, timed 2.6s, parity 5.5s"); "" before it ran.
 std::string seconds_line(const RungRecord& r);
 
+// No rung measured: none ok, and one at least diverged, out of memory or in error (not merely skipped).
+bool nothing_measured(const std::vector<RungRecord>& ran);
 // The run's status in rungs.json: interrupted (a signal), aborted (a lost rank), partial (a rung
-// ended in error, oom or interrupted, or a reference in error), else complete.
+// ended in error, oom or interrupted, a reference in error, or nothing measured), else complete.
 std::string run_status(const std::vector<RungRecord>& ran, bool interrupted, bool aborted, bool reference_failed = false);
 
 // The rung `r` is measured against: its compare_to, or where that one is not `usable`, that one's, and so on; by
@@ -204,6 +208,8 @@ double ratio_to(const RungRecord& r, const RungRecord& against);
 // Its rungs that were timed while the machine's speed moved more than their difference (stats.h: disturbed), with
 // how far it moved: "01_mask_on_the_fly (moved 1.98x)"; empty where none was.
 std::vector<std::string> disturbed_rungs(const std::vector<RungRecord>& rungs);
+// How far: "moved 1.98x", and on a CPU shared with other work ", 52% of its cores".
+std::string disturbance(const PairedRatio& p);
 
 // The closing table: rung, tok/s, speedup over the previous rung and over the baseline, memory, MFU, parity.
 std::string summary_table(const std::vector<RungRecord>& rungs, bool cuda);

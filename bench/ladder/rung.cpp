@@ -1,6 +1,7 @@
 #include "bench/ladder/rung.h"
 
 #include <ATen/ATen.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <iomanip>
@@ -36,6 +37,26 @@ class Lap {
   const TimeBudget& clock_;
   double& into_;
   double start_;
+};
+
+// A CPU run's sentinel for other work on the machine: the share of its cores the process got from its making, its
+// CPU time over wall time x ATen's threads (about 1 alone: the threads spin while they wait for work).
+class CoreShare {
+ public:
+  CoreShare() : cpu_(cpu_s()), wall_(wall_s()) {}
+  double share() const {
+    const double wall = (wall_s() - wall_) * static_cast<double>(at::get_num_threads());
+    return wall > 0 ? std::min(1.0, (cpu_s() - cpu_) / wall) : 1.0;
+  }
+
+ private:
+  static double cpu_s() {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  }
+  static double wall_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+  double cpu_, wall_;
 };
 }  // namespace
 
@@ -219,9 +240,11 @@ double RungRunner::repetition(RungRecord& r, bool& stopped) {
   const Lap lap(budget, r.out.timing.seconds["timed"]);
   auto timer = make_step_timer(dev);
   if (clocks) clocks->start();
+  const CoreShare cores;
   const TimedSteps t =
       time_steps(r.out.timing.steps, [&] { return slow_window().step(*live); }, *timer, [] { return g_signal != 0; });
   if (clocks) clocks->stop();
+  if (partner && !dev.cuda()) r.out.pairing.core_shares.push_back(cores.share());
   stopped = t.stopped;
   if (t.seconds.empty()) return 0;
   double total = 0;
@@ -279,8 +302,10 @@ void RungRunner::pair(RungRecord& r, const std::vector<RungRecord>& records) {
 void RungRunner::partner_repetition(RungRecord& r, bool& stopped) {
   const Lap lap(budget, r.out.timing.seconds["beside"]);
   auto timer = make_step_timer(dev);
+  const CoreShare cores;
   const TimedSteps t =
       time_steps(r.out.timing.steps, [&] { return slow_window().step(*partner); }, *timer, [] { return g_signal != 0; });
+  if (!dev.cuda()) r.out.pairing.core_shares.push_back(cores.share());
   stopped = t.stopped;
   if (stopped || t.seconds.empty()) return;
   double total = 0;

@@ -78,6 +78,7 @@ PairedRatio paired_ratio(const std::vector<double>& a, const std::vector<double>
 }
 
 bool disturbed(const PairedRatio& p) {
+  if (p.core_share < kBusyCoreShare) return true;
   return p.movement > kQuietMovement && std::log(p.movement) > std::abs(std::log(p.ratio.median));
 }
 

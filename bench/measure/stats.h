@@ -34,11 +34,15 @@ struct PairedRatio {
   MedianInterval ratio;
   std::vector<double> ratios;
   double movement = 1;
+  double core_share = 1;  // on a CPU, the median share of its cores the run got (below kBusyCoreShare: others ran)
 };
 PairedRatio paired_ratio(const std::vector<double>& a, const std::vector<double>& b);
 // What a quiet machine's pairs move by (docs/measurement.md: Pairs): past it, and past the ratio's own distance
 // from 1, the machine moved more than the difference measured, and the ratio is not claimed.
 constexpr double kQuietMovement = 1.5;
+// A CPU run that got less of its cores than this while a rung's pairs ran shared the machine with other work, which
+// changes a ratio however steady it is (a busy 2-core machine: bf16's gain 2.33x, 1.95x quiet): not claimed.
+constexpr double kBusyCoreShare = 0.8;
 bool disturbed(const PairedRatio& p);  // 0 for none; the mean of the middle two for an even count
 // Sample standard deviation over the mean (0 with fewer than 2 values).
 double coefficient_of_variation(const std::vector<double>& values);

@@ -53,10 +53,13 @@ def checks(run: Run) -> list[Check]:
                 clocks.append(f"{ref['name']}{' ' + scope if scope else ''} at batch "
                               f"{ref.get('config', {}).get('batch', '?')} ({why})")
     trend, order, paired = _paired(run)
-    moved = [f"{r.name} (moved {r.paired['movement']:.2f}x)" for r in ok if r.disturbed]
+    def moved_by(p: dict) -> str:
+        return f"moved {p['movement']:.2f}x" + (f", {100 * p['core_share']:.0f}% of its cores" if p.get("busy") else "")
+    moved = [f"{r.name} ({moved_by(r.paired)})" for r in ok if r.disturbed]
     return [
-        Check("disturbed", moved, "the machine's speed moved more than the rung's difference while it and the rung "
-              "it is measured against were timed in pairs: its ratio is not claimed (docs/measurement.md: Pairs)",
+        Check("disturbed", moved, "the machine's speed moved more than the rung's difference, or other work took its "
+              "cores, while it and the rung it is measured against were timed in pairs: its ratio is not claimed "
+              "(docs/measurement.md: Pairs)",
               any(r.paired and "ratio" in r.paired for r in ok)),
         Check("memory held at start", held, "a rung before it left tensors allocated: its peak memory includes "
               "them", any(r.held_at_start is not None for r in ok)),

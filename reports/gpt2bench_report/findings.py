@@ -164,9 +164,12 @@ def findings(run: Run) -> list[str]:
     base, best = (run.rungs[0] if run.rungs and run.rungs[0].ok else None), fastest(run)
     lines = []
     if moved := [r for r in run.rungs if r.disturbed]:
+        busy = [r.paired["core_share"] for r in moved if r.paired.get("busy")]
+        how = (f"other work taking its cores (the run got {100 * min(busy):.0f}% of them)" if busy
+               else "more than the difference measured")
         lines.append(f"**Disturbed**: the machine's speed moved up to {max(r.paired['movement'] for r in moved):.2f}x "
                      f"while {', '.join(r.name for r in moved[:4])}{' …' if len(moved) > 4 else ''} "
-                     f"{'were' if len(moved) > 1 else 'was'} timed, more than the difference measured: "
+                     f"{'were' if len(moved) > 1 else 'was'} timed, {how}: "
                      f"{'their ratios are' if len(moved) > 1 else 'its ratio is'} not claimed.")
     if best and base:
         lines.append(f"**Fastest**: {best.name} (B={best.batch}), {fmt(best.tokens_per_sec)} tok/s, "

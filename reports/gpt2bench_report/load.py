@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -230,8 +231,8 @@ def _number(v, path: Path, what: str) -> float | None:
     """A figure from a run's file: a number, or None where it is absent; anything else is refused, naming it."""
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ReportError(f"{path}: {what} is {json.dumps(v)[:40]}, not a number")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ReportError(f"{path}: {what} is {json.dumps(v)[:40]}, not a finite number")
     return v
 
 
@@ -386,6 +387,8 @@ def load_run(path: str | Path) -> Run:
         raise ReportError(f"{d}: no such run directory")
     rungs_doc = _read_json(d / "rungs.json")
     results = _read_json(d / "results.json")
+    if not isinstance(rungs_doc.get("rungs"), list):
+        raise ReportError(f"{d / 'rungs.json'}: its rungs are {json.dumps(rungs_doc.get('rungs'))[:40]}, not a list")
     try:
         rungs = [_load_rung(r, d / "rungs.json") for r in rungs_doc["rungs"]]
         return Run(
@@ -407,8 +410,10 @@ def load_run(path: str | Path) -> Run:
             variant_traits=rungs_doc.get("variants") or {},
             unreliable_peaks=_unreliable_peaks(rungs_doc, rungs),
         )
-    except (KeyError, TypeError, AttributeError, ValueError) as e:
+    except KeyError as e:
         raise ReportError(f"{d / 'rungs.json'}: unexpected layout (missing {e})") from e
+    except (TypeError, AttributeError, ValueError) as e:
+        raise ReportError(f"{d / 'rungs.json'}: unexpected layout ({e})") from e
 
 
 def rung_roles(runs: list[Run]) -> list[tuple[tuple[str, str], str]]:

@@ -360,7 +360,8 @@ def build_figures(runs: list[Run]) -> dict:
         if any(r.ok for r in run.rungs):
             figs[tag + "ladder"] = charts.ladder_chart(run)
             figs[tag + "memory"] = charts.memory_chart(run)
-            figs[tag + "mfu"] = charts.mfu_chart(run)
+            if not run.mfu_unreliable:  # its MFU is "?" in the tables: no bar may show it (notes say why)
+                figs[tag + "mfu"] = charts.mfu_chart(run)
         for name, f in charts.waterfall_charts(run).items():
             figs[tag + name] = f
         if (f := charts.phase_chart(run)) is not None:

@@ -121,7 +121,7 @@ def against_previous(run, rung) -> tuple[str, str] | None:
 
 def _paired_verdict(rung, prev) -> tuple[str, str] | None:
     """A rung timed beside the rung it is measured against (docs/measurement.md: Pairs): "disturbed" where the
-    machine's speed moved more than the difference, else "real" where the pairs' interval leaves out 1, else
+    machine's speed moved more than the difference or other work took its cores, else "real" where the pairs' interval leaves out 1, else
     "noise"; an anti-variant found faster is drift. None for a rung timed alone."""
     p = rung.paired or {}
     if p.get("with") != prev.name or "ratio" not in p:
@@ -129,7 +129,8 @@ def _paired_verdict(rung, prev) -> tuple[str, str] | None:
     lo, hi = p["interval"]
     how = f"paired: {len(p['ratios'])} pairs, {lo:.2f}-{hi:.2f}x at {100 * p['level']:.0f}%"
     if p.get("disturbed"):
-        return "disturbed", f"{how}; the machine's speed moved {p['movement']:.2f}x while they were timed"
+        cores = f", the run got {100 * p['core_share']:.0f}% of its cores" if p.get("busy") else ""
+        return "disturbed", f"{how}; the machine's speed moved {p['movement']:.2f}x{cores} while they were timed"
     if not (lo > 1 or hi < 1):
         return "noise", how
     if rung.anti_variant and p["ratio"] > 1:

@@ -1246,7 +1246,13 @@ def test_bad_report_input_is_one_line_exit_1_and_leaves_nothing_behind(tmp_path,
     doc = json.loads((fast / "rungs.json").read_text())
     doc["rungs"][0]["median"]["tokens_per_sec"] = "fast"
     (fast / "rungs.json").write_text(json.dumps(doc))
-    fails([fast], "rung 00_baseline's median tokens_per_sec is \"fast\", not a number")
+    fails([fast], "rung 00_baseline's median tokens_per_sec is \"fast\", not a finite number")
+    doc["rungs"][0]["median"]["tokens_per_sec"] = float("nan")  # Python's json writes NaN; no check may pass it
+    (fast / "rungs.json").write_text(json.dumps(doc))
+    fails([fast], "rung 00_baseline's median tokens_per_sec is NaN, not a finite number")
+    doc["rungs"] = 5
+    (fast / "rungs.json").write_text(json.dumps(doc))
+    fails([fast], "rungs.json: its rungs are 5, not a list")
     fails([FIXTURES / "cpu_2threads", tmp_path / ".." / tmp_path.name / "listed" / ".." / ".." / tmp_path.name /
            "fast", FIXTURES / "cpu_2threads"], "given twice")
     a_file = tmp_path / "a_file"
@@ -1285,6 +1291,7 @@ def test_mfu_over_a_peak_measured_low_is_flagged_not_shown(tmp_path):
     assert {row[7] for row in ladder_table(run)[1:] if row[1].startswith("ok")} == {"?"}
     md = (write_report([run], tmp_path / "report") / "report.md").read_text()
     assert "MFU not shown" in md and f"MFU over 100% ({top['name']})" in md and "124.0%" not in md
+    assert not (tmp_path / "report" / "mfu.png").exists()  # no bar shows what the tables mark "?"
     # As the ladder writes it now: the peak raised to the rate achieved, flagged in rungs.json.
     top["median"].update(mfu=0.9, mfu_vs_measured_peak=1.0)
     doc.setdefault("measured", {})["unreliable"] = {"fp32": {"why": "measured below a rate 05_sdpa achieved (a busy machine?)"}}
@@ -1538,3 +1545,12 @@ def test_paired_ratios_are_the_ratios_and_a_disturbed_one_is_never_claimed(tmp_p
     assert rows["01_mask_on_the_fly"][3:5] == ["1.00x", "1.00x"] and rows["01_mask_on_the_fly"][9] == "disturbed"
     assert rows["04_native_layers"][3] == "1.29x"
     assert any("01_mask_on_the_fly: disturbed" in n for n in run_notes(run))
+    # Steady work beside the run (a CPU's cores shared: busy): a ratio it changes is not claimed, however large
+    by["04_native_layers"]["paired"].update(disturbed=True, busy=True, core_share=0.6)
+    (run_dir / "rungs.json").write_text(json.dumps(doc))
+    run = load_run(run_dir)
+    assert findings(run)[0].endswith("were timed, other work taking its cores (the run got 60% of them): their "
+                                     "ratios are not claimed.")
+    assert "04_native_layers (moved 1.04x, 60% of its cores)" in findings(run)[-1]
+    assert against_previous(run, run.rung("04_native_layers"))[1].endswith(
+        "moved 1.04x, the run got 60% of its cores while they were timed")
