@@ -245,4 +245,4 @@ def headline(run: Run) -> list[str]:
     mfu = "?" if run.mfu_unreliable else "-" if best.mfu is None else f"{100 * best.mfu:.1f}%"
     return [run.device_name, f"`{run.path.parent.name}/{run.path.name}`", fmt(base.tokens_per_sec),
             f"{best.name} ({best.batch})", fmt(best.tokens_per_sec),
-            f"{best.tokens_per_sec / base.tokens_per_sec:.2f}x", mfu, "; ".join(compile_) or "-"]
+            f"{run.vs_base(best):.2f}x", mfu, "; ".join(compile_) or "-"]  # as Findings and the console say it
