@@ -352,6 +352,8 @@ TEST(Cli, KeptRungsSettleFromTheExtrasRungsAndKeepTheirRecipeOnResume) {
       for (auto& v : x["repetitions"]["tokens_per_sec"]) v = 1000.0 * f;
       if (x.contains("paired") && x["paired"].contains("with_tokens_per_sec"))  // the top beside it, as faked
         for (auto& v : x["paired"]["with_tokens_per_sec"]) v = 1000.0;
+      if (x.contains("paired") && x["paired"].contains("core_shares"))  // on a quiet machine (ctest -j: a busy one)
+        for (auto& v : x["paired"]["core_shares"]) v = 1.0;
       x["parity"]["verdict"] = "pass";
     }
   };

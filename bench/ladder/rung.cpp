@@ -1,9 +1,9 @@
 #include "bench/ladder/rung.h"
 
 #include <ATen/ATen.h>
-#include <sys/resource.h>
 
 #include <chrono>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <numeric>
@@ -19,6 +19,7 @@
 #include "bench/measure/breakdown.h"
 #include "bench/measure/stats.h"
 #include "common/errors.h"
+#include "common/files.h"
 
 namespace gpt2 {
 
@@ -39,24 +40,32 @@ class Lap {
   double start_;
 };
 
-// A CPU run's sentinel for other work on the machine: the share of its cores the process got from its making, its
-// CPU time over wall time x ATen's threads (about 1 alone: the threads spin while they wait for work).
+// A CPU run's sentinel for other work on the machine: of the time its threads were ready to run, the share they ran
+// (Linux's schedstat: run time over run time + run-queue wait, over the threads alive at both ends). 1 where the
+// kernel does not say; about 1 alone, whatever the threads' idle time.
 class CoreShare {
  public:
-  CoreShare() : cpu_(cpu_s()), wall_(wall_s()) {}
+  CoreShare() : start_(read()) {}
   double share() const {
-    const double wall = (wall_s() - wall_) * static_cast<double>(at::get_num_threads());
-    return wall > 0 ? std::min(1.0, (cpu_s() - cpu_) / wall) : 1.0;
+    double ran = 0, waited = 0;
+    for (const auto& [tid, end] : read())
+      if (const auto it = start_.find(tid); it != start_.end())
+        ran += end.first - it->second.first, waited += end.second - it->second.second;
+    return ran + waited > 0 ? ran / (ran + waited) : 1.0;
   }
 
  private:
-  static double cpu_s() {
-    rusage u{};
-    ::getrusage(RUSAGE_SELF, &u);
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  using Times = std::map<std::string, std::pair<double, double>>;  // thread -> (ran, waited) ns
+  static Times read() {
+    Times t;
+    for (const std::string& dir : files::glob("/proc/self/task/*")) {
+      std::ifstream f(dir + "/schedstat");
+      double ran = 0, waited = 0;
+      if (f >> ran >> waited) t[files::filename(dir)] = {ran, waited};
+    }
+    return t;
   }
-  static double wall_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-  double cpu_, wall_;
+  Times start_;
 };
 }  // namespace
 
