@@ -52,7 +52,7 @@ cuda-check:
 	build-cuda/gpt2bench doctor
 	build-cuda/gpt2bench_tests --gtest_filter='*_CUDA'
 	@# the CUDA build's own code on CPU tensors (its references, its refusals); the end-to-end suites are make test-cpu's
-	build-cuda/gpt2bench_tests --gtest_brief=1 --gtest_filter='-*_CUDA:Cli.*:Reliability.*:Ddp.*:Ownership.*:PairedLadder.*'
+	build-cuda/gpt2bench_tests --gtest_brief=1 --gtest_filter='-*_CUDA:Cli.*:Reliability.*:Ddp.*:Ownership.*:PairedLadder.*:RunAlone.*'
 	@for f in bench/runtime/cuda/cuda_backend.cpp bench/measure/cuda/cupti_collector.cpp $(wildcard kernels/cuda/*.cu) \
 	  kernels/cuda/gelu_epilogues.cpp kernels/cuda/gemm_survey.cpp kernels/cuda/cudnn_attention.cpp; do \
 	  grep -qs "$$f" build-cuda/compile_commands.json build-cuda/CMakeFiles/*/Unity/*.cxx \
@@ -69,14 +69,15 @@ kernels/cuda/cudnn_attention.cpp (cuDNN frontend attention graphs)"
 
 # Every test again, built with AddressSanitizer and UndefinedBehaviorSanitizer (gcc): our code is
 # instrumented, libtorch is not; the end-to-end tests run the sanitized gpt2bench. Leak checking is off
-# (libtorch keeps process-lifetime singletons); PairedLadder, which needs a quiet machine, is make test-cpu's.
+# (libtorch keeps process-lifetime singletons); PairedLadder and RunAlone, which need a quiet machine, are
+# make test-cpu's.
 # A shard a core, each one process of one ATen thread: two threads a shard on two cores made the suite 1.8x
 # slower (595 s against 322 s on a 2-core Zen 3).
 asan:
 	@scripts/setup.sh asan
 	@cmake --build build-asan -j $(JOBS)
 	cd build-asan && OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ../scripts/gtest_shards.sh $(JOBS) ./gpt2bench_tests --gtest_brief=1 --gtest_filter=-PairedLadder.*
+	  ../scripts/gtest_shards.sh $(JOBS) ./gpt2bench_tests --gtest_brief=1 --gtest_filter=-PairedLadder.*:RunAlone.*
 
 # Each stage in turn, with its wall time: CI's limit is the whole's.
 test:

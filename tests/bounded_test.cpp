@@ -1,4 +1,5 @@
-// What stays bounded however long or strange the input: host memory over a long rung, a --rung pattern's cost.
+// What stays bounded however long or strange the input: host memory over a long rung, the time budget, a --rung
+// pattern's cost. RunAlone: measured on the machine as it is, so run alone (CMakeLists.txt), as PairedLadder.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -26,7 +27,7 @@ double peak_rss(const test::TempDir& dir, int steps) {
 
 // The host allocator keeps what a step frees for the next without hoarding: 100 timed steps peak where 10 did
 // (glibc with mmap off grew about 95 MB a step here).
-TEST(Bounded, HostMemoryAfterTheTenthStepIsHostMemoryAtTheHundredth) {
+TEST(RunAlone, HostMemoryAfterTheTenthStepIsHostMemoryAtTheHundredth) {
   test::TempDir dir;
   const double ten = peak_rss(dir, 5), hundred = peak_rss(dir, 50);
   EXPECT_GT(ten, 1e8);
@@ -36,7 +37,7 @@ TEST(Bounded, HostMemoryAfterTheTenthStepIsHostMemoryAtTheHundredth) {
 // A rung planned at its warm-up's speed, then slowed 4x from its first timed repetition: the repetitions left take
 // fewer steps, and the run ends within 20% of its budget (before, it took its planned steps at any speed: 138 s for
 // a one-minute budget).
-TEST(Bounded, ARungSlowedMidwayReplansAndTheRunStaysWithinItsBudget) {
+TEST(RunAlone, ARungSlowedMidwayReplansAndTheRunStaysWithinItsBudget) {
   test::TempDir dir;
   const std::string profile = dir / "budget.yaml";
   constexpr double kBudgetS = 30;
