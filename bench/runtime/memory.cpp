@@ -81,9 +81,10 @@ class CpuMemoryMeter : public MemoryMeter {
 void install_counting_cpu_allocator() {
   static std::once_flag once;
   std::call_once(once, [] {
-    static CountingCpuAllocator counting(c10::GetDefaultCPUAllocator());
-    CountingCpuAllocator::instance = &counting;
-    c10::SetCPUAllocator(&counting, /*priority=*/100);
+    // Never destroyed, as ATen's own allocators: a static tensor freed at exit after it would call a dead object.
+    static auto* counting = new CountingCpuAllocator(c10::GetDefaultCPUAllocator());
+    CountingCpuAllocator::instance = counting;
+    c10::SetCPUAllocator(counting, /*priority=*/100);
   });
 }
 
