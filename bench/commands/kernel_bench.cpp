@@ -238,7 +238,7 @@ KernelCase adamw_case(const StepSpec& base, const DeviceInfo& dev, int rounds, c
 
 // fuse_qkv's attention from the projection's (B, T, 3C) output to its gradient, with the profile's dropout: ours
 // through our cuDNN graphs (one dQKV) against ATen's SDPA by its cuDNN and its flash kernels (split, the three
-// gradients concatenated), and with dropout, ATen's cuDNN kernel without it (what the dropout costs: issue 49); a
+// gradients concatenated), and with dropout, ATen's cuDNN kernel without it (what the dropout costs); a
 // kernel that does not run here is named in the note. TFLOP/s over the causal FLOPs.
 KernelCase attention_case(const StepSpec& base, const DeviceInfo& dev, int rounds, const Timing& timing) {
   const StepSpec s = spec_with(base, dev, {});
